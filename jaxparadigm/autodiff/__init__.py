@@ -1,0 +1,1 @@
+"""jaxparadigm.autodiff (being built)."""

@@ -1,0 +1,1 @@
+"""jaxparadigm.claims (being built)."""

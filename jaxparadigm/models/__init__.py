@@ -1,0 +1,1 @@
+"""jaxparadigm.models (being built)."""

@@ -1,0 +1,1 @@
+"""jaxparadigm.optim (being built)."""

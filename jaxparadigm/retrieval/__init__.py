@@ -1,0 +1,1 @@
+"""jaxparadigm.retrieval (being built)."""

@@ -1,0 +1,1 @@
+"""jaxparadigm.tensor (being built)."""

@@ -1,0 +1,1 @@
+"""jaxparadigm.train (being built)."""
