@@ -1,0 +1,49 @@
+"""Ledger mechanics: statuses only from rules, rendering, unknown IDs."""
+
+import json
+
+import pytest
+
+from jaxparadigm.claims import Verdict, format_table, verdicts_to_json, write_report
+from jaxparadigm.claims.ledger import Experiment
+
+
+def test_verdict_rejects_unknown_status():
+    with pytest.raises(ValueError, match="status"):
+        Verdict("C0.0", "maybe", "s", {})
+    with pytest.raises(TypeError, match="evidence"):
+        Verdict("C0.0", "holds", "s", [1])
+
+
+def test_experiment_status_comes_from_rule():
+    exp = Experiment("C0.1", "x is positive", lambda: {"x": 3.0})
+    exp.decide(lambda ev: ("holds", "ok") if ev["x"] > 0 else ("fails", "negative"))
+    assert exp.run().status == "holds"
+    assert exp.verdict_from({"x": -1.0}).status == "fails"
+
+
+def test_experiment_without_rule_is_an_error():
+    with pytest.raises(RuntimeError, match="no decide rule"):
+        Experiment("C0.2", "s", lambda: {}).run()
+
+
+def test_rendering(tmp_path):
+    import numpy as np
+
+    png = tmp_path / "fig.png"
+    png.write_bytes(b"\x89PNG fake")
+    vs = [
+        Verdict("C1.1", "holds", "a " * 80, {"v": np.float32(1.5), "a": np.arange(3)}),
+        Verdict(
+            "C2.5", "fails", "set_ does not write through", {"nan": float("nan")}, {"p": str(png)}
+        ),
+    ]
+    table = format_table(vs)
+    assert "C2.5" in table and "FAILS" in table and "1 hold, 1 fail, 0 conditional" in table
+    js = verdicts_to_json(vs)
+    assert json.loads(json.dumps(js))[0]["evidence"] == {"v": 1.5, "a": [0, 1, 2]}
+    assert set(js[1]) >= {"claim_id", "status", "summary", "evidence"}
+    report = write_report(vs, tmp_path / "out")
+    text = report.read_text()
+    assert "What the article gets wrong" in text and "C2_5_fig.png" in text
+    assert (tmp_path / "out" / "C2_5_fig.png").exists()
