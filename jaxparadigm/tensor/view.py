@@ -1,0 +1,477 @@
+"""A tensor as a view ``(shape, strides, offset)`` over a flat storage (claim C2.1).
+
+Element ``(i_0, ..., i_{n-1})`` of a view lives at storage index
+``offset + sum_d i_d * strides[d]`` (strides in elements, PyTorch's convention). Movement ops
+(``permute``, ``transpose``, ``expand``, ``slice``, ``select``, ``view``) only recompute this
+metadata, never touch data; whether a reshape can stay a view is decided by stride arithmetic alone
+(PyTorch's ``computeStride``). ``materialize`` turns the metadata into the ``jax.Array`` it denotes,
+expressed through ``lax.slice`` / ``reshape`` / ``transpose`` / ``broadcast_in_dim`` whenever the
+strides nest, and through a gather of static indices otherwise.
+
+All checks run in Python on the static metadata, before anything is traced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import operator
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+
+def as_int(value: Any, name: str) -> int:
+    """``value`` as a Python int, or ``TypeError`` naming ``name`` (bools and floats refused)."""
+    if isinstance(value, bool) or isinstance(value, jax.core.Tracer):
+        raise TypeError(f"{name} must be a static Python int, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be a Python int, got {value!r} of type {type(value).__name__}"
+        ) from None
+
+
+def as_int_tuple(values: Any, name: str) -> tuple[int, ...]:
+    """A sequence of ints as a tuple (``TypeError`` naming ``name`` and the bad entry)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of ints, got {values!r}")
+    return tuple(as_int(v, f"{name}[{i}]") for i, v in enumerate(values))
+
+
+def dims_arg(dims: tuple[Any, ...], name: str) -> tuple[Any, ...]:
+    """Accept both ``f(2, 3)`` and ``f((2, 3))`` call styles, as PyTorch does."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        return tuple(dims[0])
+    return dims
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major strides: ``stride[d] = stride[d+1] * max(shape[d+1], 1)``, last stride 1."""
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * max(shape[d + 1], 1)
+    return tuple(strides)
+
+
+def storage_size_of(storage: Any, name: str = "storage") -> int:
+    """Number of elements of a 1-D storage; ``TypeError``/``ValueError`` naming ``name`` otherwise."""
+    shape = getattr(storage, "shape", None)
+    if shape is None or not hasattr(storage, "dtype"):
+        raise TypeError(
+            f"{name} must be a 1-D jax.Array or numpy array, got {type(storage).__name__}"
+        )
+    if len(shape) != 1:
+        raise ValueError(f"{name} must be 1-D (a flat storage), got shape {tuple(shape)}")
+    return int(shape[0])
+
+
+@dataclasses.dataclass(frozen=True)
+class View:
+    """Metadata of a strided tensor: ``shape``, element ``strides`` and storage ``offset`` (C2.1).
+
+    ``tensor[i_0, ..., i_{n-1}] = storage[offset + sum_d i_d * strides[d]]``. Frozen and hashable,
+    so a ``View`` can be a static argument of ``jax.jit``. Strides and offset are non-negative
+    (PyTorch has no negative strides).
+    """
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int = 0
+
+    def __post_init__(self) -> None:
+        shape = as_int_tuple(self.shape, "shape")
+        strides = as_int_tuple(self.strides, "strides")
+        offset = as_int(self.offset, "offset")
+        if len(shape) != len(strides):
+            raise ValueError(
+                f"shape {shape} and strides {strides} must have the same length "
+                f"({len(shape)} != {len(strides)})"
+            )
+        for d, n in enumerate(shape):
+            if n < 0:
+                raise ValueError(f"shape[{d}] = {n} is negative in shape {shape}; sizes are >= 0")
+        for d, s in enumerate(strides):
+            if s < 0:
+                raise ValueError(
+                    f"strides[{d}] = {s} is negative in strides {strides}; strides are >= 0 "
+                    "(PyTorch views have no negative strides)"
+                )
+        if offset < 0:
+            raise ValueError(f"offset = {offset} is negative; a storage offset is >= 0")
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "strides", strides)
+        object.__setattr__(self, "offset", offset)
+
+    # ----------------------------------------------------------------------------------------
+    # Construction and queries.
+    # ----------------------------------------------------------------------------------------
+
+    @classmethod
+    def contiguous(cls, shape: Any, offset: int = 0) -> View:
+        """The row-major view of ``shape``: ``strides[d] = prod(shape[d+1:])`` (C2.1)."""
+        shape = as_int_tuple(shape, "shape")
+        return cls(shape, contiguous_strides(shape), offset)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def numel(self) -> int:
+        """Number of elements, ``prod(shape)`` (C2.1)."""
+        return math.prod(self.shape)
+
+    def is_contiguous(self) -> bool:
+        """PyTorch's rule: ignoring size-1 dims, ``strides[d] == prod(shape[d+1:])`` (C2.1)."""
+        if self.numel() == 0:
+            return True
+        expected = 1
+        for n, s in zip(reversed(self.shape), reversed(self.strides), strict=True):
+            if n != 1:
+                if s != expected:
+                    return False
+                expected *= n
+        return True
+
+    def max_index(self) -> int:
+        """Largest storage index addressed, ``offset + sum_d (shape[d]-1) * strides[d]`` (C2.1).
+
+        ``-1`` for an empty view (it addresses nothing), so a storage needs ``max_index() + 1``
+        elements.
+        """
+        if self.numel() == 0:
+            return -1
+        return self.offset + sum((n - 1) * s for n, s in zip(self.shape, self.strides, strict=True))
+
+    def storage_indices(self) -> np.ndarray:
+        """Static int64 array of shape ``shape``: the storage index of every element (C2.1)."""
+        index = np.full(self.shape, self.offset, dtype=np.int64)
+        for d, (n, s) in enumerate(zip(self.shape, self.strides, strict=True)):
+            axis_shape = [1] * self.ndim
+            axis_shape[d] = n
+            index = index + (np.arange(n, dtype=np.int64) * s).reshape(axis_shape)
+        return index
+
+    def has_internal_overlap(self) -> bool:
+        """True when two elements share one storage index (e.g. after ``expand``)."""
+        if self.numel() <= 1:
+            return False
+        dims = sorted((s, n) for n, s in zip(self.shape, self.strides, strict=True) if n > 1)
+        if dims and dims[0][0] == 0:
+            return True
+        span = 1  # every stride must exceed the extent spanned by the smaller ones
+        for s, n in dims:
+            if s < span:
+                return bool(np.unique(self.storage_indices()).size != self.numel())
+            span = s * (n - 1) + span
+        return False
+
+    def _dim(self, dim: Any, name: str = "dim") -> int:
+        dim = as_int(dim, name)
+        if not -self.ndim <= dim < self.ndim:
+            raise ValueError(
+                f"{name} = {dim} is out of range for a {self.ndim}-d view of shape {self.shape}; "
+                f"expected a dim in [{-self.ndim}, {self.ndim - 1}]"
+            )
+        return dim % self.ndim
+
+    # ----------------------------------------------------------------------------------------
+    # Movement ops: each returns a new View and touches no data.
+    # ----------------------------------------------------------------------------------------
+
+    def permute(self, *dims: Any) -> View:
+        """Reorder dims: ``shape'[i] = shape[dims[i]]``, ``strides'[i] = strides[dims[i]]`` (C2.1)."""
+        dims = dims_arg(dims, "dims")
+        norm = tuple(self._dim(d, f"dims[{i}]") for i, d in enumerate(dims))
+        if sorted(norm) != list(range(self.ndim)):
+            raise ValueError(
+                f"permute dims {tuple(dims)} must be a permutation of range({self.ndim}) "
+                f"for a view of shape {self.shape}"
+            )
+        return View(
+            tuple(self.shape[d] for d in norm), tuple(self.strides[d] for d in norm), self.offset
+        )
+
+    def transpose(self, d0: Any, d1: Any) -> View:
+        """Swap two dims (their sizes and strides) (C2.1)."""
+        a, b = self._dim(d0, "d0"), self._dim(d1, "d1")
+        order = list(range(self.ndim))
+        order[a], order[b] = order[b], order[a]
+        return self.permute(*order)
+
+    def expand(self, *shape: Any) -> View:
+        """Broadcast size-1 dims (and new leading dims) to ``shape`` with stride 0 (C2.1, C2.4).
+
+        ``-1`` keeps an existing dim. PyTorch's ``inferExpandGeometry``: a non-singleton dim must
+        keep its size.
+        """
+        target = as_int_tuple(dims_arg(shape, "shape"), "shape")
+        if len(target) < self.ndim:
+            raise ValueError(
+                f"expand shape {target} has fewer dims than the view's shape {self.shape}"
+            )
+        sizes = [0] * len(target)
+        strides = [0] * len(target)
+        for i in range(len(target) - 1, -1, -1):
+            dim = self.ndim - len(target) + i
+            if dim >= 0:
+                size, stride = self.shape[dim], self.strides[dim]
+            else:
+                size = 1
+                stride = sizes[i + 1] * strides[i + 1] if i + 1 < len(target) else 1
+            want = target[i]
+            if want == -1:
+                if dim < 0:
+                    raise ValueError(
+                        f"expand shape {target}: -1 is not allowed at new leading dim {i}"
+                    )
+                want = size
+            elif want < 0:
+                raise ValueError(f"expand shape {target}: size {want} at dim {i} is negative")
+            if size != want:
+                if size != 1:
+                    raise ValueError(
+                        f"expand shape {target}: size {want} at dim {i} must match the existing "
+                        f"size {size} (non-singleton dim) of view shape {self.shape}"
+                    )
+                size, stride = want, 0
+            sizes[i], strides[i] = size, stride
+        return View(tuple(sizes), tuple(strides), self.offset)
+
+    def slice(self, dim: Any, start: Any, stop: Any, step: Any = 1) -> View:
+        """``tensor[..., start:stop:step, ...]`` along ``dim`` (Python clamping, step > 0) (C2.1).
+
+        ``offset' = offset + start * strides[dim]``, ``strides'[dim] = strides[dim] * step``.
+        """
+        d = self._dim(dim)
+        step = as_int(step, "step")
+        if step <= 0:
+            raise ValueError(f"slice step = {step} must be positive (views cannot reverse)")
+        start = None if start is None else as_int(start, "start")
+        stop = None if stop is None else as_int(stop, "stop")
+        lo, hi, _ = slice(start, stop, step).indices(self.shape[d])
+        size = len(range(lo, hi, step))
+        shape = self.shape[:d] + (size,) + self.shape[d + 1 :]
+        strides = self.strides[:d] + (self.strides[d] * step,) + self.strides[d + 1 :]
+        return View(shape, strides, self.offset + lo * self.strides[d])
+
+    def select(self, dim: Any, index: Any) -> View:
+        """``tensor[..., index, ...]``: drop ``dim``, ``offset' = offset + index * strides[dim]`` (C2.1)."""
+        d = self._dim(dim)
+        index = as_int(index, "index")
+        n = self.shape[d]
+        if not -n <= index < n:
+            raise ValueError(
+                f"select index = {index} is out of range for dim {d} of size {n} "
+                f"(view shape {self.shape}); expected an index in [{-n}, {n - 1}]"
+            )
+        index %= n
+        return View(
+            self.shape[:d] + self.shape[d + 1 :],
+            self.strides[:d] + self.strides[d + 1 :],
+            self.offset + index * self.strides[d],
+        )
+
+    def view(self, *shape: Any) -> View:
+        """Reshape without copying, when the strides allow it (PyTorch's ``computeStride``) (C2.1).
+
+        One ``-1`` is inferred. If the new shape cannot be expressed with strides over the same
+        storage, ``ValueError``: ``contiguous()``/``reshape`` would have to copy.
+        """
+        target = self._infer_shape(as_int_tuple(dims_arg(shape, "shape"), "shape"))
+        strides = _compute_view_strides(self.shape, self.strides, target)
+        if strides is None:
+            raise ValueError(
+                f"view size {target} is not compatible with the view's shape {self.shape} and "
+                f"strides {self.strides} (at least one dim spans across two contiguous "
+                "subspaces); a view cannot express it. Use contiguous()/reshape, which copies."
+            )
+        return View(target, strides, self.offset)
+
+    def _infer_shape(self, target: tuple[int, ...]) -> tuple[int, ...]:
+        numel = self.numel()
+        unknown = [i for i, n in enumerate(target) if n == -1]
+        if len(unknown) > 1:
+            raise ValueError(f"view shape {target}: only one dim can be -1")
+        for i, n in enumerate(target):
+            if n < -1:
+                raise ValueError(f"view shape {target}: size {n} at dim {i} is invalid")
+        known = math.prod(n for n in target if n != -1)
+        if unknown:
+            if known == 0 or numel % known:
+                raise ValueError(
+                    f"view shape {target} is invalid for a view of {numel} elements "
+                    f"(shape {self.shape})"
+                )
+            target = tuple(numel // known if n == -1 else n for n in target)
+        if math.prod(target) != numel:
+            raise ValueError(
+                f"view shape {target} is invalid for a view of {numel} elements "
+                f"(shape {self.shape})"
+            )
+        return target
+
+    # ----------------------------------------------------------------------------------------
+    # Data.
+    # ----------------------------------------------------------------------------------------
+
+    def check_bounds(self, storage_size: int, name: str = "storage") -> None:
+        """``ValueError`` naming the element and its storage index if the view leaves the storage."""
+        last = self.max_index()
+        if last >= storage_size:
+            element = tuple(
+                n - 1 if s > 0 else 0 for n, s in zip(self.shape, self.strides, strict=True)
+            )
+            raise ValueError(
+                f"element {element} of the view (shape {self.shape}, strides {self.strides}, "
+                f"offset {self.offset}) addresses storage index {last}, but the {name} has only "
+                f"{storage_size} elements (valid indices 0..{storage_size - 1})"
+            )
+
+    def materialize(self, storage: Any) -> jax.Array:
+        """The array the view denotes: ``out[i] = storage[offset + sum_d i_d * strides[d]]`` (C2.1).
+
+        ``storage`` is 1-D; the view is static, so this works under ``jax.jit``. Nested strides
+        compile to slice/reshape/transpose/broadcast (as cheap as the native op); anything else
+        (overlapping windows, non-divisible strides) to one gather of static indices.
+        """
+        size = storage_size_of(storage)
+        self.check_bounds(size)
+        storage = jnp.asarray(storage)
+        if self.numel() == 0:
+            return jnp.zeros(self.shape, storage.dtype)
+        plan = _plan(self, size)
+        if plan is None:
+            out = storage[self.storage_indices()]
+        else:
+            out = _run_plan(plan, storage, self.shape)
+        chex.assert_shape(out, self.shape)
+        return out
+
+
+def _compute_view_strides(
+    old_shape: tuple[int, ...], old_strides: tuple[int, ...], new_shape: tuple[int, ...]
+) -> tuple[int, ...] | None:
+    """PyTorch's ``at::detail::computeStride``: strides for ``new_shape`` or ``None``."""
+    if not old_shape:
+        return tuple(1 for _ in new_shape)
+    numel = math.prod(old_shape)
+    if numel == 0:
+        if old_shape == new_shape:
+            return old_strides
+        return contiguous_strides(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = old_strides[-1]
+    tensor_numel = 1
+    view_numel = 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (
+            old_shape[tensor_d - 1] != 1
+            and old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride
+        ):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_strides[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_strides)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """How to cut a view out of its storage with dense ops (all fields static)."""
+
+    base: int  # first storage index of the window
+    length: int  # window length taken from the storage
+    pad: int  # zeros appended when the window runs past the storage end
+    grid: tuple[int, ...]  # window reshaped row-major to this grid
+    starts: tuple[int, ...]  # strided slice of the grid
+    limits: tuple[int, ...]
+    steps: tuple[int, ...]
+    perm: tuple[int, ...]  # grid axes -> active dims in ascending order
+    active: tuple[int, ...]  # output dims that vary (size > 1, stride > 0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan(view: View, storage_size: int) -> _Plan | None:
+    """Express ``view`` as slice -> reshape -> strided slice -> transpose -> broadcast, or None."""
+    active = tuple(d for d in range(view.ndim) if view.shape[d] > 1 and view.strides[d] > 0)
+    if not active:
+        return _Plan(view.offset, 1, 0, (1,), (0,), (1,), (1,), (0,), ())
+    order = sorted(active, key=lambda d: -view.strides[d])
+    sizes = [view.shape[d] for d in order]
+    strides = [view.strides[d] for d in order]
+    k = len(order)
+    # Grid row strides: S[k-1] = 1, S[j] = strides[j] for j < k-1; grid sizes M[j] = S[j-1]/S[j].
+    row = [1] * k
+    for j in range(k - 1):
+        row[j] = strides[j]
+    grid = [0] * k
+    steps = [1] * k
+    steps[k - 1] = strides[k - 1]
+    extent = [(n - 1) * st + 1 for n, st in zip(sizes, steps, strict=True)]
+    for j in range(1, k):
+        if row[j - 1] % row[j]:
+            return None
+        grid[j] = row[j - 1] // row[j]
+        if extent[j] > grid[j]:
+            return None  # overlapping: rows would share storage elements
+    grid[0] = sizes[0] if k > 1 else extent[0]
+    # Prefer a window aligned so the offset becomes slice starts (native slicing), else start at
+    # the offset itself.
+    starts = [0] * k
+    base = view.offset
+    if k > 1:
+        rem = view.offset % row[0]
+        aligned = [0] * k
+        for j in range(1, k):
+            aligned[j], rem = divmod(rem, row[j])
+        if all(a + e <= g for a, e, g in zip(aligned[1:], extent[1:], grid[1:], strict=True)):
+            starts = aligned
+            base = view.offset - sum(a * r for a, r in zip(aligned, row, strict=True))
+    length = grid[0] * row[0]
+    avail = storage_size - base
+    take = min(length, avail)
+    limits = tuple(s + e for s, e in zip(starts, extent, strict=True))
+    perm = tuple(sorted(range(k), key=lambda j: order[j]))
+    return _Plan(
+        base, take, length - take, tuple(grid), tuple(starts), limits, tuple(steps), perm, active
+    )
+
+
+def _run_plan(plan: _Plan, storage: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    x = storage
+    if plan.base != 0 or plan.length != storage.shape[0]:
+        x = lax.slice(x, (plan.base,), (plan.base + plan.length,))
+    if plan.pad:
+        x = lax.pad(x, jnp.zeros((), x.dtype), [(0, plan.pad, 0)])
+    if x.shape != plan.grid:
+        x = x.reshape(plan.grid)
+    if (
+        plan.starts != (0,) * len(plan.grid)
+        or plan.limits != plan.grid
+        or any(s != 1 for s in plan.steps)
+    ):
+        x = lax.slice(x, plan.starts, plan.limits, plan.steps)
+    if plan.perm != tuple(range(len(plan.perm))):
+        x = lax.transpose(x, plan.perm)
+    if not plan.active:
+        x = x.reshape(())
+    if x.shape != shape:
+        x = lax.broadcast_in_dim(x, shape, plan.active)
+    return x
