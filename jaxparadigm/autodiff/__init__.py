@@ -1,1 +1,33 @@
-"""jaxparadigm.autodiff (being built)."""
+"""jaxparadigm.autodiff: autodiff rebuilt -- tape, graph + VJP registry, Function, func transforms.
+
+Claims C2.2 (saved tensors freed after backward), C3.1 (tape vs declared graph), C3.2 (one static
+registry maps each primitive to its gradient rule), C3.3 (grad-of-grad re-enters the graph).
+"""
+
+from jaxparadigm.autodiff import call_rules as _call_rules  # noqa: F401  (registers rules)
+from jaxparadigm.autodiff import elementwise_rules as _elementwise_rules  # noqa: F401
+from jaxparadigm.autodiff import structural_rules as _structural_rules  # noqa: F401
+from jaxparadigm.autodiff.function import Function
+from jaxparadigm.autodiff.graph import Graph, trace
+from jaxparadigm.autodiff.growth import graph_growth
+from jaxparadigm.autodiff.registry import (
+    MissingVJPRule,
+    get_vjp,
+    register_vjp,
+    registered_primitives,
+)
+from jaxparadigm.autodiff.reverse_mode import grad, value_and_grad, vjp
+
+__all__ = [
+    "Function",
+    "Graph",
+    "MissingVJPRule",
+    "get_vjp",
+    "grad",
+    "graph_growth",
+    "register_vjp",
+    "registered_primitives",
+    "trace",
+    "value_and_grad",
+    "vjp",
+]

@@ -1,0 +1,252 @@
+"""VJP rules for elementwise primitives (claim C3.2).
+
+Each rule is ``rule(ct, *primals, **params) -> tuple of cotangents`` (``None`` = zero) and is
+written with differentiable ``jnp``/``lax`` ops so that a backward pass can itself be
+differentiated (claim C3.3). A jaxpr may combine a rank-0 literal with an array
+(``mul 0.5:f32[] x``), so binary rules reduce the cotangent back to each operand's shape.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+from jax import lax
+
+from jaxparadigm.autodiff.registry import register_vjp
+
+__all__ = ["unbroadcast"]
+
+
+def unbroadcast(ct, like):
+    """Sum ``ct`` over the dims that broadcasting added to ``like``; cast to its dtype. C2.4/C3.2.
+
+    ``like`` has shape ``s``; ``ct`` has the broadcast shape ``b`` (aligned from the right).
+    The result has shape ``s``: leading dims of ``b`` and dims where ``s`` is 1 are summed.
+    """
+    shape = tuple(jnp.shape(like))
+    if tuple(ct.shape) != shape:
+        lead = ct.ndim - len(shape)
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, d in enumerate(shape) if d == 1 and ct.shape[lead + i] != 1
+        )
+        ct = jnp.sum(ct, axis=axes) if axes else ct
+        ct = jnp.reshape(ct, shape)
+    dtype = jnp.result_type(like)
+    return ct if ct.dtype == dtype else ct.astype(dtype)
+
+
+def _zero_rule(ct, *primals, **params):
+    """Piecewise-constant or gradient-blocking ops: every cotangent is zero."""
+    del ct, params
+    return (None,) * len(primals)
+
+
+for _name in (
+    "stop_gradient",
+    "sign",
+    "floor",
+    "ceil",
+    "round",
+    "is_finite",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "and",
+    "or",
+    "not",
+    "xor",
+    "argmax",
+    "argmin",
+    "nextafter",
+):
+    register_vjp(_name)(_zero_rule)
+
+
+@register_vjp("add", "add_any")
+def _add_vjp(ct, x, y, **params):
+    return unbroadcast(ct, x), unbroadcast(ct, y)
+
+
+@register_vjp("sub")
+def _sub_vjp(ct, x, y, **params):
+    return unbroadcast(ct, x), unbroadcast(-ct, y)
+
+
+@register_vjp("mul")
+def _mul_vjp(ct, x, y, **params):
+    return unbroadcast(ct * y, x), unbroadcast(ct * x, y)
+
+
+@register_vjp("div")
+def _div_vjp(ct, x, y, **params):
+    return unbroadcast(ct / y, x), unbroadcast(-ct * x / (y * y), y)
+
+
+@register_vjp("neg")
+def _neg_vjp(ct, x, **params):
+    return (-ct,)
+
+
+@register_vjp("copy", "copy_p", "reduce_precision", "optimization_barrier")
+def _identity_vjp(ct, x, **params):
+    return (ct,)
+
+
+@register_vjp("exp")
+def _exp_vjp(ct, x, **params):
+    return (ct * jnp.exp(x),)
+
+
+@register_vjp("exp2")
+def _exp2_vjp(ct, x, **params):
+    return (ct * jnp.exp2(x) * math.log(2.0),)
+
+
+@register_vjp("expm1")
+def _expm1_vjp(ct, x, **params):
+    return (ct * (jnp.expm1(x) + 1.0),)
+
+
+@register_vjp("log")
+def _log_vjp(ct, x, **params):
+    return (ct / x,)
+
+
+@register_vjp("log1p")
+def _log1p_vjp(ct, x, **params):
+    return (ct / (1.0 + x),)
+
+
+@register_vjp("sin")
+def _sin_vjp(ct, x, **params):
+    return (ct * jnp.cos(x),)
+
+
+@register_vjp("cos")
+def _cos_vjp(ct, x, **params):
+    return (-ct * jnp.sin(x),)
+
+
+@register_vjp("tan")
+def _tan_vjp(ct, x, **params):
+    t = jnp.tan(x)
+    return (ct * (1.0 + t * t),)
+
+
+@register_vjp("tanh")
+def _tanh_vjp(ct, x, **params):
+    t = jnp.tanh(x)
+    return (ct * (1.0 - t * t),)
+
+
+@register_vjp("logistic")
+def _logistic_vjp(ct, x, **params):
+    s = lax.logistic(x)
+    return (ct * s * (1.0 - s),)
+
+
+@register_vjp("erf")
+def _erf_vjp(ct, x, **params):
+    return (ct * (2.0 / math.sqrt(math.pi)) * jnp.exp(-x * x),)
+
+
+@register_vjp("sqrt")
+def _sqrt_vjp(ct, x, **params):
+    return (ct * 0.5 / jnp.sqrt(x),)
+
+
+@register_vjp("rsqrt")
+def _rsqrt_vjp(ct, x, **params):
+    return (ct * -0.5 * lax.rsqrt(x) / x,)
+
+
+@register_vjp("cbrt")
+def _cbrt_vjp(ct, x, **params):
+    c = jnp.cbrt(x)
+    return (ct / (3.0 * c * c),)
+
+
+@register_vjp("abs")
+def _abs_vjp(ct, x, **params):
+    return (ct * jnp.sign(x).astype(ct.dtype),)
+
+
+@register_vjp("square")
+def _square_vjp(ct, x, **params):
+    return (ct * 2.0 * x,)
+
+
+@register_vjp("integer_pow")
+def _integer_pow_vjp(ct, x, *, y, **params):
+    """d/dx x**n = n x**(n-1)."""
+    if y == 0:
+        return (None,)
+    d = x if y == 2 else (jnp.ones_like(x) if y == 1 else lax.integer_pow(x, y - 1))
+    return (ct * (y * d),)
+
+
+@register_vjp("pow")
+def _pow_vjp(ct, x, y, **params):
+    """d/dx x**y = y x**(y-1) (0 where y == 0); d/dy x**y = log(x) x**y (0 where x == 0)."""
+    dx = jnp.where(y == 0, jnp.zeros_like(ct), ct * y * jnp.power(x, y - 1))
+    safe_x = jnp.where(x == 0, jnp.ones_like(x), x)
+    dy = ct * jnp.log(safe_x) * jnp.power(x, y)
+    return unbroadcast(dx, x), unbroadcast(dy, y)
+
+
+def _select_max_min(ct, x, y, x_wins):
+    """Cotangent split of max/min: the winner gets ct, ties split it 1/2 - 1/2 (as jax does)."""
+    tie = (x == y).astype(ct.dtype)
+    wx = x_wins.astype(ct.dtype) + 0.5 * tie
+    wy = 1.0 - wx
+    return unbroadcast(ct * wx, x), unbroadcast(ct * wy, y)
+
+
+@register_vjp("max")
+def _max_vjp(ct, x, y, **params):
+    return _select_max_min(ct, x, y, x > y)
+
+
+@register_vjp("min")
+def _min_vjp(ct, x, y, **params):
+    return _select_max_min(ct, x, y, x < y)
+
+
+@register_vjp("clamp")
+def _clamp_vjp(ct, lo, x, hi, **params):
+    """clamp(lo, x, hi): ct flows to x where lo <= x <= hi, else to the active bound."""
+    inside = (x >= lo) & (x <= hi)
+    below = x < lo
+    above = x > hi
+    z = jnp.zeros_like(ct)
+    return (
+        unbroadcast(jnp.where(below, ct, z), lo),
+        unbroadcast(jnp.where(inside, ct, z), x),
+        unbroadcast(jnp.where(above, ct, z), hi),
+    )
+
+
+@register_vjp("select_n")
+def _select_n_vjp(ct, which, *cases, **params):
+    """select_n(which, *cases): case i receives ct where ``which == i``; ``which`` gets none."""
+    zeros = jnp.zeros_like(ct)
+    if jnp.shape(which) != ct.shape:
+        which = jnp.broadcast_to(which, ct.shape)
+    out = [None]
+    for i, case in enumerate(cases):
+        picked = [zeros] * len(cases)
+        picked[i] = ct
+        out.append(unbroadcast(lax.select_n(which, *picked), case))
+    return tuple(out)
+
+
+@register_vjp("convert_element_type")
+def _convert_element_type_vjp(ct, x, **params):
+    dtype = jnp.result_type(x)
+    if not jnp.issubdtype(dtype, jnp.inexact):
+        return (None,)
+    return (ct.astype(dtype),)
