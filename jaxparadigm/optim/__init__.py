@@ -1,1 +1,49 @@
-"""jaxparadigm.optim (being built)."""
+"""jaxparadigm.optim: optimisers rebuilt as optax ``GradientTransformation``s (C4.1-C4.4).
+
+Every stateful transformation counts with ``safe_increment``; schedules live in
+``jaxparadigm.optim.schedules``, clipping paradigms in ``jaxparadigm.optim.clipping``.
+"""
+
+from jaxparadigm.optim import schedules
+from jaxparadigm.optim.adam import ScaleByAdamState, adam, adam_state_report, adamw, scale_by_adam
+from jaxparadigm.optim.adam_torch import AdamTorchState, adam_torch_style
+from jaxparadigm.optim.chain import chain_for, schedule_for
+from jaxparadigm.optim.clipping import (
+    clip_by_global_norm,
+    clip_by_global_norm_tf,
+    clip_by_norm_per_leaf,
+    clip_grad_norm_torch,
+    global_norm,
+)
+from jaxparadigm.optim.counters import safe_increment
+from jaxparadigm.optim.learning_rate import scale_by_learning_rate, scale_by_schedule
+from jaxparadigm.optim.loss_scale import DynamicLossScale, LossScaleState, dynamic_loss_scale
+from jaxparadigm.optim.sgd import sgd, trace
+from jaxparadigm.optim.weight_decay import add_decayed_weights
+
+__all__ = [
+    "AdamTorchState",
+    "DynamicLossScale",
+    "LossScaleState",
+    "ScaleByAdamState",
+    "adam",
+    "adam_state_report",
+    "adam_torch_style",
+    "adamw",
+    "add_decayed_weights",
+    "chain_for",
+    "clip_by_global_norm",
+    "clip_by_global_norm_tf",
+    "clip_by_norm_per_leaf",
+    "clip_grad_norm_torch",
+    "dynamic_loss_scale",
+    "global_norm",
+    "safe_increment",
+    "scale_by_adam",
+    "scale_by_learning_rate",
+    "scale_by_schedule",
+    "schedule_for",
+    "schedules",
+    "sgd",
+    "trace",
+]

@@ -1,0 +1,203 @@
+"""Adam and AdamW with independently chosen moment storage dtypes (C4.2).
+
+Kingma & Ba, "Adam: A Method for Stochastic Optimization", 2014; Loshchilov & Hutter,
+"Decoupled Weight Decay Regularization", 2019. With default dtypes the arithmetic mirrors
+``optax.scale_by_adam`` op for op, so fp32 trajectories are bitwise equal to ``optax.adam``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxparadigm.optim.counters import safe_increment
+from jaxparadigm.optim.hyperparams import check_decay, check_number, storage_dtype
+from jaxparadigm.optim.learning_rate import scale_by_learning_rate
+from jaxparadigm.optim.weight_decay import add_decayed_weights
+
+
+class ScaleByAdamState(NamedTuple):
+    """Adam state: int32 step ``count``, first moment ``mu``, second moment ``nu`` (C4.2)."""
+
+    count: jax.Array
+    mu: Any
+    nu: Any
+
+
+@functools.partial(jax.jit, inline=True)
+def _bias_correction(moments: Any, decay: float, count: jax.Array) -> Any:
+    """``m / (1 - decay**count)`` for a whole tree, ``decay**count`` in float32.
+
+    One jitted call over the tree, as optax does: XLA's choice between a true division and a
+    multiply by the reciprocal depends on how many leaves share the scalar, so the tree-level
+    structure is part of being bitwise equal to optax.
+    """
+    correction = 1 - decay**count
+    return jax.tree.map(lambda t: t / correction.astype(t.dtype), moments)
+
+
+def _compute_dtype(g: jax.Array) -> Any:
+    """Moments are updated in at least float32 whatever their storage dtype (C4.2)."""
+    return jnp.promote_types(g.dtype, jnp.float32)
+
+
+def scale_by_adam(
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+    eps_root: float = 0.0,
+    mu_dtype: Any = None,
+    nu_dtype: Any = None,
+) -> optax.GradientTransformation:
+    """Rescale updates by Adam's bias-corrected moments (C4.2).
+
+    ``m <- b1 m + (1-b1) g``; ``v <- b2 v + (1-b2) g^2``;
+    ``u = m_hat / (sqrt(v_hat + eps_root) + eps)`` with ``m_hat = m / (1 - b1^t)``,
+    ``v_hat = v / (1 - b2^t)``. Moments are computed in float32 (or wider) and only *stored* in
+    ``mu_dtype``/``nu_dtype`` (None: the params' dtype; else float32, bfloat16 or float16).
+    """
+    b1 = check_decay("b1", b1)
+    b2 = check_decay("b2", b2)
+    check_number("eps", eps, low=0.0, low_open=True)
+    check_number("eps_root", eps_root, low=0.0)
+    mu_dtype = storage_dtype("mu_dtype", mu_dtype)
+    nu_dtype = storage_dtype("nu_dtype", nu_dtype)
+
+    def init_fn(params):
+        mu = jax.tree.map(lambda p: jnp.zeros_like(p, dtype=mu_dtype), params)
+        nu = jax.tree.map(lambda p: jnp.zeros_like(p, dtype=nu_dtype), params)
+        return ScaleByAdamState(count=jnp.zeros([], jnp.int32), mu=mu, nu=nu)
+
+    def first_moment(g, t):
+        if g is None:
+            return None
+        # ``g**1`` is kept on purpose: it is optax's op sequence, and XLA's fusion (hence the
+        # rounding of ``m / (1 - b1^t)``) depends on it; bitwise equality with optax needs it.
+        return (1 - b1) * (g**1) + b1 * t.astype(_compute_dtype(g))
+
+    def second_moment(g, t):
+        if g is None:
+            return None
+        return (1 - b2) * (g**2) + b2 * t.astype(_compute_dtype(g))
+
+    def update_fn(updates, state, params=None):
+        del params
+        is_none = lambda x: x is None
+        mu = jax.tree.map(first_moment, updates, state.mu, is_leaf=is_none)
+        nu = jax.tree.map(second_moment, updates, state.nu, is_leaf=is_none)
+        count_inc = safe_increment(state.count)
+
+        mu_hat = _bias_correction(mu, b1, count_inc)
+        nu_hat = _bias_correction(nu, b2, count_inc)
+        new_updates = jax.tree.map(
+            lambda g, m, v: (
+                None if m is None else (m / (jnp.sqrt(v + eps_root) + eps)).astype(g.dtype)
+            ),
+            updates,
+            mu_hat,
+            nu_hat,
+            is_leaf=is_none,
+        )
+        cast_like = lambda t, stored: stored if t is None else t.astype(stored.dtype)
+        mu = jax.tree.map(cast_like, mu, state.mu, is_leaf=is_none)
+        nu = jax.tree.map(cast_like, nu, state.nu, is_leaf=is_none)
+        return new_updates, ScaleByAdamState(count=count_inc, mu=mu, nu=nu)
+
+    return optax.GradientTransformation(init_fn, update_fn)
+
+
+def adam(
+    learning_rate: float | Callable[[Any], Any],
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+    eps_root: float = 0.0,
+    mu_dtype: Any = None,
+    nu_dtype: Any = None,
+) -> optax.GradientTransformation:
+    """Adam (C4.2): ``p <- p - lr * m_hat / (sqrt(v_hat + eps_root) + eps)``.
+
+    ``scale_by_adam`` followed by ``scale_by_learning_rate``; bitwise equal to ``optax.adam`` in
+    float32 with default dtypes.
+    """
+    return optax.chain(
+        scale_by_adam(b1, b2, eps, eps_root, mu_dtype, nu_dtype),
+        scale_by_learning_rate(learning_rate),
+    )
+
+
+def adamw(
+    learning_rate: float | Callable[[Any], Any],
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+    eps_root: float = 0.0,
+    mu_dtype: Any = None,
+    nu_dtype: Any = None,
+    weight_decay: float = 1e-4,
+    mask: Any | Callable[[Any], Any] | None = None,
+) -> optax.GradientTransformation:
+    """AdamW (C4.2): ``p <- p - lr * (m_hat / (sqrt(v_hat + eps_root) + eps) + wd * p)``.
+
+    Decoupled weight decay (Loshchilov & Hutter) on the leaves selected by ``mask``; bitwise equal
+    to ``optax.adamw`` in float32 with default dtypes.
+    """
+    return optax.chain(
+        scale_by_adam(b1, b2, eps, eps_root, mu_dtype, nu_dtype),
+        add_decayed_weights(weight_decay, mask),
+        scale_by_learning_rate(learning_rate),
+    )
+
+
+def _find_adam_states(state: Any) -> list[ScaleByAdamState]:
+    found = []
+
+    def visit(node):
+        if isinstance(node, ScaleByAdamState) or type(node).__name__ == "AdamTorchState":
+            found.append(node)
+        elif isinstance(node, (tuple, list)):
+            for child in node:
+                visit(child)
+        elif isinstance(node, dict):
+            for child in node.values():
+                visit(child)
+
+    visit(state)
+    return found
+
+
+def adam_state_report(state: Any) -> dict[str, dict[str, Any]]:
+    """Storage report of Adam's moments (evidence for C4.2).
+
+    For ``mu`` and ``nu``: ``dtype`` (stored dtype name(s)), ``bytes`` (total bytes stored),
+    ``entries`` and ``underflow_fraction`` = fraction of stored entries that are exactly zero.
+    After steps with non-zero gradients a zero moment entry is one that underflowed: float16 ``nu``
+    flushes ``(1-b2) g^2`` below ~6e-8 to zero; bfloat16 keeps float32's exponent range.
+    ``state`` is a ``ScaleByAdamState``, an ``adam_torch_style`` state, or any optimiser state
+    (e.g. a chain's tuple) that contains exactly one of them. Forces a device-to-host copy.
+    """
+    found = _find_adam_states(state)
+    if len(found) != 1:
+        raise ValueError(
+            f"state={type(state).__name__}: expected exactly one Adam state inside, found {len(found)}"
+        )
+    adam_state = found[0]
+    report: dict[str, dict[str, Any]] = {}
+    for name in ("mu", "nu"):
+        leaves = [leaf for leaf in jax.tree.leaves(getattr(adam_state, name)) if leaf is not None]
+        dtypes = sorted({str(jnp.asarray(leaf).dtype) for leaf in leaves})
+        entries = int(sum(np.size(leaf) for leaf in leaves))
+        zeros = int(sum(int(jnp.sum(jnp.asarray(leaf) == 0)) for leaf in leaves))
+        report[name] = {
+            "dtype": dtypes[0] if len(dtypes) == 1 else ",".join(dtypes),
+            "bytes": int(sum(jnp.asarray(leaf).nbytes for leaf in leaves)),
+            "entries": entries,
+            "underflow_fraction": zeros / entries if entries else 0.0,
+        }
+    return report

@@ -1,0 +1,95 @@
+"""Adam exactly as ``torch.optim.Adam`` writes it (C4.2).
+
+Torch folds the bias corrections differently from optax: the step is
+``p <- p - (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps)`` with ``bc_i = 1 - b_i^t``, so ``eps`` is
+added to the *uncorrected-scale* denominator. Weight decay is classic L2 (``g <- g + wd * p``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxparadigm.optim.counters import safe_increment
+from jaxparadigm.optim.hyperparams import check_decay, check_learning_rate, check_number
+
+
+class AdamTorchState(NamedTuple):
+    """Torch-style Adam state: int32 ``count`` (torch's ``step``), ``mu`` (exp_avg), ``nu`` (exp_avg_sq)."""
+
+    count: jax.Array
+    mu: Any
+    nu: Any
+
+
+def adam_torch_style(
+    learning_rate: float | Callable[[Any], Any],
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+    weight_decay: float = 0.0,
+) -> optax.GradientTransformation:
+    """``torch.optim.Adam`` (C4.2): ``g += wd p``; ``m <- b1 m + (1-b1) g``; ``v <- b2 v + (1-b2) g^2``;
+    ``u = -(lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``.
+
+    ``learning_rate`` may be a schedule evaluated at the pre-increment count (as torch's scheduler
+    sets the lr before the step). Returns the full update (already multiplied by ``-lr``).
+    """
+    learning_rate = check_learning_rate("learning_rate", learning_rate)
+    b1 = check_decay("b1", b1)
+    b2 = check_decay("b2", b2)
+    check_number("eps", eps, low=0.0, low_open=True)
+    wd = check_number("weight_decay", weight_decay, low=0.0)
+    is_none = lambda x: x is None
+
+    def init_fn(params):
+        # Two separate trees: sharing one buffer would break donation of the state.
+        mu = jax.tree.map(jnp.zeros_like, params)
+        nu = jax.tree.map(jnp.zeros_like, params)
+        return AdamTorchState(count=jnp.zeros([], jnp.int32), mu=mu, nu=nu)
+
+    def update_fn(updates, state, params=None):
+        if wd > 0.0:
+            if params is None:
+                raise ValueError("adam_torch_style: params=None, expected params for weight decay")
+            updates = jax.tree.map(
+                lambda g, p: None if g is None else g + wd * p, updates, params, is_leaf=is_none
+            )
+        count = safe_increment(state.count)
+        lr = learning_rate(state.count) if callable(learning_rate) else learning_rate
+        t = count.astype(jnp.float32)
+        bc1 = 1 - jnp.power(jnp.float32(b1), t)
+        bc2_sqrt = jnp.sqrt(1 - jnp.power(jnp.float32(b2), t))
+        step_size = lr / bc1
+
+        # torch: exp_avg.lerp_(grad, 1 - beta1); exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2)
+        mu = jax.tree.map(
+            lambda g, m: m if g is None else m + (1 - b1) * (g - m),
+            updates,
+            state.mu,
+            is_leaf=is_none,
+        )
+        nu = jax.tree.map(
+            lambda g, v: v if g is None else b2 * v + (1 - b2) * g * g,
+            updates,
+            state.nu,
+            is_leaf=is_none,
+        )
+        new_updates = jax.tree.map(
+            lambda g, m, v: (
+                None
+                if g is None
+                else (-step_size * m / (jnp.sqrt(v) / bc2_sqrt + eps)).astype(g.dtype)
+            ),
+            updates,
+            mu,
+            nu,
+            is_leaf=is_none,
+        )
+        return new_updates, AdamTorchState(count=count, mu=mu, nu=nu)
+
+    return optax.GradientTransformation(init_fn, update_fn)

@@ -1,0 +1,63 @@
+"""Scaling by a (scheduled) learning rate: ``u <- -lr(count) * u`` (C4.1, C4.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxparadigm.optim.counters import safe_increment
+from jaxparadigm.optim.hyperparams import check_learning_rate
+
+
+class ScaleByScheduleState(NamedTuple):
+    """Step counter of a scheduled scale (int32 scalar, saturating at ``2**31 - 1``)."""
+
+    count: jax.Array
+
+
+def scale(step_size: float) -> optax.GradientTransformation:
+    """Multiply every update by a fixed scalar: ``u <- step_size * u`` (C4.1)."""
+
+    def update_fn(updates, state, params=None):
+        del params
+        return jax.tree.map(lambda g: step_size * g, updates), state
+
+    return optax.GradientTransformation(lambda params: optax.EmptyState(), update_fn)
+
+
+def scale_by_schedule(step_size_fn: Callable[[Any], Any]) -> optax.GradientTransformation:
+    """Multiply updates by ``step_size_fn(count)`` and increment ``count`` safely (C4.3).
+
+    Formula: ``u <- step_size_fn(count) * u`` in the update's dtype; ``count <- safe_increment``.
+    """
+    if not callable(step_size_fn):
+        raise TypeError(f"step_size_fn={step_size_fn!r}: expected a callable count -> value")
+
+    def init_fn(params):
+        del params
+        return ScaleByScheduleState(count=jnp.zeros([], jnp.int32))
+
+    def update_fn(updates, state, params=None):
+        del params
+        step_size = step_size_fn(state.count)
+        updates = jax.tree.map(lambda g: jnp.array(step_size, dtype=g.dtype) * g, updates)
+        return updates, ScaleByScheduleState(count=safe_increment(state.count))
+
+    return optax.GradientTransformation(init_fn, update_fn)
+
+
+def scale_by_learning_rate(
+    learning_rate: float | Callable[[Any], Any],
+) -> optax.GradientTransformation:
+    """Descent direction: ``u <- -lr * u`` for a number, ``u <- -lr(count) * u`` for a schedule (C4.1).
+
+    ``learning_rate`` must be a finite number ``>= 0`` or a callable schedule.
+    """
+    learning_rate = check_learning_rate("learning_rate", learning_rate)
+    if callable(learning_rate):
+        return scale_by_schedule(lambda count: -1 * learning_rate(count))
+    return scale(-1 * learning_rate)
