@@ -100,6 +100,7 @@ class ModelConfig:
     context: int = 64
     tie_embeddings: bool = True
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    dropout: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -187,6 +188,8 @@ class RetrievalConfig:
     top_k: int = 5
     batch_size: int = 32
     model_path: str | None = None
+    chunk_words: int = 100  # pydoc topics are cut into passages of this many words
+    topics: tuple[str, ...] = ()  # evaluate on these pydoc topics only (empty: all 79)
 
 
 @dataclass(frozen=True)

@@ -2,3 +2,5 @@
 
 Each model lives in its own module; import from there (``jaxparadigm.models.mlp`` etc.) or from here.
 """
+
+from jaxparadigm.models.bert import BertConfig, BertEncoder, l2_normalize, load_bert, mean_pool  # noqa: E402,F401

