@@ -1,0 +1,145 @@
+"""broadcast_shapes against np.broadcast_shapes, TF-style unknown dims, and the explanation table."""
+
+import numpy as np
+import pytest
+from absl.testing import parameterized
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxparadigm.tensor import broadcast_shapes, explain_broadcast
+
+
+class BroadcastShapesTest(parameterized.TestCase):
+    @parameterized.named_parameters(
+        ("c2_4_a", [(3, 1), (1, 4)], (3, 4)),
+        ("c2_4_b", [(2, 1, 5), (5,)], (2, 1, 5)),
+        ("none_vs_1", [(None,), (1,)], (None,)),
+        ("none_vs_n", [(None, 3), (4, 1)], (4, 3)),
+        ("n_vs_none", [(4,), (None,)], (4,)),
+        ("none_vs_none", [(None,), (None,)], (None,)),
+        ("one_vs_none", [(1,), (None,)], (None,)),
+        ("three_way", [(None, 1), (1, 5), (3, 1, 1)], (3, None, 5)),
+        ("empty", [], ()),
+        ("scalar", [(), (2,)], (2,)),
+        ("int_shape", [3, (2, 1)], (2, 3)),
+        ("zero", [(0,), (1,)], (0,)),
+    )
+    def test_rules(self, shapes, expected):
+        self.assertEqual(broadcast_shapes(*shapes), expected)
+
+    def test_error_names_both_shapes_axis_and_sizes(self):
+        with self.assertRaises(ValueError) as ctx:
+            broadcast_shapes((2, 3), (7, 1), (4, 3, 4))
+        msg = str(ctx.exception)
+        self.assertIn("(2, 3)", msg)
+        self.assertIn("(4, 3, 4)", msg)
+        self.assertIn("axis -1", msg)
+        self.assertIn("sizes 3 and 4", msg)
+
+    def test_none_then_conflicting_sizes(self):
+        with self.assertRaisesRegex(ValueError, "sizes 3 and 4"):
+            broadcast_shapes((None,), (3,), (4,))
+
+    @parameterized.named_parameters(
+        ("negative", [(2, -1)], ValueError, "dim 1 is -1"),
+        ("float", [(2.0,)], TypeError, "dim 0"),
+        ("string", ["ab"], TypeError, "shape #0"),
+        ("bool", [(True,)], TypeError, "not an int"),
+    )
+    def test_bad_input(self, shapes, error, pattern):
+        with self.assertRaisesRegex(error, pattern):
+            broadcast_shapes(*shapes)
+
+
+_dim = st.integers(0, 4)
+_shape = st.lists(_dim, max_size=5).map(tuple)
+
+
+@st.composite
+def _compatible_shapes(draw):
+    """Shapes built to broadcast (so the equality check sees many non-error cases)."""
+    result = draw(st.lists(_dim, max_size=5))
+    shapes = []
+    for _ in range(draw(st.integers(1, 4))):
+        keep = draw(st.integers(0, len(result)))
+        tail = result[len(result) - keep :]
+        shapes.append(tuple(n if draw(st.booleans()) else 1 for n in tail))
+    return shapes
+
+
+def _check_against_numpy(shapes):
+    try:
+        expected = np.broadcast_shapes(*shapes)
+    except ValueError:
+        with pytest.raises(ValueError, match="do not broadcast"):
+            broadcast_shapes(*shapes)
+        return
+    assert broadcast_shapes(*shapes) == expected
+
+
+_CASES = st.one_of(_compatible_shapes(), st.lists(_shape, max_size=4))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_CASES)
+def test_matches_numpy(shapes):
+    _check_against_numpy(shapes)
+
+
+@pytest.mark.slow
+@settings(max_examples=20000, deadline=None)
+@given(_CASES)
+def test_matches_numpy_many(shapes):
+    _check_against_numpy(shapes)
+
+
+def test_matches_numpy_exhaustively_on_small_shapes():
+    """Every pair of shapes with dims in 0..3 and rank <= 3 (7,225 pairs), and every triple of
+    rank <= 2 (9,261 triples)."""
+    dims = range(4)
+    shapes = [()] + [(a,) for a in dims]
+    shapes += [(a, b) for a in dims for b in dims]
+    small = list(shapes)
+    shapes += [(a, b, c) for a in dims for b in dims for c in dims]
+    checked = 0
+    for a in shapes:
+        for b in shapes:
+            _check_against_numpy([a, b])
+            checked += 1
+    for a in small:
+        for b in small:
+            for c in small:
+                _check_against_numpy([a, b, c])
+                checked += 1
+    assert checked == 85**2 + 21**3
+
+
+@settings(max_examples=300, deadline=None)
+@given(_compatible_shapes(), st.data())
+def test_unknown_dims_are_consistent_with_every_completion(shapes, data):
+    """Hiding dims as None never contradicts the known result: each known output dim stays."""
+    hidden = [tuple(None if data.draw(st.booleans()) else n for n in s) for s in shapes]
+    partial = broadcast_shapes(*hidden)
+    full = np.broadcast_shapes(*shapes)
+    assert len(partial) == len(full)
+    for p, f in zip(partial, full, strict=True):
+        assert p is None or p == f
+
+
+def test_explain_table():
+    text = explain_broadcast((2, 1, 5), (5,))
+    lines = text.splitlines()
+    assert lines[0].split() == ["axis", "-3", "-2", "-1"]
+    assert lines[1].split()[-3:] == ["2", "1", "5"]
+    assert lines[2].split()[-1] == "5" and lines[2].rstrip().endswith("5")
+    assert lines[-1].split() == ["result", "2", "1", "5"]
+    # Right alignment: the 5 of the short shape sits under the 5 of the long one.
+    assert lines[1].rindex("5") == lines[2].rindex("5")
+
+
+def test_explain_unknown_and_conflict():
+    text = explain_broadcast((None, 3), (4, 1))
+    assert text.splitlines()[-1].split() == ["result", "4", "3"]
+    assert "?" in text
+    bad = explain_broadcast((2, 3), (4,))
+    assert "incompatible: aligned axis -1: 3 (#0) vs 4 (#1)" in bad
