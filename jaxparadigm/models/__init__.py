@@ -4,3 +4,5 @@ Each model lives in its own module; import from there (``jaxparadigm.models.mlp`
 """
 
 from jaxparadigm.models.bert import BertConfig, BertEncoder, l2_normalize, load_bert, mean_pool  # noqa: E402,F401
+from jaxparadigm.models.mlp import MLP  # noqa: E402,F401
+from jaxparadigm.models.transformer import TransformerLM  # noqa: E402,F401

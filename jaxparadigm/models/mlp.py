@@ -1,0 +1,72 @@
+"""A multilayer perceptron in Flax NNX: the classifier/regressor of the training engine (C5.1).
+
+    h_0 = x,   h_{i+1} = gelu(h_i W_i + b_i),   logits = h_L W_out + b_out
+
+Parameters are stored in float32; ``dtype`` is the compute dtype (inputs and weights are cast to it
+for the matmuls, the output is returned in float32 so the loss is always computed in float32).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import chex
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def _check_positive(name: str, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{name}: got {value!r}, expected a positive int")
+
+
+class MLP(nnx.Module):
+    """``MLP(in_features, hidden, num_outputs)``: Linear+GELU per hidden width, then a Linear head.
+
+    Serves C5.1 (the model the guarded, checkpointed, sharded training engine trains). Call with
+    ``x: [batch, in_features]`` to get ``[batch, num_outputs]`` float32 outputs.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        hidden: Sequence[int],
+        num_outputs: int,
+        *,
+        dtype: str = "float32",
+        rngs: nnx.Rngs,
+    ):
+        _check_positive("in_features", in_features)
+        _check_positive("num_outputs", num_outputs)
+        hidden = tuple(hidden)
+        for i, width in enumerate(hidden):
+            _check_positive(f"hidden[{i}]", width)
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype: got {dtype!r}, expected one of {', '.join(_DTYPES)}")
+        self.in_features = in_features
+        self.num_outputs = num_outputs
+        self.compute_dtype = jnp.dtype(dtype)
+        widths = (in_features, *hidden)
+        self.layers = nnx.List(
+            [
+                nnx.Linear(a, b, dtype=self.compute_dtype, param_dtype=jnp.float32, rngs=rngs)
+                for a, b in zip(widths[:-1], widths[1:], strict=True)
+            ]
+        )
+        self.head = nnx.Linear(
+            widths[-1], num_outputs, dtype=self.compute_dtype, param_dtype=jnp.float32, rngs=rngs
+        )
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        chex.assert_rank(x, 2)
+        if x.shape[-1] != self.in_features:
+            raise ValueError(
+                f"x: got shape {x.shape}, expected [batch, {self.in_features}] (in_features)"
+            )
+        h = x.astype(self.compute_dtype)
+        for layer in self.layers:
+            h = jax.nn.gelu(layer(h))
+        return self.head(h).astype(jnp.float32)

@@ -1,0 +1,144 @@
+"""A small decoder-only transformer language model in Flax NNX (pre-LayerNorm GPT block) (C5.1).
+
+    h_0 = E[tokens] + P[positions]
+    h   = h + Attn(LN(h))   with causal softmax(Q K^T / sqrt(d_head) + mask) V
+    h   = h + MLP(LN(h))    with MLP(x) = gelu(x W_1) W_2, hidden 4 * d_model
+    logits = LN(h) E^T      (tied embeddings)  or  LN(h) W_out  (untied)
+
+Parameters are float32; ``dtype`` is the compute dtype. The attention softmax and the logits are
+always computed in float32. Dropout is functional: pass ``dropout_rng`` to enable it.
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def _check_positive(name: str, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{name}: got {value!r}, expected a positive int")
+
+
+def causal_mask(length: int) -> jax.Array:
+    """Boolean ``[length, length]`` mask, ``mask[i, j] = j <= i`` (position i sees only the past)."""
+    return jnp.tril(jnp.ones((length, length), dtype=bool))
+
+
+def _dropout(x: jax.Array, rate: float, rng: jax.Array | None) -> jax.Array:
+    if rng is None or rate == 0.0:
+        return x
+    keep = jax.random.bernoulli(rng, 1.0 - rate, x.shape)
+    return jnp.where(keep, x / (1.0 - rate), jnp.zeros_like(x))
+
+
+class CausalSelfAttention(nnx.Module):
+    """Multi-head causal self-attention: ``softmax(QK^T/sqrt(d_head) + causal mask) V`` (C5.1)."""
+
+    def __init__(self, d_model: int, num_heads: int, *, dtype, rngs: nnx.Rngs):
+        self.num_heads = num_heads
+        self.qkv = nnx.Linear(d_model, 3 * d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
+        self.out = nnx.Linear(d_model, d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        b, t, d = x.shape
+        h = self.num_heads
+        q, k, v = jnp.split(self.qkv(x), 3, axis=-1)
+        q, k, v = (a.reshape(b, t, h, d // h) for a in (q, k, v))
+        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(jnp.float32) / jnp.sqrt(d // h)
+        scores = jnp.where(causal_mask(t), scores, jnp.finfo(jnp.float32).min)
+        weights = jax.nn.softmax(scores, axis=-1).astype(x.dtype)
+        y = jnp.einsum("bhqk,bkhd->bqhd", weights, v).reshape(b, t, d)
+        return self.out(y)
+
+
+class Block(nnx.Module):
+    """Pre-LN transformer block: ``h + Attn(LN(h))`` then ``h + MLP(LN(h))`` (C5.1)."""
+
+    def __init__(self, d_model: int, num_heads: int, *, dtype, rngs: nnx.Rngs):
+        self.ln1 = nnx.LayerNorm(d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
+        self.attn = CausalSelfAttention(d_model, num_heads, dtype=dtype, rngs=rngs)
+        self.ln2 = nnx.LayerNorm(d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
+        self.fc1 = nnx.Linear(d_model, 4 * d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
+        self.fc2 = nnx.Linear(4 * d_model, d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
+
+    def __call__(self, x: jax.Array, rate: float, rngs: tuple) -> jax.Array:
+        x = x + _dropout(self.attn(self.ln1(x)), rate, rngs[0])
+        return x + _dropout(self.fc2(jax.nn.gelu(self.fc1(self.ln2(x)))), rate, rngs[1])
+
+
+class TransformerLM(nnx.Module):
+    """Decoder-only LM: ``tokens [batch, seq] -> logits [batch, seq, vocab_size]`` (float32) (C5.1).
+
+    ``seq`` may be at most ``context``. ``tie_embeddings`` reuses the token embedding as the output
+    projection (``logits = LN(h) E^T``).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        num_layers: int,
+        num_heads: int,
+        context: int,
+        *,
+        tie_embeddings: bool = True,
+        dropout: float = 0.0,
+        dtype: str = "float32",
+        rngs: nnx.Rngs,
+    ):
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("d_model", d_model),
+            ("num_layers", num_layers),
+            ("num_heads", num_heads),
+            ("context", context),
+        ):
+            _check_positive(name, value)
+        if d_model % num_heads:
+            raise ValueError(f"num_heads: got {num_heads}, expected a divisor of d_model={d_model}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout: got {dropout!r}, expected a rate in [0, 1)")
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype: got {dtype!r}, expected one of {', '.join(_DTYPES)}")
+        cdt = jnp.dtype(dtype)
+        self.vocab_size, self.context, self.dropout = vocab_size, context, dropout
+        self.num_layers, self.tie_embeddings = num_layers, tie_embeddings
+        self.compute_dtype = cdt
+        self.embed = nnx.Embed(vocab_size, d_model, dtype=cdt, param_dtype=jnp.float32, rngs=rngs)
+        self.pos = nnx.Embed(context, d_model, dtype=cdt, param_dtype=jnp.float32, rngs=rngs)
+        self.blocks = nnx.List(
+            [Block(d_model, num_heads, dtype=cdt, rngs=rngs) for _ in range(num_layers)]
+        )
+        self.ln_f = nnx.LayerNorm(d_model, dtype=cdt, param_dtype=jnp.float32, rngs=rngs)
+        self.lm_head = (
+            None
+            if tie_embeddings
+            else nnx.Linear(d_model, vocab_size, dtype=cdt, param_dtype=jnp.float32, rngs=rngs)
+        )
+
+    def __call__(self, tokens: jax.Array, *, dropout_rng: jax.Array | None = None) -> jax.Array:
+        chex.assert_rank(tokens, 2)
+        if not jnp.issubdtype(tokens.dtype, jnp.integer):
+            raise TypeError(f"tokens: got dtype {tokens.dtype}, expected an integer dtype")
+        if tokens.shape[1] > self.context:
+            raise ValueError(
+                f"tokens: got sequence length {tokens.shape[1]}, expected <= context={self.context}"
+            )
+        t = tokens.shape[1]
+        rngs = (
+            list(jax.random.split(dropout_rng, 2 * self.num_layers))
+            if dropout_rng is not None and self.dropout > 0
+            else [None] * (2 * self.num_layers)
+        )
+        h = self.embed(tokens) + self.pos(jnp.arange(t))[None]
+        for i, block in enumerate(self.blocks):
+            h = block(h, self.dropout, (rngs[2 * i], rngs[2 * i + 1]))
+        h = self.ln_f(h)
+        if self.tie_embeddings:
+            return self.embed.attend(h).astype(jnp.float32)
+        return self.lm_head(h).astype(jnp.float32)

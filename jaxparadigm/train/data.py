@@ -1,0 +1,202 @@
+"""Datasets without downloads, deterministic batching, and the data checks (C5.1).
+
+* ``two_spirals`` / ``noisy_regression``: synthetic sets from a seeded numpy generator.
+* ``pydoc_bytes``: the byte-level corpus of Python's shipped ``pydoc_data.topics`` (UTF-8 bytes,
+  vocabulary 256), split train/validation by topic with a seeded shuffle.
+* Batching is *stateless*: the batch for step ``k`` is a pure function of ``(seed, k)`` (epoch
+  ``e = k // steps_per_epoch`` uses permutation ``rng(seed, e)``), so a resumed run sees exactly the
+  data order of an uninterrupted one.
+* ``validate_batch`` (schema check) and ``drift_report`` (PSI/KS) are re-exported from
+  :mod:`jaxparadigm.train.validation` and :mod:`jaxparadigm.train.drift`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from jaxparadigm.train.drift import DriftReport, drift_report
+from jaxparadigm.train.validation import validate_batch
+
+__all__ = [
+    "DataSplit",
+    "DriftReport",
+    "Dataset",
+    "array_batch",
+    "build_dataset",
+    "drift_report",
+    "noisy_regression",
+    "pydoc_bytes",
+    "token_batch",
+    "two_spirals",
+    "validate_batch",
+]
+
+
+def _check_n(name: str, value, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name}: got {value!r}, expected an int >= {minimum}")
+
+
+def two_spirals(n: int, noise: float = 0.1, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two interleaved spirals: ``x [n, 2] float32``, ``y [n] int32`` in {0, 1} (C5.1).
+
+    Class ``c`` point at angle ``t ~ U(0, 3pi)``: ``r = t / 3pi``,
+    ``x = (-1)^c r (cos t, sin t) + noise * N(0, 1)``.
+    """
+    _check_n("n", n, 2)
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 2
+    t = rng.uniform(0.0, 3 * np.pi, size=n)
+    r = t / (3 * np.pi)
+    sign = np.where(y == 0, 1.0, -1.0)
+    x = np.stack([sign * r * np.cos(t), sign * r * np.sin(t)], axis=1)
+    x = x + noise * rng.standard_normal(x.shape)
+    return x.astype(np.float32), y.astype(np.int32)
+
+
+def noisy_regression(
+    n: int, features: int = 4, noise: float = 0.1, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``y = sin(x w) + noise * N(0, 1)`` with ``x ~ N(0, I)``, ``w`` fixed by the seed (C5.1).
+
+    Returns ``x [n, features] float32`` and ``y [n, 1] float32``.
+    """
+    _check_n("n", n, 2)
+    _check_n("features", features)
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((features, 1)) / np.sqrt(features)
+    x = rng.standard_normal((n, features))
+    y = np.sin(x @ w) + noise * rng.standard_normal((n, 1))
+    return x.astype(np.float32), y.astype(np.float32)
+
+
+def pydoc_bytes(val_fraction: float = 0.1, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Train/validation byte streams (``uint8``) of ``pydoc_data.topics`` (C5.1).
+
+    Topics are sorted by name, shuffled with ``default_rng(seed)``, and the last
+    ``ceil(val_fraction * topics)`` go to validation; each stream is the topics' UTF-8 text joined
+    with blank lines.
+    """
+    if not 0.0 < val_fraction < 1.0:
+        raise ValueError(f"val_fraction: got {val_fraction!r}, expected a value in (0, 1)")
+    from pydoc_data.topics import topics
+
+    names = sorted(topics)
+    order = np.random.default_rng(seed).permutation(len(names))
+    n_val = max(1, int(np.ceil(val_fraction * len(names))))
+    pick = [names[i] for i in order]
+
+    def stream(keys):
+        text = "\n\n".join(topics[k] for k in keys).encode("utf-8")
+        return np.frombuffer(text, dtype=np.uint8).copy()
+
+    return stream(pick[:-n_val]), stream(pick[-n_val:])
+
+
+def array_batch(
+    x: np.ndarray, y: np.ndarray, step: int, batch_size: int, seed: int
+) -> dict[str, np.ndarray]:
+    """Batch ``step`` of seeded epoch permutations: epoch ``step // (n // batch_size)`` (C5.1).
+
+    Pure in ``(step, seed)``: the same step always gives the same rows.
+    """
+    n = x.shape[0]
+    per_epoch = n // batch_size
+    if per_epoch < 1:
+        raise ValueError(f"batch_size: got {batch_size}, expected <= dataset size {n}")
+    epoch, i = divmod(int(step), per_epoch)
+    perm = np.random.default_rng([seed, epoch]).permutation(n)
+    rows = perm[i * batch_size : (i + 1) * batch_size]
+    return {"x": x[rows], "y": y[rows]}
+
+
+def token_batch(
+    stream: np.ndarray, step: int, batch_size: int, seq_len: int, seed: int
+) -> dict[str, np.ndarray]:
+    """``{"tokens": int32 [batch_size, seq_len + 1]}`` windows at offsets drawn from ``rng(seed, step)``.
+
+    Serves C5.1. Inputs are ``tokens[:, :-1]``, next-byte targets ``tokens[:, 1:]``.
+    """
+    if stream.size < seq_len + 2:
+        raise ValueError(f"seq_len: got {seq_len}, expected < stream length {stream.size} - 1")
+    starts = np.random.default_rng([seed, int(step)]).integers(
+        0, stream.size - seq_len - 1, size=batch_size
+    )
+    idx = starts[:, None] + np.arange(seq_len + 1)[None, :]
+    return {"tokens": stream[idx].astype(np.int32)}
+
+
+class DataSplit(NamedTuple):
+    """Arrays (or a byte stream) of one split."""
+
+    x: np.ndarray
+    y: np.ndarray | None
+
+
+class Dataset(NamedTuple):
+    """What the train loop needs: ``batch(step)``, fixed ``val_batches``, the ``schema`` (C5.1)."""
+
+    kind: str
+    batch: Callable[[int], dict]
+    val_batches: list
+    schema: dict
+    in_features: int
+    num_outputs: int
+    train: DataSplit
+    val: DataSplit
+
+
+def build_dataset(data_cfg, val_batches: int = 4) -> Dataset:
+    """Build the :class:`Dataset` for a ``DataConfig`` (``spirals``, ``regression``, ``pydoc_chars``).
+
+    Serves C5.1. Validation batches are fixed (computed once) so evaluations are comparable.
+    """
+    c = data_cfg
+    _check_n("data.batch_size", c.batch_size)
+    if c.kind == "pydoc_chars":
+        train, val = pydoc_bytes(c.val_fraction, c.seed)
+        schema = {"tokens": ((c.batch_size, c.seq_len + 1), np.int32, (0, 255))}
+        vb = [
+            token_batch(val, 10**6 + i, c.batch_size, c.seq_len, c.seed) for i in range(val_batches)
+        ]
+        return Dataset(
+            kind=c.kind,
+            batch=lambda step: token_batch(train, step, c.batch_size, c.seq_len, c.seed),
+            val_batches=vb,
+            schema=schema,
+            in_features=c.seq_len,
+            num_outputs=256,
+            train=DataSplit(train, None),
+            val=DataSplit(val, None),
+        )
+    if c.kind == "spirals":
+        x, y = two_spirals(c.n_samples, c.noise, c.seed)
+        y_spec = ((c.batch_size,), np.int32, (0, 1))
+        num_outputs = 2
+    elif c.kind == "regression":
+        x, y = noisy_regression(c.n_samples, noise=c.noise, seed=c.seed)
+        y_spec = ((c.batch_size, 1), np.float32)
+        num_outputs = 1
+    else:  # the config loader only admits the kinds above
+        raise ValueError(f"data.kind: got {c.kind!r}, expected spirals, regression or pydoc_chars")
+    n_val = max(c.batch_size, int(round(c.val_fraction * x.shape[0])))
+    if n_val >= x.shape[0]:
+        raise ValueError(f"data.n_samples: got {x.shape[0]}, too few for val and a batch")
+    xt, yt, xv, yv = x[:-n_val], y[:-n_val], x[-n_val:], y[-n_val:]
+    vb = [
+        {"x": xv[i : i + c.batch_size], "y": yv[i : i + c.batch_size]}
+        for i in range(0, n_val - c.batch_size + 1, c.batch_size)
+    ][:val_batches]
+    return Dataset(
+        kind=c.kind,
+        batch=lambda step: array_batch(xt, yt, step, c.batch_size, c.seed),
+        val_batches=vb,
+        schema={"x": ((c.batch_size, x.shape[1]), np.float32), "y": y_spec},
+        in_features=x.shape[1],
+        num_outputs=num_outputs,
+        train=DataSplit(xt, yt),
+        val=DataSplit(xv, yv),
+    )

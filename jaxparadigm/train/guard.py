@@ -1,0 +1,90 @@
+"""The non-finite guard: skip bad steps, roll back after K in a row (C5.1: "roll back in seconds").
+
+In the jitted step (pure functions, a NamedTuple state like an optax transformation):
+
+    finite_t   = isfinite(loss_t) and all(isfinite(g) for g in grads_t)
+    state_{t+1} = update_t(state_t)  if finite_t  else state_t          (skip; counted)
+    bad_streak  = 0 if finite_t else bad_streak + 1
+
+Outside jit the loop asks :func:`should_rollback` (``bad_streak >= max_bad_steps``); it then restores
+the last good checkpoint and multiplies the learning-rate scale by ``lr_decay_on_rollback``
+(:func:`rollback_lr_scale`). Every skip and rollback is logged as a :class:`GuardEvent`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+
+__all__ = [
+    "GuardEvent",
+    "GuardState",
+    "all_finite",
+    "guard_init",
+    "guard_update",
+    "rollback_lr_scale",
+    "should_rollback",
+    "tree_select",
+]
+
+
+class GuardState(NamedTuple):
+    """``bad_streak`` (consecutive skipped steps), ``skipped`` and ``rollbacks`` totals (int32)."""
+
+    bad_streak: jax.Array
+    skipped: jax.Array
+    rollbacks: jax.Array
+
+
+class GuardEvent(NamedTuple):
+    """One logged guard action: ``kind`` in {"skip", "rollback"}, the data step, and a message."""
+
+    kind: str
+    step: int
+    message: str
+
+
+def guard_init() -> GuardState:
+    """All counters zero (C5.1)."""
+    return GuardState(*(jnp.zeros((), jnp.int32) for _ in range(3)))
+
+
+def all_finite(*trees) -> jax.Array:
+    """Bool scalar: every element of every leaf of ``trees`` is finite (C5.1)."""
+    leaves = [x for t in trees for x in jax.tree_util.tree_leaves(t)]
+    if not leaves:
+        return jnp.array(True)
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
+
+
+def guard_update(state: GuardState, finite: jax.Array) -> GuardState:
+    """``bad_streak <- 0 if finite else bad_streak + 1``; ``skipped += not finite`` (C5.1)."""
+    chex.assert_shape(finite, ())
+    bad = jnp.logical_not(finite).astype(jnp.int32)
+    return GuardState(
+        bad_streak=jnp.where(finite, 0, state.bad_streak + 1).astype(jnp.int32),
+        skipped=state.skipped + bad,
+        rollbacks=state.rollbacks,
+    )
+
+
+def tree_select(pred: jax.Array, on_true, on_false):
+    """Leafwise ``where(pred, on_true, on_false)``: the skip is a select, not a branch (C5.1)."""
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
+
+
+def should_rollback(state: GuardState, max_bad_steps: int) -> bool:
+    """Host-side: ``bad_streak >= max_bad_steps`` (C5.1)."""
+    if isinstance(max_bad_steps, bool) or not isinstance(max_bad_steps, int) or max_bad_steps < 1:
+        raise ValueError(f"max_bad_steps: got {max_bad_steps!r}, expected an int >= 1")
+    return int(state.bad_streak) >= max_bad_steps
+
+
+def rollback_lr_scale(lr_scale: float, factor: float) -> float:
+    """New learning-rate scale after a rollback: ``lr_scale * factor`` with ``0 < factor <= 1``."""
+    if not 0.0 < factor <= 1.0:
+        raise ValueError(f"lr_decay_on_rollback: got {factor!r}, expected a value in (0, 1]")
+    return float(lr_scale) * float(factor)

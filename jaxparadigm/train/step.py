@@ -1,0 +1,126 @@
+"""The train state and the one jitted training step (C5.1).
+
+    (loss, grads) = value_and_grad(loss_scale * L(params; batch, rng))      (grads unscaled after)
+    updates, opt' = tx.update(grads, opt, params);  params' = params + lr_scale * updates
+    finite        = isfinite(loss) and all(isfinite(grads))
+    state'        = state with (params', opt') if finite or unguarded else unchanged (skip)
+
+The data step ``step`` and the RNG always advance, so a skipped batch is not replayed. ``opt_steps``
+counts accepted updates (it is the schedule's argument for the logged learning rate). The state is
+donated to the step (``donate_argnums=0``): its buffers are reused for the next state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from jaxparadigm.optim import safe_increment
+from jaxparadigm.train.guard import GuardState, all_finite, guard_init, guard_update, tree_select
+
+__all__ = ["TrainState", "init_train_state", "make_eval_step", "make_train_step"]
+
+
+class TrainState(NamedTuple):
+    """Everything a bitwise resume needs: data step, params, optimiser state, RNG, guard, scales."""
+
+    step: jax.Array  # int32, data position (advances on every step, skipped or not)
+    opt_steps: jax.Array  # int32, accepted updates
+    params: Any
+    opt_state: Any
+    rng: jax.Array  # uint32[2] raw PRNG key
+    lr_scale: jax.Array  # float32, lowered by rollbacks
+    loss_scale: Any  # LossScaleState or () when loss scaling is off
+    guard: GuardState
+
+
+def init_train_state(
+    params, tx: optax.GradientTransformation, seed: int, loss_scale=None
+) -> TrainState:
+    """Fresh state: step 0, ``tx.init(params)``, ``PRNGKey(seed)``, lr scale 1 (C5.1).
+
+    Every leaf is a fresh buffer (no two leaves alias), as donation to the step requires.
+    """
+    state = TrainState(
+        step=jnp.zeros((), jnp.int32),
+        opt_steps=jnp.zeros((), jnp.int32),
+        params=params,
+        opt_state=tx.init(params),
+        rng=jax.random.PRNGKey(seed),
+        lr_scale=jnp.ones((), jnp.float32),
+        loss_scale=loss_scale.init() if loss_scale is not None else (),
+        guard=guard_init(),
+    )
+    return jax.tree_util.tree_map(lambda x: jnp.array(x, copy=True), state)
+
+
+def make_train_step(
+    graphdef: nnx.GraphDef,
+    loss_fn: Callable,
+    tx: optax.GradientTransformation,
+    *,
+    lr_fn: Callable | None = None,
+    loss_scale=None,
+    guard: bool = True,
+    donate: bool = True,
+) -> Callable:
+    """Jitted ``step(state, batch) -> (state, metrics)`` (C5.1; loss scaling C4.2).
+
+    ``loss_fn(model, batch, rng)`` gets the NNX module rebuilt from ``graphdef`` and the params.
+    ``lr_fn(opt_steps)`` is the schedule, used only to report ``lr`` in the metrics.
+    ``loss_scale`` is a ``DynamicLossScale`` (``jaxparadigm.optim.dynamic_loss_scale``) or None.
+    Non-finite steps are skipped when ``guard`` or loss scaling is on.
+    """
+
+    def step(state: TrainState, batch):
+        rng, sub = jax.random.split(state.rng)
+
+        def objective(params):
+            loss = loss_fn(nnx.merge(graphdef, params), batch, sub)
+            scaled = loss_scale.scale(loss, state.loss_scale) if loss_scale is not None else loss
+            return scaled, loss
+
+        (_, loss), grads = jax.value_and_grad(objective, has_aux=True)(state.params)
+        if loss_scale is not None:
+            grads, grads_finite = loss_scale.unscale(grads, state.loss_scale)
+            new_ls = loss_scale.update(state.loss_scale, grads_finite)
+        else:
+            grads_finite, new_ls = all_finite(grads), ()
+        finite = jnp.logical_and(grads_finite, jnp.isfinite(loss))
+        updates, opt_state = tx.update(grads, state.opt_state, state.params)
+        updates = jax.tree_util.tree_map(lambda u: (u * state.lr_scale).astype(u.dtype), updates)
+        params = optax.apply_updates(state.params, updates)
+        accept = finite if (guard or loss_scale is not None) else jnp.array(True)
+        grad_norm = optax.global_norm(grads)
+        lr = (lr_fn(state.opt_steps) if lr_fn is not None else 1.0) * state.lr_scale
+        new_state = TrainState(
+            step=safe_increment(state.step),
+            opt_steps=jnp.where(accept, safe_increment(state.opt_steps), state.opt_steps),
+            params=tree_select(accept, params, state.params),
+            opt_state=tree_select(accept, opt_state, state.opt_state),
+            rng=rng,
+            lr_scale=state.lr_scale,
+            loss_scale=new_ls,
+            guard=guard_update(state.guard, finite) if guard else state.guard,
+        )
+        metrics = {
+            "loss": loss,
+            "grad_norm": grad_norm,
+            "lr": jnp.asarray(lr, jnp.float32),
+            "finite": finite,
+        }
+        if loss_scale is not None:
+            metrics["loss_scale"] = state.loss_scale.scale
+        return new_state, metrics
+
+    return jax.jit(step, donate_argnums=(0,) if donate else ())
+
+
+def make_eval_step(graphdef: nnx.GraphDef, metric_fn: Callable) -> Callable:
+    """Jitted ``eval(params, batch) -> metrics`` with ``metric_fn(model, batch)`` (C5.1)."""
+    return jax.jit(lambda params, batch: metric_fn(nnx.merge(graphdef, params), batch))
