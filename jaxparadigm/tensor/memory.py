@@ -117,7 +117,8 @@ class Memory:
 
     def read(self, h: Handle) -> jax.Array:
         """The current value of ``h``: ``h.view.materialize(storage)`` (C2.1)."""
-        return h.view.materialize(self._storage(h))
+        storage = self._storage(h)
+        return h.view.materialize(storage)
 
     # ----------------------------------------------------------------------------------------
     # In-place ops: a new Memory; every alias of the storage sees the write.
@@ -126,7 +127,7 @@ class Memory:
     def _write(
         self, h: Handle, positions: np.ndarray, values: Any, *, add: bool, what: str
     ) -> Memory:
-        storage = self._storage(h)
+        storage = jnp.asarray(self._storage(h))
         if positions.size > 1 and np.unique(positions).size != positions.size:
             raise ValueError(
                 f"{what}: more than one element of the written-to view (shape {h.view.shape}, "

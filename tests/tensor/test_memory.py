@@ -1,0 +1,263 @@
+"""Memory: scripted aliasing scenarios against NumPy's mutable views and, if present, PyTorch."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from absl.testing import parameterized
+
+from jaxparadigm.tensor import Memory
+from jaxparadigm.tensor.memory import Handle
+
+# A script is a list of steps; every interpreter runs it and all tensors are compared after every
+# step. ("set_", name, source, offset, shape, strides): source is a tensor name or new values.
+SCRIPTS = {
+    "c2_5_seed_set_": [
+        ("tensor", "a", [1, 2, 3]),
+        ("view", "b", "a", (-1,)),
+        ("set_", "b", [9, 8, 7], 0, None, None),
+        ("add_", "b", 1),
+    ],
+    "c2_5_copy_writes_through": [
+        ("tensor", "a", [1, 2, 3]),
+        ("view", "b", "a", (-1,)),
+        ("copy_", "b", [9, 8, 7]),
+    ],
+    "views_and_strides": [
+        ("tensor", "a", [0.0, 1, 2, 3, 4, 5]),
+        ("view", "b", "a", (2, 3)),
+        ("as_strided", "c", "a", (3, 2), (1, 3), 0),  # b transposed
+        ("add_", "c", 10.0),
+        ("setitem_", "b", (slice(None), 1), [7.0, 8.0]),
+        ("fill_", "c", -1.0),
+        ("copy_", "b", [[1.0], [2.0]]),  # broadcast over the row
+        ("setitem_", "c", (2, 0), 5.5),
+    ],
+    "set_shares_another_storage": [
+        ("tensor", "a", [0.0, 1, 2, 3]),
+        ("view", "b", "a", (2, 2)),
+        ("tensor", "c", [10.0, 11, 12, 13]),
+        ("set_", "b", "c", 0, None, None),
+        ("add_", "b", 1.0),
+        ("add_", "a", 100.0),
+        ("set_", "b", "c", 1, (2,), (2,)),
+        ("copy_", "b", [-5.0, -6.0]),
+        ("view", "d", "c", (2, 2)),
+        ("setitem_", "d", (0, 0), 42.0),
+    ],
+    "offset_views": [
+        ("tensor", "s", list(range(12))),
+        ("as_strided", "t", "s", (2, 3), (3, 1), 2),  # C2.1's seed view
+        ("as_strided", "u", "s", (2, 2), (4, 2), 1),
+        ("add_", "t", [100, 200, 300]),
+        ("setitem_", "u", (slice(None), 1), [-1, -2]),
+        ("view", "w", "t", (3, 2)),
+        ("fill_", "w", 7),
+    ],
+}
+
+
+def run_memory(script):
+    mem, handles, states = Memory(), {}, []
+    for step in script:
+        op, name, *args = step
+        if op == "tensor":
+            mem, handles[name] = mem.tensor(jnp.asarray(args[0]))
+        elif op == "view":
+            handles[name] = mem.view(handles[args[0]], *args[1])
+        elif op == "as_strided":
+            handles[name] = mem.as_strided(handles[args[0]], *args[1:])
+        elif op == "set_":
+            source, offset, shape, strides = args
+            source = handles[source] if isinstance(source, str) else jnp.asarray(source)
+            mem, handles[name] = mem.set_(handles[name], source, offset, shape, strides)
+        elif op == "setitem_":
+            mem = mem.setitem_(handles[name], args[0], jnp.asarray(args[1]))
+        else:
+            mem = getattr(mem, op)(handles[name], *args)
+        states.append({n: np.asarray(mem.read(h)) for n, h in handles.items()})
+    return states
+
+
+def run_numpy(script):
+    """NumPy arrays are mutable views over shared buffers: the independent oracle for aliasing."""
+    arrays, bases, states = {}, {}, []
+    for step in script:
+        op, name, *args = step
+        if op == "tensor":
+            arrays[name] = np.array(args[0], dtype=np.asarray(jnp.asarray(args[0])).dtype)
+            bases[name] = arrays[name].reshape(-1)
+        elif op == "view":
+            arrays[name] = np.reshape(arrays[args[0]], args[1], copy=False)
+            bases[name] = bases[args[0]]
+        elif op == "as_strided":
+            base = bases[args[0]]
+            shape, strides, offset = args[1:]
+            arrays[name] = _np_strided(base, shape, strides, offset)
+            bases[name] = base
+        elif op == "set_":
+            source, offset, shape, strides = args
+            if not isinstance(source, str):
+                arrays[name] = np.array(source, dtype=arrays[name].dtype)
+                bases[name] = arrays[name].reshape(-1)
+            elif shape is None:
+                arrays[name], bases[name] = arrays[source], bases[source]
+            else:
+                arrays[name] = _np_strided(bases[source], shape, strides, offset)
+                bases[name] = bases[source]
+        elif op == "setitem_":
+            arrays[name][args[0]] = args[1]
+        elif op == "copy_":
+            arrays[name][...] = args[0]
+        elif op == "add_":
+            arrays[name] += np.asarray(args[0], dtype=arrays[name].dtype)
+        elif op == "fill_":
+            arrays[name].fill(args[0])
+        states.append({n: a.copy() for n, a in arrays.items()})
+    return states
+
+
+def _np_strided(base, shape, strides, offset):
+    return np.lib.stride_tricks.as_strided(
+        base[offset:], shape, tuple(s * base.itemsize for s in strides), writeable=True
+    )
+
+
+def run_torch(script, torch):
+    tensors, states = {}, []
+    for step in script:
+        op, name, *args = step
+        if op == "tensor":
+            tensors[name] = torch.tensor(args[0])
+        elif op == "view":
+            tensors[name] = tensors[args[0]].view(args[1])
+        elif op == "as_strided":
+            tensors[name] = torch.as_strided(tensors[args[0]], *args[1:])
+        elif op == "set_":
+            source, offset, shape, strides = args
+            if not isinstance(source, str):
+                tensors[name].set_(torch.tensor(source))
+            elif shape is None:
+                tensors[name].set_(tensors[source])
+            else:
+                tensors[name].set_(tensors[source], offset, shape, strides)
+        elif op == "setitem_":
+            tensors[name][args[0]] = torch.as_tensor(args[1])
+        elif op == "copy_":
+            tensors[name].copy_(torch.as_tensor(args[0]))
+        elif op == "add_":
+            tensors[name].add_(torch.as_tensor(args[0]))
+        else:
+            tensors[name].fill_(args[0])
+        states.append({n: t.numpy().copy() for n, t in tensors.items()})
+    return states
+
+
+def _assert_same_states(got, expected):
+    assert len(got) == len(expected)
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+        assert g.keys() == e.keys(), f"step {i}"
+        for name in g:
+            np.testing.assert_array_equal(g[name], e[name], err_msg=f"step {i}, tensor {name}")
+
+
+class ScriptTest(parameterized.TestCase):
+    @parameterized.named_parameters(*SCRIPTS.items())
+    def test_matches_numpy_views(self, script):
+        _assert_same_states(run_memory(script), run_numpy(script))
+
+    @pytest.mark.crosscheck
+    @parameterized.named_parameters(*SCRIPTS.items())
+    def test_matches_torch(self, script):
+        torch = pytest.importorskip("torch")
+        _assert_same_states(run_memory(script), run_torch(script, torch))
+
+    def test_c2_5_set_does_not_write_through(self):
+        """The article says a == [9,8,7] after b.set_; PyTorch (and this model) keep a."""
+        last = run_memory(SCRIPTS["c2_5_seed_set_"])[2]
+        np.testing.assert_array_equal(last["a"], [1, 2, 3])
+        np.testing.assert_array_equal(last["b"], [9, 8, 7])
+        copied = run_memory(SCRIPTS["c2_5_copy_writes_through"])[-1]
+        np.testing.assert_array_equal(copied["a"], [9, 8, 7])
+
+
+class MemoryJitTest(chex.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.mem, self.a = Memory().tensor(jnp.arange(6.0))
+        self.b = self.mem.view(self.a, 2, 3)
+        self.c = self.mem.as_strided(self.a, (3, 2), (1, 3))
+
+    @chex.variants(with_jit=True, without_jit=True, with_device=True, without_device=True)
+    def test_inplace_ops_inside_jit(self):
+        a, b, c = self.a, self.b, self.c
+
+        def program(mem):
+            mem = mem.add_(c, 10.0)
+            mem = mem.setitem_(b, (0, slice(None)), jnp.array([7.0, 8.0, 9.0]))
+            return mem, mem.read(a), mem.read(c)
+
+        mem, read_a, read_c = self.variant(program)(self.mem)
+        np.testing.assert_array_equal(read_a, [7, 8, 9, 13, 14, 15])
+        np.testing.assert_array_equal(read_c, [[7, 13], [8, 14], [9, 15]])
+        self.assertIsInstance(mem, Memory)
+        # The input Memory is unchanged: in-place ops are functional.
+        np.testing.assert_array_equal(self.mem.read(a), np.arange(6.0))
+
+    def test_memory_is_a_pytree_carried_by_scan(self):
+        b = self.b
+
+        def body(mem, _):
+            return mem.add_(b, 1.0), None
+
+        mem, _ = jax.lax.scan(body, self.mem, None, length=5)
+        self.assertLen(jax.tree_util.tree_leaves(mem), 1)
+        np.testing.assert_array_equal(mem.read(self.a), np.arange(6.0) + 5)
+
+    def test_contiguous_write_is_a_slice_update_not_a_scatter(self):
+        row = self.mem.view(self.a, 2, 3)
+        first = Handle(row.storage, row.view.select(0, 1))
+        jaxpr = str(jax.make_jaxpr(lambda m: m.copy_(first, 1.0))(self.mem))
+        self.assertIn("dynamic_update_slice", jaxpr)
+        self.assertNotIn("scatter", jaxpr)
+
+
+class MemoryErrorsTest(parameterized.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.mem, self.a = Memory().tensor(jnp.arange(6.0))
+        self.mem, self.i = self.mem.tensor(jnp.arange(3))
+
+    def test_write_to_overlapping_view(self):
+        row = self.mem.view(self.a, 2, 3)
+        expanded = Handle(row.storage, row.view.select(0, 0).view(1, 3).expand(4, 3))
+        with self.assertRaisesRegex(ValueError, "more than one element"):
+            self.mem.add_(expanded, 1.0)
+        with self.assertRaisesRegex(ValueError, "more than one element"):
+            self.mem.setitem_(self.a, np.array([0, 0]), jnp.array([1.0, 2.0]))
+
+    def test_errors(self):
+        mem, a, i = self.mem, self.a, self.i
+        with self.assertRaisesRegex(TypeError, "can't be cast"):
+            mem.add_(i, 1.5)
+        with self.assertRaisesRegex(TypeError, "must be a Handle"):
+            mem.read("a")
+        with self.assertRaisesRegex(ValueError, "storage 7"):
+            mem.read(Handle(7, a.view))
+        with self.assertRaisesRegex(ValueError, "cannot be broadcast"):
+            mem.copy_(a, jnp.ones(4))
+        with self.assertRaisesRegex(ValueError, "scalar"):
+            mem.fill_(a, jnp.ones(2))
+        with self.assertRaisesRegex(ValueError, "invalid for a view"):
+            mem.setitem_(a, 9, 1.0)
+        with self.assertRaisesRegex(TypeError, "dtype"):
+            mem.set_(a, i)
+        with self.assertRaisesRegex(ValueError, "storage index 8"):
+            mem.set_(a, a, 4, (3,), (2,))
+        with self.assertRaisesRegex(ValueError, "needs shape"):
+            mem.set_(a, a, 2)
+        with self.assertRaisesRegex(ValueError, "not compatible"):
+            mem.view(mem.as_strided(a, (3, 2), (1, 3)), 6)
+        with self.assertRaisesRegex(ValueError, "storage index 7"):
+            mem.as_strided(a, (2, 2), (3, 2), 2)
