@@ -1,0 +1,138 @@
+"""scatter_nd_update against a sequential NumPy loop (TF's CPU order: later duplicates win)."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from absl.testing import parameterized
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxparadigm.tensor import scatter_nd_update, scatter_nd_update_inplace
+
+
+def reference(x, indices, updates):
+    """Apply the rows one after another, as TF's CPU kernel does."""
+    out = np.array(x, copy=True)
+    indices, updates = np.asarray(indices), np.asarray(updates)
+    k = indices.shape[-1]
+    rows = indices.reshape(-1, k)
+    values = updates.reshape((-1,) + out.shape[k:])
+    for j in range(rows.shape[0]):
+        out[tuple(rows[j])] = values[j]
+    return out
+
+
+class ScatterTest(chex.TestCase):
+    @chex.variants(with_jit=True, without_jit=True, with_device=True, without_device=True)
+    @parameterized.named_parameters(
+        ("tf_doc_1d", (8,), [[4], [3], [1], [7]], [9, 10, 11, 12]),
+        ("duplicates_last_wins", (5,), [[1], [3], [1], [1]], [1, 2, 3, 4]),
+        ("slices", (4, 3), [[0], [2], [0]], [[1, 1, 1], [2, 2, 2], [3, 3, 3]]),
+        ("full_index_2d", (3, 3), [[[0, 0], [2, 1]], [[0, 0], [1, 2]]], [[5, 6], [7, 8]]),
+    )
+    def test_matches_sequential_reference(self, shape, indices, updates):
+        x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+        indices = np.asarray(indices, np.int32)
+        updates = np.asarray(updates, np.float32)
+        out = self.variant(scatter_nd_update)(x, indices, updates)
+        np.testing.assert_array_equal(np.asarray(out), reference(x, indices, updates))
+
+    def test_returns_new_array_and_leaves_x(self):
+        x = jnp.zeros((4,))
+        out = scatter_nd_update(x, jnp.array([[2]]), jnp.array([1.0]))
+        np.testing.assert_array_equal(x, np.zeros(4))
+        np.testing.assert_array_equal(out, [0, 0, 1, 0])
+        self.assertFalse(x.is_deleted())
+
+    def test_traced_out_of_range_updates_are_dropped(self):
+        fn = jax.jit(scatter_nd_update)
+        out = fn(jnp.zeros((3,)), jnp.array([[5], [1], [-1]]), jnp.array([1.0, 2.0, 3.0]))
+        np.testing.assert_array_equal(out, [0, 2, 0])
+
+    @parameterized.named_parameters(
+        ("out_of_range", (4,), [[4]], [1.0], ValueError, r"indices\[0\] = \[4\].*\[0, 3\]"),
+        ("negative", (4, 2), [[0, 1], [-1, 0]], [1.0, 2.0], ValueError, r"indices\[1\]"),
+        ("depth", (4,), [[1, 2]], [1.0], ValueError, "exceeds the rank"),
+        ("updates_shape", (4, 2), [[1]], [1.0], ValueError, r"must be indices.shape\[:-1\]"),
+        ("float_indices", (4,), [[1.0]], [1.0], TypeError, "integer dtype"),
+        ("scalar_indices", (4,), 1, [1.0], ValueError, "rank >= 1"),
+    )
+    def test_bad_input(self, shape, indices, updates, error, pattern):
+        with self.assertRaisesRegex(error, pattern):
+            scatter_nd_update(
+                jnp.zeros(shape), np.asarray(indices), np.asarray(updates, np.float32)
+            )
+
+    def test_dtype_mismatch(self):
+        with self.assertRaisesRegex(TypeError, "dtype"):
+            scatter_nd_update(jnp.zeros(3, jnp.int32), jnp.array([[0]]), jnp.array([1.0]))
+
+
+class DonationTest(parameterized.TestCase):
+    def test_inplace_reuses_the_input_buffer(self):
+        x = jnp.arange(1024.0)
+        platform = x.devices().pop().platform
+        if platform not in ("cpu", "gpu", "cuda", "rocm", "tpu"):
+            pytest.skip(f"donation support on {platform} is unknown")
+        before = x.unsafe_buffer_pointer()
+        out = scatter_nd_update_inplace(x, jnp.array([[3], [3]]), jnp.array([7.0, 8.0]))
+        # Donation: x was given up, and the result lives in x's old buffer.
+        self.assertTrue(x.is_deleted())
+        self.assertEqual(out.unsafe_buffer_pointer(), before)
+        self.assertEqual(float(out[3]), 8.0)
+        with self.assertRaises(RuntimeError):
+            np.asarray(x)
+
+    def test_plain_version_allocates_a_new_buffer(self):
+        x = jnp.arange(1024.0)
+        out = scatter_nd_update(x, jnp.array([[3]]), jnp.array([7.0]))
+        self.assertFalse(x.is_deleted())
+        self.assertNotEqual(out.unsafe_buffer_pointer(), x.unsafe_buffer_pointer())
+
+    def test_inplace_validates_before_donating(self):
+        x = jnp.zeros(4)
+        with self.assertRaisesRegex(ValueError, "out of range"):
+            scatter_nd_update_inplace(x, jnp.array([[9]]), jnp.array([1.0]))
+        self.assertFalse(x.is_deleted())
+
+
+@st.composite
+def _scatter_case(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    k = draw(st.integers(1, len(shape)))
+    batch = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=2)))
+    comps = [
+        draw(
+            st.lists(
+                st.integers(0, n - 1), min_size=int(np.prod(batch)), max_size=int(np.prod(batch))
+            )
+        )
+        for n in shape[:k]
+    ]
+    indices = np.stack([np.asarray(c, np.int32) for c in comps], axis=-1).reshape(batch + (k,))
+    updates = (
+        np.arange(np.prod(batch + shape[k:]), dtype=np.float32).reshape(batch + shape[k:]) + 100
+    )
+    return np.zeros(shape, np.float32), indices, updates
+
+
+def _check_case(case):
+    x, indices, updates = case
+    np.testing.assert_array_equal(
+        np.asarray(scatter_nd_update(x, indices, updates)), reference(x, indices, updates)
+    )
+
+
+@settings(max_examples=10, deadline=None)  # each new shape compiles the scatter
+@given(_scatter_case())
+def test_random_scatters_match_reference(case):
+    _check_case(case)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(_scatter_case())
+def test_random_scatters_match_reference_many(case):
+    _check_case(case)
