@@ -1,0 +1,208 @@
+"""Schedules (C4.3): equal to optax / torch LinearLR, and safe at and beyond 2**31 - 1."""
+
+import math
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from absl.testing import absltest, parameterized
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxparadigm.optim import schedules as S
+
+INT32_MAX = 2**31 - 1
+COUNTS = [0, 1, 2, 9, 10, 11, 19, 20, 21, 99, 100, 101, 12345, INT32_MAX - 1, INT32_MAX]
+
+PAIRS = [
+    ("constant", lambda m: (S.constant(0.3), optax.constant_schedule(0.3))),
+    ("linear", lambda m: (S.linear(1.0, 0.1, 100), optax.linear_schedule(1.0, 0.1, 100))),
+    (
+        "linear_begin",
+        lambda m: (S.linear(0.0, 2.0, 10, 10), optax.linear_schedule(0.0, 2.0, 10, 10)),
+    ),
+    (
+        "polynomial",
+        lambda m: (
+            S.polynomial(1.0, 0.01, 2.0, 100, 20),
+            optax.polynomial_schedule(1.0, 0.01, 2.0, 100, 20),
+        ),
+    ),
+    (
+        "cosine_decay",
+        lambda m: (S.cosine_decay(0.5, 100, 0.1), optax.cosine_decay_schedule(0.5, 100, 0.1)),
+    ),
+    (
+        "warmup_cosine_decay",
+        lambda m: (
+            S.warmup_cosine_decay(0.0, 1.0, 10, 100, 0.05),
+            optax.warmup_cosine_decay_schedule(0.0, 1.0, 10, 100, 0.05),
+        ),
+    ),
+    (
+        "join",
+        lambda m: (
+            S.join([S.constant(1.0), S.linear(1.0, 0.5, 10), S.constant(0.25)], [10, 20]),
+            optax.join_schedules(
+                [
+                    optax.constant_schedule(1.0),
+                    optax.linear_schedule(1.0, 0.5, 10),
+                    optax.constant_schedule(0.25),
+                ],
+                [10, 20],
+            ),
+        ),
+    ),
+]
+
+
+class MatchesOptaxTest(chex.TestCase, parameterized.TestCase):
+    @chex.variants(with_jit=True, without_jit=True)
+    @parameterized.named_parameters(*PAIRS)
+    def test_equal_on_int32_counts(self, build):
+        ours, theirs = build(None)
+        counts = jnp.asarray(COUNTS, jnp.int32)
+        # Same compilation mode on both sides: jit may fuse cos/pow differently than eager.
+        got = self.variant(lambda c: jnp.asarray(ours(c), jnp.float32) + 0 * c)(counts)
+        want = self.variant(lambda c: jnp.asarray(theirs(c), jnp.float32) + 0 * c)(counts)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+    @parameterized.named_parameters(*PAIRS)
+    def test_equal_on_python_int_counts_and_safe_beyond(self, build):
+        ours, theirs = build(None)
+        for c in (0, 10, 20, 100):
+            self.assertEqual(float(ours(c)), float(theirs(c)), msg=str(c))
+        at_max = float(ours(jnp.int32(INT32_MAX)))
+        for big in (INT32_MAX + 1, 2**40, 10**30):
+            value = float(ours(big))
+            self.assertAlmostEqual(value, at_max, places=6, msg=str(big))
+            self.assertGreaterEqual(value, 0.0)
+
+    def test_optax_polynomial_cannot_take_python_ints_past_int32(self):
+        # Evidence for the note: optax's schedule raises instead of clamping; ours clamps.
+        with self.assertRaises(OverflowError):
+            optax.linear_schedule(1.0, 0.1, 100)(2**40)
+        self.assertAlmostEqual(float(S.linear(1.0, 0.1, 100)(2**40)), 0.1, places=6)
+
+
+class NeverNegativeTest(parameterized.TestCase):
+    @settings(max_examples=100, deadline=None)
+    @given(
+        count=st.one_of(
+            st.integers(-(2**31), INT32_MAX).map(lambda v: jnp.asarray(v, jnp.int32)),
+            st.integers(0, 2**70),
+        ),
+        init=st.floats(0.0, 10.0),
+        end=st.floats(0.0, 10.0),
+        steps=st.integers(1, 10**6),
+    )
+    def test_any_count_gives_finite_non_negative(self, count, init, end, steps):
+        peak = max(init, end)
+        scheds = [
+            S.linear(init, end, steps),
+            S.polynomial(init, end, 0.5, steps, 3),
+            S.cosine_decay(init, steps, 0.2),
+            S.warmup_cosine_decay(0.0, peak, steps, steps + 5, min(end, peak)),
+            S.linear_lr(init, 0.25, 1.0, steps),
+        ]
+        for sched in scheds:
+            value = float(sched(count))
+            self.assertTrue(math.isfinite(value) and value >= 0.0, (sched, count, value))
+
+
+class LinearLrTest(chex.TestCase, parameterized.TestCase):
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_closed_form(self):
+        sched = S.linear_lr(0.1, start_factor=0.5, end_factor=1.0, total_iters=4)
+        counts = jnp.arange(7, dtype=jnp.int32)
+        expected = 0.1 * (0.5 + 0.5 * np.minimum(np.arange(7), 4) / 4)
+        np.testing.assert_allclose(self.variant(sched)(counts), expected, rtol=1e-6)
+
+    def test_wrapped_counter_restarts_warmup_but_stays_positive(self):
+        sched = S.linear_lr(0.1)
+        wrapped = jnp.asarray(INT32_MAX, jnp.int32) + jnp.int32(1)
+        self.assertEqual(int(wrapped), -(2**31))
+        self.assertAlmostEqual(float(sched(wrapped)), 0.1 / 3, places=7)
+
+    @parameterized.parameters(
+        (dict(base_lr=-1.0), "base_lr=-1.0"),
+        (dict(base_lr=1.0, start_factor=0.0), "start_factor=0.0"),
+        (dict(base_lr=1.0, start_factor=1.5), "start_factor=1.5"),
+        (dict(base_lr=1.0, end_factor=-0.1), "end_factor=-0.1"),
+        (dict(base_lr=1.0, total_iters=0), "total_iters=0"),
+    )
+    def test_bad_arguments(self, kwargs, message):
+        with self.assertRaisesRegex(ValueError, message):
+            S.linear_lr(**kwargs)
+
+
+class ValidationTest(parameterized.TestCase):
+    @parameterized.parameters(
+        (lambda: S.constant(-1.0), ValueError, "value=-1.0"),
+        (lambda: S.linear(1.0, 0.0, 0), ValueError, "transition_steps=0"),
+        (lambda: S.linear(1.0, 0.0, 10, -1), ValueError, "transition_begin=-1"),
+        (lambda: S.polynomial(1.0, 0.0, 0.0, 10), ValueError, "power=0.0"),
+        (lambda: S.polynomial(1.0, 0.0, 1.0, 10.5), TypeError, "transition_steps=10.5"),
+        (lambda: S.cosine_decay(1.0, 0), ValueError, "decay_steps=0"),
+        (lambda: S.cosine_decay(1.0, 10, alpha=2.0), ValueError, "alpha=2.0"),
+        (lambda: S.warmup_cosine_decay(0.0, 1.0, 10, 10), ValueError, "decay_steps=10"),
+        (lambda: S.join([S.constant(1.0)], [5]), ValueError, "boundaries"),
+        (lambda: S.join([S.constant(1.0)] * 3, [5, 2]), ValueError, "non-decreasing"),
+        (lambda: S.overflow_demo(window=0), ValueError, "window=0"),
+        (lambda: S.overflow_demo(center=2**32), ValueError, "center="),
+    )
+    def test_bad_arguments(self, make, error, message):
+        with self.assertRaisesRegex(error, message):
+            make()
+
+
+class OverflowDemoTest(absltest.TestCase):
+    def test_naive_counter_wraps_and_lr_goes_negative(self):
+        demo = S.overflow_demo(window=3, with_torch=False)
+        self.assertEqual(demo.steps[0], INT32_MAX - 2)
+        self.assertEqual(len(demo.steps), 6)
+        wrapped = [i for i, s in enumerate(demo.steps) if s > INT32_MAX]
+        self.assertEqual(demo.naive_count[wrapped[0]], -(2**31))
+        self.assertTrue(all(demo.safe_count[i] == INT32_MAX for i in wrapped))
+        self.assertTrue(all(demo.lr_unclamped[i] < 0 for i in wrapped))
+        self.assertTrue(all(abs(demo.lr_naive_clamped[i] - 1e-3 / 3) < 1e-9 for i in wrapped))
+        np.testing.assert_allclose(demo.lr_safe, 1e-3, rtol=1e-6)
+        np.testing.assert_allclose(demo.lr_python_int, 1e-3, rtol=1e-6)
+        self.assertIsNone(demo.torch_lr)
+        self.assertIn("-2147483648", demo.table())
+
+
+@pytest.mark.crosscheck
+def test_linear_lr_matches_torch_including_past_int32():
+    torch = pytest.importorskip("torch")
+    param = torch.zeros(1, requires_grad=True)
+    opt = torch.optim.SGD([param], lr=0.2)
+    sched_t = torch.optim.lr_scheduler.LinearLR(
+        opt, start_factor=0.25, end_factor=0.9, total_iters=6
+    )
+    ours = S.linear_lr(0.2, 0.25, 0.9, 6)
+    for step in range(10):
+        assert float(ours(jnp.int32(step))) == pytest.approx(sched_t.get_last_lr()[0], rel=1e-6)
+        opt.step()
+        sched_t.step()
+    # What torch really does near 2**31 - 1: last_epoch is a Python int, nothing wraps, and the
+    # recursive form keeps the final value. The claim "LinearLR turns negative" does not hold.
+    demo = S.overflow_demo(window=4, base_lr=0.2, start_factor=0.25, end_factor=0.9, total_iters=6)
+    assert demo.torch_last_epoch[-1] == INT32_MAX + 4
+    assert all(isinstance(e, int) for e in demo.torch_last_epoch)
+    np.testing.assert_allclose(demo.torch_lr, 0.2 * 0.9, rtol=1e-6)
+    np.testing.assert_allclose(demo.lr_safe, demo.torch_lr, rtol=1e-6)
+    assert min(demo.torch_lr) > 0 and min(demo.lr_unclamped) < 0
+
+
+def test_schedules_trace_under_jit_with_int32_state():
+    sched = S.warmup_cosine_decay(0.0, 1.0, 5, 50)
+    values = jax.jit(jax.vmap(sched))(jnp.asarray([0, 5, 50, INT32_MAX], jnp.int32))
+    np.testing.assert_allclose(values, [0.0, 1.0, 0.0, 0.0], atol=1e-7)
+
+
+if __name__ == "__main__":
+    absltest.main()
