@@ -1,0 +1,135 @@
+"""SentenceEncoder (C1.1): parity with sentence-transformers' stored output, tokenisation, bucketing,
+batch-composition independence and the loader's errors."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxparadigm.retrieval import SentenceEncoder, load_minilm
+from jaxparadigm.retrieval.sentence_encoder import _row_bucket, length_buckets, minilm_path
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "minilm"
+SENTENCES = json.loads((DATA / "sentences.json").read_text(encoding="utf-8"))["sentences"]
+
+
+def test_parity_with_sentence_transformers_reference(encoder):
+    ref = np.load(DATA / "embeddings.npy")
+    got = encoder.encode(SENTENCES, batch_size=8)
+    assert got.shape == (20, 384) and got.dtype == np.float32
+    cos = np.sum(got * ref, axis=1) / np.linalg.norm(got, axis=1) / np.linalg.norm(ref, axis=1)
+    assert cos.min() >= 0.99999, cos
+
+
+def test_input_ids_equal_reference(encoder):
+    want = np.load(DATA / "input_ids_first6.npy")
+    got = encoder.tokenize(SENTENCES[:6])
+    np.testing.assert_array_equal(got["input_ids"], want)
+    np.testing.assert_array_equal(got["attention_mask"], (want != 0).astype(np.int64))
+
+
+def test_long_sentence_is_truncated_to_max_seq_length(encoder):
+    long = max(SENTENCES, key=len)
+    assert len(long.split()) > 256
+    ids = encoder.tokenize([long])["input_ids"]
+    assert ids.shape == (1, 256) and ids[0, -1] == 102  # [SEP] kept after truncation
+
+
+# All of these fit the 16-token bucket, so the test reuses the parity test's compiled shapes.
+SHORT = ["a cat", "Broadcasting aligns shapes from the right.", "", "x " * 9, "JAX", "数据库"]
+
+
+def test_batch_composition_independence(encoder):
+    alone = np.stack([encoder.encode(s) for s in SHORT])
+    together = encoder.encode(SHORT, batch_size=4)
+    mixed = encoder.encode(["another sentence in the batch", *SHORT[::-1]], batch_size=4)[1:][::-1]
+    assert np.abs(together - alone).max() <= 1e-6
+    assert np.abs(mixed - alone).max() <= 1e-6
+
+
+def test_single_string_and_normalize_flag(encoder):
+    one = encoder.encode("The cat sat on the mat.")
+    assert one.shape == (384,)
+    assert abs(np.linalg.norm(one) - 1) < 1e-6
+    raw = encoder.encode(["The cat sat on the mat."], normalize=False)[0]
+    assert np.linalg.norm(raw) > 1.5
+    np.testing.assert_allclose(raw / np.linalg.norm(raw), one, atol=1e-6)
+
+
+def test_compiled_shapes_stay_bounded(encoder):
+    rng = np.random.default_rng(0)
+    words = ["data", "query", "index", "tensor", "gradient", "memory"]
+    sents = [" ".join(rng.choice(words, size=n)) for n in rng.integers(1, 20, size=23)]
+    before = set(encoder.compiled_shapes)
+    got = encoder.encode(sents, batch_size=8)
+    new = encoder.compiled_shapes - before
+    assert {r for r, _ in new} <= {1, 2, 4, 8} and {t for _, t in new} <= {16, 32}
+    assert len(encoder.compiled_shapes) <= len(encoder.length_buckets) * 4 + len(before)
+    # every sentence came out of a bucketed batch yet equals its own single encoding
+    np.testing.assert_allclose(got[:2], np.stack([encoder.encode(s) for s in sents[:2]]), atol=1e-6)
+
+
+def test_length_buckets():
+    assert length_buckets(256) == (16, 32, 64, 128, 256)
+    assert length_buckets(100) == (16, 32, 64, 100)
+    assert length_buckets(8) == (8,)
+    with pytest.raises(ValueError, match="max_seq_length"):
+        length_buckets(0)
+
+
+@settings(max_examples=500, deadline=None)
+@given(n=st.integers(1, 300), batch=st.integers(1, 300))
+def test_row_bucket_is_smallest_power_of_two_capped(n, batch):
+    n = min(n, batch)
+    r = _row_bucket(n, batch)
+    assert n <= r <= batch
+    assert r == batch or (r & (r - 1) == 0 and r // 2 < n)
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"sentences": "ok", "batch_size": 0}, ValueError, "batch_size: got 0"),
+        ({"sentences": "ok", "batch_size": True}, ValueError, "batch_size"),
+        ({"sentences": ["ok", 3]}, TypeError, r"sentences\[1\]: got int"),
+        ({"sentences": 3}, TypeError, "sentences: got int"),
+    ],
+)
+def test_encode_bad_input(encoder, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        encoder.encode(**kwargs)
+
+
+def test_constructor_type_checks(encoder):
+    with pytest.raises(TypeError, match="model: got str"):
+        SentenceEncoder("model", encoder.tokenizer)
+    with pytest.raises(ValueError, match="max_seq_length"):
+        SentenceEncoder(encoder.model, encoder.tokenizer, max_seq_length=513)
+
+
+def test_installed_package_is_found():
+    path = minilm_path()
+    assert (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file()
+
+
+def test_load_errors_name_the_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such directory"):
+        load_minilm(tmp_path / "missing")
+    with pytest.raises(FileNotFoundError, match="tokenizer.json"):
+        load_minilm(tmp_path)
+    src = minilm_path()
+    shutil.copy(src / "tokenizer.json", tmp_path / "tokenizer.json")
+    shutil.copy(src / "config.json", tmp_path / "config.json")
+    with pytest.raises(FileNotFoundError, match="model.safetensors"):
+        load_minilm(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"garbage")
+    with pytest.raises(ValueError, match=r"model.safetensors: not a readable safetensors"):
+        load_minilm(tmp_path)
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text('{"pooling_mode_cls_token": true}')
+    with pytest.raises(ValueError, match="expected mean pooling"):
+        load_minilm(tmp_path)
