@@ -124,8 +124,8 @@ def train(
     """Train the model of ``cfg`` for ``cfg.train.steps`` steps (C5.1, C5.2).
 
     ``tx``/``lr_fn`` default to ``jaxparadigm.optim.chain_for(cfg.optim)`` /
-    ``schedule_for(cfg.optim)``. ``stop_at`` ends the call early at that data step (an
-    interruption; a later call resumes from the checkpoint). ``batch_transform(step, batch)`` is
+    ``schedule_for(cfg.optim)``. ``stop_at`` ends the call early at that data step, like a crash
+    (no final checkpoint); a later call resumes from the newest checkpoint. ``batch_transform(step, batch)`` is
     applied to each train batch after validation (augmentation, or fault injection in tests).
     """
     c = cfg.train
@@ -229,8 +229,8 @@ def train(
     sps = n_timed / elapsed if t_first is not None and elapsed > 0 and n_timed else 0.0
     final_eval = _evaluate(eval_fn, state.params, dataset.val_batches, place)
     writer.write({"step": end, **{f"eval_{k}": v for k, v in final_eval.items()}})
-    if ckpt is not None:
-        if ckpt.latest_step() != end and int(state.guard.bad_streak) == 0:
+    if ckpt is not None:  # a run cut short by stop_at behaves like a crash: no final save
+        if end == c.steps and ckpt.latest_step() != end and int(state.guard.bad_streak) == 0:
             ckpt.save(state)
         ckpt.close()
     plots = []
