@@ -111,7 +111,10 @@ class ChainForTest(parameterized.TestCase):
         state = tx.init(params)
         state0 = jax.tree.map(jnp.copy, state)
         for i in range(3):
+            old_params = params
             params, state = step(params, state, _grads(params, i))
+        # Donation took effect: the previous parameter buffers were consumed by the step.
+        self.assertTrue(all(x.is_deleted() for x in jax.tree.leaves(old_params)))
         chex.assert_trees_all_equal_shapes_and_dtypes(state, state0)
         chex.assert_tree_all_finite(params)
         moved = jax.tree.map(lambda a, b: bool(jnp.any(a != b)), params, _params())
