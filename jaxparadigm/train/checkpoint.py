@@ -66,8 +66,8 @@ def state_signature(state, config: Any = None) -> str:
 class Checkpointer:
     """``save(state)`` / ``restore(template)`` signed checkpoints under ``directory`` (C5.1).
 
-    ``state`` must have an integer scalar ``step`` field (the checkpoint's step number) or pass
-    ``step=`` explicitly. Saves are synchronous and atomic; the last ``keep`` are kept.
+    ``state`` must have an integer scalar ``step`` field or key (the checkpoint's step number), or
+    pass ``step=`` explicitly. Saves are synchronous and atomic; the last ``keep`` are kept.
     """
 
     def __init__(self, directory: str | os.PathLike, config: Any = None, keep: int = 3):
@@ -94,7 +94,12 @@ class Checkpointer:
 
     def save(self, state, step: int | None = None) -> int:
         """Write ``state`` (signed) as checkpoint ``step`` (default ``int(state.step)``)."""
-        step = int(state.step) if step is None else int(step)
+        if step is None:
+            found = state.get("step") if isinstance(state, dict) else getattr(state, "step", None)
+            if found is None:
+                raise ValueError("step: not given and state has no 'step' field/key")
+            step = found
+        step = int(step)
         paths, leaves, _ = _flat(state)
         meta = {
             "format": _FORMAT,
