@@ -337,22 +337,32 @@ class View:
     def materialize(self, storage: Any) -> jax.Array:
         """The array the view denotes: ``out[i] = storage[offset + sum_d i_d * strides[d]]`` (C2.1).
 
-        ``storage`` is 1-D; the view is static, so this works under ``jax.jit``. Nested strides
-        compile to slice/reshape/transpose/broadcast (as cheap as the native op); anything else
-        (overlapping windows, non-divisible strides) to one gather of static indices.
+        ``storage`` is 1-D; the view is static, so this works under ``jax.jit`` (an eager call runs
+        one cached jitted kernel). Nested strides compile to slice/reshape/transpose/broadcast, the
+        same HLO as ``storage.reshape(...)`` followed by the native op; anything else (overlapping
+        windows, non-divisible strides) to one gather of static indices.
         """
         size = storage_size_of(storage)
         self.check_bounds(size)
         storage = jnp.asarray(storage)
-        if self.numel() == 0:
-            return jnp.zeros(self.shape, storage.dtype)
-        plan = _plan(self, size)
-        if plan is None:
-            out = storage[self.storage_indices()]
-        else:
-            out = _run_plan(plan, storage, self.shape)
+        if isinstance(storage, jax.core.Tracer):
+            out = _materialize(self, storage)
+        else:  # eager call: one compiled dispatch per (view, storage shape/dtype)
+            out = _materialize_jit(self, storage)
         chex.assert_shape(out, self.shape)
         return out
+
+
+def _materialize(view: View, storage: jax.Array) -> jax.Array:
+    if view.numel() == 0:
+        return jnp.zeros(view.shape, storage.dtype)
+    plan = _plan(view, storage.shape[0])
+    if plan is None:
+        return storage[view.storage_indices()]
+    return _run_plan(plan, storage, view.shape)
+
+
+_materialize_jit = jax.jit(_materialize, static_argnums=0)
 
 
 def _compute_view_strides(
