@@ -127,10 +127,14 @@ class GuardConfig:
 
 @dataclass(frozen=True)
 class CheckpointConfig:
-    """Signed orbax checkpoints every ``every`` steps (0 disables), keeping the last ``keep``."""
+    """Signed orbax checkpoints every ``every`` steps (0 disables), keeping the last ``keep``.
+
+    ``resume``: continue from the newest checkpoint in the run directory (false: start afresh and
+    delete the run's old checkpoints)."""
 
     every: int = 0
     keep: int = 3
+    resume: bool = True
 
 
 @dataclass(frozen=True)
