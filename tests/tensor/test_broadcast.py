@@ -80,7 +80,7 @@ def _check_against_numpy(shapes):
 _CASES = st.one_of(_compatible_shapes(), st.lists(_shape, max_size=4))
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=2000, deadline=None)
 @given(_CASES)
 def test_matches_numpy(shapes):
     _check_against_numpy(shapes)
