@@ -154,6 +154,11 @@ def _erf_vjp(ct, x, **params):
     return (ct * (2.0 / math.sqrt(math.pi)) * jnp.exp(-x * x),)
 
 
+@register_vjp("erfc")
+def _erfc_vjp(ct, x, **params):
+    return (ct * (-2.0 / math.sqrt(math.pi)) * jnp.exp(-x * x),)
+
+
 @register_vjp("sqrt")
 def _sqrt_vjp(ct, x, **params):
     return (ct * 0.5 / jnp.sqrt(x),)

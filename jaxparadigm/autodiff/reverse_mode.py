@@ -102,7 +102,7 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
         env = graph.forward(flat_args)
         outs = graph.outputs_of(env)
         value = outs[0]
-        out_cts = [jnp.ones((), value.dtype)] + [None] * (len(outs) - 1)
+        out_cts = [jnp.ones((), out_avals[0].dtype)] + [None] * (len(outs) - 1)
         in_cts = graph.backward(env, out_cts, wrt)
         per_arg = _grads_for(args, nums, flat_args, wrt, in_cts)
         grads = per_arg[nums[0]] if isinstance(argnums, int) else tuple(per_arg[i] for i in nums)

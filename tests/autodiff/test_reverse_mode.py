@@ -1,0 +1,225 @@
+"""grad / value_and_grad / vjp through our graph + registry, against jax.grad (C3.2, C3.3)."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from absl.testing import parameterized
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxparadigm.autodiff import grad, value_and_grad, vjp
+from tests.autodiff.programs import CASES, make_case, rel_err
+
+TOL = 1e-6  # fp32, relative to the largest gradient entry
+
+
+class OracleTest(chex.TestCase):
+    """Our grad equals jax.grad on the four test programs, with and without jit / device."""
+
+    @chex.variants(with_jit=True)
+    @parameterized.named_parameters(*[(c, c) for c in CASES])
+    def test_grad_params(self, case):
+        f, params, batch = make_case(case)
+        ours = self.variant(grad(f))(params, batch)
+        ref = jax.jit(jax.grad(f))(params, batch)
+        chex.assert_trees_all_equal_shapes_and_dtypes(ours, ref)
+        self.assertLess(rel_err(ours, ref), TOL)
+
+    @chex.variants(with_jit=True, without_jit=True, with_device=True, without_device=True)
+    def test_all_variants_layer_norm(self):
+        f, params, batch = make_case("layer_norm", seed=1)
+        ours = self.variant(grad(f, argnums=(0, 1)))(params, batch)
+        self.assertLess(rel_err(ours, jax.jit(jax.grad(f, argnums=(0, 1)))(params, batch)), TOL)
+
+    @chex.variants(with_jit=True)
+    @parameterized.named_parameters(("mlp", "mlp"), ("attention", "attention"))
+    def test_value_and_grad_both_args(self, case):
+        f, params, batch = make_case(case, seed=3)
+        (v, g) = self.variant(value_and_grad(f, argnums=(0, 1)))(params, batch)
+        v_ref, g_ref = jax.jit(jax.value_and_grad(f, argnums=(0, 1)))(params, batch)
+        np.testing.assert_allclose(v, v_ref, rtol=1e-6)
+        self.assertLess(rel_err(g, g_ref), TOL)
+
+
+class NestingTest(chex.TestCase):
+    """C3.3: grad(grad(f)) re-enters the engine; the article's example f = sum(x**3)."""
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_seed_example(self):
+        f = lambda x: (x**3).sum()
+        self.assertEqual(float(self.variant(grad(grad(f)))(2.0)), 12.0)
+        x = jnp.array([1.0, -2.0, 0.5])
+        g2 = self.variant(grad(lambda x: grad(f)(x).sum()))(x)
+        np.testing.assert_allclose(g2, 6 * x, rtol=1e-6)
+
+    def test_third_order_matches_jax(self):
+        f = lambda x: jnp.sin(x) * jnp.exp(x) / (1.0 + x**2)
+        ours = jax.jit(grad(grad(grad(f))))(0.3)
+        ref = jax.jit(jax.grad(jax.grad(jax.grad(f))))(0.3)
+        np.testing.assert_allclose(ours, ref, rtol=1e-5)
+
+    def test_closure_over_outer_variable(self):
+        F = lambda x, y: jnp.sin(x * y) * x
+        ours = jax.jit(grad(lambda x: grad(lambda y: F(x, y))(0.7)))(0.3)
+        ref = jax.jit(jax.grad(lambda x: jax.grad(lambda y: F(x, y))(0.7)))(0.3)
+        np.testing.assert_allclose(ours, ref, rtol=1e-6)
+
+    def test_mixed_with_jax_transforms(self):
+        f = lambda x: jnp.sum(jnp.tanh(x) ** 2)
+        x = jnp.linspace(-1.0, 1.0, 4)
+        ours = jax.jit(jax.grad(lambda x: jnp.sum(grad(f)(x))))(x)
+        ref = jax.jit(jax.grad(lambda x: jnp.sum(jax.grad(f)(x))))(x)
+        np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-6)
+        batched = jax.jit(jax.vmap(grad(f)))(jnp.stack([x, 2 * x]))
+        np.testing.assert_allclose(
+            batched, jax.jit(jax.vmap(jax.grad(f)))(jnp.stack([x, 2 * x])), rtol=1e-6
+        )
+
+
+class EdgeCaseTest(chex.TestCase):
+    """Literals, unused and integer inputs, fan-out, outputs that are inputs, aux outputs."""
+
+    def test_fan_out_accumulates(self):
+        f = lambda x: jnp.sum(x * x + x + jnp.exp(x) * x)
+        x = jnp.array([0.5, -1.0])
+        np.testing.assert_allclose(grad(f)(x), jax.grad(f)(x), rtol=1e-6)
+
+    def test_unused_and_integer_inputs(self):
+        f = lambda x, n, unused: jnp.sum(x ** n.astype(jnp.float32)) + 2.0
+        x = jnp.array([1.5, 2.0])
+        gx, gu = grad(f, argnums=(0, 2))(x, jnp.int32(3), jnp.ones(3))
+        np.testing.assert_allclose(gx, 3 * x**2, rtol=1e-6)
+        np.testing.assert_array_equal(gu, jnp.zeros(3))
+
+    def test_identity_and_constant(self):
+        self.assertEqual(float(grad(lambda x: x)(3.0)), 1.0)
+        self.assertEqual(float(grad(lambda x: jnp.float32(2.0))(3.0)), 0.0)
+
+    def test_has_aux(self):
+        f = lambda x: (jnp.sum(x**2), {"norm": jnp.linalg.norm(x)})
+        x = jnp.array([3.0, 4.0])
+        g, aux = grad(f, has_aux=True)(x)
+        np.testing.assert_allclose(g, 2 * x)
+        np.testing.assert_allclose(aux["norm"], 5.0)
+        (v, aux2), g2 = value_and_grad(f, has_aux=True)(x)
+        self.assertEqual(float(v), 25.0)
+
+    @parameterized.named_parameters(
+        (
+            "slices",
+            lambda x: jnp.sum(x[1:3] * x[::2][:2]) + jnp.sum(jnp.concatenate([x, x[:1]]) ** 2),
+        ),
+        (
+            "dynamic",
+            lambda x: (
+                jnp.sum(jax.lax.dynamic_slice(x, (1,), (2,)) ** 2)
+                + jnp.sum(jax.lax.dynamic_update_slice(x, x[:2] * 3, (2,)) ** 3)
+            ),
+        ),
+        ("pad_split", lambda x: jnp.sum(jnp.pad(x, 1) ** 3) + jnp.sum(jnp.split(x, 2)[1] ** 2)),
+        (
+            "minmax",
+            lambda x: (
+                jnp.max(x) - jnp.min(x * 2) + jnp.sum(jnp.maximum(x, 0.1) + jnp.clip(x, -0.5, 0.5))
+            ),
+        ),
+        ("pow", lambda x: jnp.sum(jnp.abs(x) ** 2.5 + jnp.sqrt(x**2 + 1) + jnp.cbrt(x + 3.0))),
+        (
+            "special",
+            lambda x: jnp.sum(
+                jax.nn.gelu(x, approximate=False)
+                + jax.nn.sigmoid(x)
+                + jnp.log1p(x**2)
+                + jnp.expm1(x)
+                + jnp.exp2(x)
+                + jnp.tan(x / 4)
+            ),
+        ),
+        ("cumsum_where", lambda x: jnp.sum(jnp.cumsum(x) * jnp.where(x > 0, x, -x))),
+        ("checkpoint", lambda x: jnp.sum(jax.checkpoint(lambda y: jnp.sin(y) * y)(x))),
+        ("transpose", lambda x: jnp.sum(jnp.outer(x, x).T @ jnp.arange(4.0))),
+    )
+    def test_more_primitives(self, f):
+        x = jnp.array([0.3, -0.7, 1.2, 0.9])
+        ref = jax.jit(jax.grad(f))(x)
+        np.testing.assert_allclose(jax.jit(grad(f))(x), ref, rtol=1e-5, atol=1e-6)
+
+    def test_vjp_of_vector_function(self):
+        f = lambda x, y: (jnp.tanh(x) * y, jnp.sum(x))
+        x, y = jnp.array([0.1, 0.2]), jnp.array([1.0, -1.0])
+        out, fn = vjp(f, x, y)
+        ct = (jnp.array([1.0, 2.0]), jnp.float32(3.0))
+        _, ref_fn = jax.vjp(f, x, y)
+        for a, b in zip(fn(ct), ref_fn(ct), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+        with self.assertRaisesRegex(TypeError, "cotangent structure"):
+            fn(jnp.ones(2))
+
+
+class ErrorTest(chex.TestCase):
+    """Bad input raises one clear error before tracing."""
+
+    def test_non_scalar_output(self):
+        with self.assertRaisesRegex(TypeError, r"scalar output.*\(3,\)"):
+            grad(lambda x: x * 2)(jnp.ones(3))
+
+    def test_argnums_type(self):
+        with self.assertRaisesRegex(TypeError, "argnums='a'"):
+            grad(lambda x: x, argnums="a")
+        with self.assertRaisesRegex(TypeError, "argnums"):
+            grad(lambda x: x, argnums=())
+
+    def test_argnums_range(self):
+        with self.assertRaisesRegex(ValueError, "argnums=3 is out of range.*2 positional"):
+            grad(lambda x, y: x * y, argnums=3)(1.0, 2.0)
+
+    def test_integer_input(self):
+        with self.assertRaisesRegex(TypeError, "argument 0.*int32"):
+            grad(lambda n: n * 2.0)(jnp.int32(3))
+
+    def test_integer_output(self):
+        with self.assertRaisesRegex(TypeError, "floating-point output"):
+            grad(lambda x: jnp.int32(1) + jnp.sum(x > 0))(1.0)
+
+    def test_bad_has_aux(self):
+        with self.assertRaisesRegex(TypeError, "has_aux=True"):
+            grad(lambda x: x * 2, has_aux=True)(1.0)
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    st.lists(st.integers(1, 3), min_size=0, max_size=3),
+    st.lists(st.booleans(), min_size=3, max_size=3),
+    st.integers(0, 2),
+)
+def test_broadcast_shapes_property(shape, ones, drop):
+    """Gradients of broadcast binary ops reduce back to each operand's shape (C2.4 rules)."""
+    a_shape = tuple(shape)
+    b_shape = tuple(1 if o else d for d, o in zip(a_shape, ones, strict=False))[drop:]
+    a = jnp.linspace(0.5, 1.5, int(np.prod(a_shape))).reshape(a_shape)
+    b = jnp.linspace(-1.0, 2.0, int(np.prod(b_shape))).reshape(b_shape)
+    f = lambda a, b: jnp.sum(a * b + a / (b + 3.0) - b**2)
+    ga, gb = jax.jit(grad(f, argnums=(0, 1)))(a, b)
+    ra, rb = jax.jit(jax.grad(f, argnums=(0, 1)))(a, b)
+    assert ga.shape == a_shape and gb.shape == b_shape
+    np.testing.assert_allclose(ga, ra, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gb, rb, rtol=1e-5, atol=1e-6)
+
+
+def test_does_not_call_jax_grad(monkeypatch):
+    """The engine never falls back on jax's AD: jax.grad / jax.vjp are not used."""
+
+    def boom(*a, **k):
+        raise AssertionError("jax AD was called")
+
+    monkeypatch.setattr(jax, "grad", boom)
+    monkeypatch.setattr(jax, "vjp", boom)
+    monkeypatch.setattr(jax, "value_and_grad", boom)
+    f, params, batch = make_case("attention")
+    assert jax.tree_util.tree_leaves(jax.jit(grad(f))(params, batch))
+
+
+if __name__ == "__main__":
+    pytest.main([__file__])
