@@ -27,7 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxparadigm.tensor.broadcast import broadcast_shapes
-from jaxparadigm.tensor.view import View, as_int, as_int_tuple, contiguous_strides, dims_arg
+from jaxparadigm.tensor.static_args import as_int, as_int_tuple, contiguous_strides, dims_arg
+from jaxparadigm.tensor.view import View
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,7 +12,8 @@ from typing import Any
 
 import jax
 
-from jaxparadigm.tensor.view import View, as_int, as_int_tuple, storage_size_of
+from jaxparadigm.tensor.static_args import as_int, as_int_tuple, storage_size_of
+from jaxparadigm.tensor.view import View
 
 
 def as_strided(storage: Any, shape: Any, strides: Any, offset: int = 0) -> jax.Array:

@@ -14,62 +14,22 @@ All checks run in Python on the static metadata, before anything is traced.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
-import operator
 from typing import Any
 
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
-
-def as_int(value: Any, name: str) -> int:
-    """``value`` as a Python int, or ``TypeError`` naming ``name`` (bools and floats refused)."""
-    if isinstance(value, bool) or isinstance(value, jax.core.Tracer):
-        raise TypeError(f"{name} must be a static Python int, got {value!r}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(
-            f"{name} must be a Python int, got {value!r} of type {type(value).__name__}"
-        ) from None
-
-
-def as_int_tuple(values: Any, name: str) -> tuple[int, ...]:
-    """A sequence of ints as a tuple (``TypeError`` naming ``name`` and the bad entry)."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise TypeError(f"{name} must be a sequence of ints, got {values!r}")
-    return tuple(as_int(v, f"{name}[{i}]") for i, v in enumerate(values))
-
-
-def dims_arg(dims: tuple[Any, ...], name: str) -> tuple[Any, ...]:
-    """Accept both ``f(2, 3)`` and ``f((2, 3))`` call styles, as PyTorch does."""
-    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-        return tuple(dims[0])
-    return dims
-
-
-def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Row-major strides: ``stride[d] = stride[d+1] * max(shape[d+1], 1)``, last stride 1."""
-    strides = [1] * len(shape)
-    for d in range(len(shape) - 2, -1, -1):
-        strides[d] = strides[d + 1] * max(shape[d + 1], 1)
-    return tuple(strides)
-
-
-def storage_size_of(storage: Any, name: str = "storage") -> int:
-    """Number of elements of a 1-D storage; ``TypeError``/``ValueError`` naming ``name`` otherwise."""
-    shape = getattr(storage, "shape", None)
-    if shape is None or not hasattr(storage, "dtype"):
-        raise TypeError(
-            f"{name} must be a 1-D jax.Array or numpy array, got {type(storage).__name__}"
-        )
-    if len(shape) != 1:
-        raise ValueError(f"{name} must be 1-D (a flat storage), got shape {tuple(shape)}")
-    return int(shape[0])
+from jaxparadigm.tensor.materialize import materialize_view, materialize_view_jit
+from jaxparadigm.tensor.static_args import (
+    as_int,
+    as_int_tuple,
+    contiguous_strides,
+    dims_arg,
+    storage_size_of,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -346,23 +306,11 @@ class View:
         self.check_bounds(size)
         storage = jnp.asarray(storage)
         if isinstance(storage, jax.core.Tracer):
-            out = _materialize(self, storage)
+            out = materialize_view(self, storage)
         else:  # eager call: one compiled dispatch per (view, storage shape/dtype)
-            out = _materialize_jit(self, storage)
+            out = materialize_view_jit(self, storage)
         chex.assert_shape(out, self.shape)
         return out
-
-
-def _materialize(view: View, storage: jax.Array) -> jax.Array:
-    if view.numel() == 0:
-        return jnp.zeros(view.shape, storage.dtype)
-    plan = _plan(view, storage.shape[0])
-    if plan is None:
-        return storage[view.storage_indices()]
-    return _run_plan(plan, storage, view.shape)
-
-
-_materialize_jit = jax.jit(_materialize, static_argnums=0)
 
 
 def _compute_view_strides(
@@ -400,88 +348,3 @@ def _compute_view_strides(
     if view_d != -1:
         return None
     return tuple(new_strides)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Plan:
-    """How to cut a view out of its storage with dense ops (all fields static)."""
-
-    base: int  # first storage index of the window
-    length: int  # window length taken from the storage
-    pad: int  # zeros appended when the window runs past the storage end
-    grid: tuple[int, ...]  # window reshaped row-major to this grid
-    starts: tuple[int, ...]  # strided slice of the grid
-    limits: tuple[int, ...]
-    steps: tuple[int, ...]
-    perm: tuple[int, ...]  # grid axes -> active dims in ascending order
-    active: tuple[int, ...]  # output dims that vary (size > 1, stride > 0)
-
-
-@functools.lru_cache(maxsize=4096)
-def _plan(view: View, storage_size: int) -> _Plan | None:
-    """Express ``view`` as slice -> reshape -> strided slice -> transpose -> broadcast, or None."""
-    active = tuple(d for d in range(view.ndim) if view.shape[d] > 1 and view.strides[d] > 0)
-    if not active:
-        return _Plan(view.offset, 1, 0, (1,), (0,), (1,), (1,), (0,), ())
-    order = sorted(active, key=lambda d: -view.strides[d])
-    sizes = [view.shape[d] for d in order]
-    strides = [view.strides[d] for d in order]
-    k = len(order)
-    # Grid row strides: S[k-1] = 1, S[j] = strides[j] for j < k-1; grid sizes M[j] = S[j-1]/S[j].
-    row = [1] * k
-    for j in range(k - 1):
-        row[j] = strides[j]
-    grid = [0] * k
-    steps = [1] * k
-    steps[k - 1] = strides[k - 1]
-    extent = [(n - 1) * st + 1 for n, st in zip(sizes, steps, strict=True)]
-    for j in range(1, k):
-        if row[j - 1] % row[j]:
-            return None
-        grid[j] = row[j - 1] // row[j]
-        if extent[j] > grid[j]:
-            return None  # overlapping: rows would share storage elements
-    grid[0] = sizes[0] if k > 1 else extent[0]
-    # Prefer a window aligned so the offset becomes slice starts (native slicing), else start at
-    # the offset itself.
-    starts = [0] * k
-    base = view.offset
-    if k > 1:
-        rem = view.offset % row[0]
-        aligned = [0] * k
-        for j in range(1, k):
-            aligned[j], rem = divmod(rem, row[j])
-        if all(a + e <= g for a, e, g in zip(aligned[1:], extent[1:], grid[1:], strict=True)):
-            starts = aligned
-            base = view.offset - sum(a * r for a, r in zip(aligned, row, strict=True))
-    length = grid[0] * row[0]
-    avail = storage_size - base
-    take = min(length, avail)
-    limits = tuple(s + e for s, e in zip(starts, extent, strict=True))
-    perm = tuple(sorted(range(k), key=lambda j: order[j]))
-    return _Plan(
-        base, take, length - take, tuple(grid), tuple(starts), limits, tuple(steps), perm, active
-    )
-
-
-def _run_plan(plan: _Plan, storage: jax.Array, shape: tuple[int, ...]) -> jax.Array:
-    x = storage
-    if plan.base != 0 or plan.length != storage.shape[0]:
-        x = lax.slice(x, (plan.base,), (plan.base + plan.length,))
-    if plan.pad:
-        x = lax.pad(x, jnp.zeros((), x.dtype), [(0, plan.pad, 0)])
-    if x.shape != plan.grid:
-        x = x.reshape(plan.grid)
-    if (
-        plan.starts != (0,) * len(plan.grid)
-        or plan.limits != plan.grid
-        or any(s != 1 for s in plan.steps)
-    ):
-        x = lax.slice(x, plan.starts, plan.limits, plan.steps)
-    if plan.perm != tuple(range(len(plan.perm))):
-        x = lax.transpose(x, plan.perm)
-    if not plan.active:
-        x = x.reshape(())
-    if x.shape != shape:
-        x = lax.broadcast_in_dim(x, shape, plan.active)
-    return x
