@@ -7,11 +7,13 @@ non-finite step is skipped by the step itself; after ``guard.max_bad_steps`` in 
 restores the last good state (the newest checkpoint when checkpoints are on, otherwise an in-memory
 snapshot taken every ``eval_every`` steps), multiplies the learning-rate scale by
 ``guard.lr_decay_on_rollback`` and carries on with the *next* batch (data and RNG keep advancing).
-With checkpoints on, ``train`` resumes from the newest checkpoint in the run directory.
+With checkpoints on, ``train`` resumes from the newest checkpoint in the run directory (unless
+``checkpoint.resume`` is false).
 """
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -157,6 +159,8 @@ def train(
         state = jax.device_put(state)
         place = jax.device_put
 
+    if c.checkpoint.every > 0 and not c.checkpoint.resume:
+        shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
     ckpt = (
         Checkpointer(run_dir / "checkpoints", cfg, keep=c.checkpoint.keep)
         if c.checkpoint.every > 0
