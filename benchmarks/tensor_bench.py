@@ -10,6 +10,7 @@ medians), so machine load hits both alike; the figure that matters is the ratio
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import time
@@ -96,9 +97,10 @@ def main(argv=None) -> None:
     print("## tensor\n")
     print(
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {device.platform} "
-        f"({platform.processor() or platform.machine()}, jax {jax.__version__}); the machine is "
-        "shared with other engineers' jobs while measuring, so absolute times are noisy: read "
-        "the ratios (interleaved rounds, medians).\n"
+        f"({platform.processor() or platform.machine()}, {os.cpu_count()} cores, jax "
+        f"{jax.__version__}, 1-min load average {os.getloadavg()[0]:.1f} at start); the machine "
+        "is shared with other engineers' jobs while measuring, so absolute times are noisy: "
+        "read the ratios (interleaved rounds, medians).\n"
     )
     print(
         f"`View.materialize` vs the native jnp op on the {args.n}x{args.n} float32 array, and vs "
