@@ -98,6 +98,20 @@ class MetadataTest(parameterized.TestCase):
         self.assertTrue(View((1, 3), (99, 1)).is_contiguous())  # size-1 dims ignored
         self.assertEqual(View((0, 3), (3, 1), 5).max_index(), -1)
 
+    @parameterized.named_parameters(
+        ("expand", View((3, 4), (0, 1)), True),
+        ("sliding", View((3, 3), (1, 1)), True),
+        ("interleaved_dup", View((3, 2), (1, 2)), True),
+        ("transpose", View((4, 3), (1, 4)), False),
+        ("step_slice", View((2, 3), (8, 2), 1), False),
+        ("interleaved_unique", View((3, 2), (2, 3)), False),
+        ("size_one_zero_stride", View((1, 3), (0, 1)), False),
+    )
+    def test_internal_overlap(self, view, expected):
+        self.assertEqual(view.has_internal_overlap(), expected)
+        unique = np.unique(view.storage_indices()).size
+        self.assertEqual(unique != view.numel(), expected)  # the brute-force definition
+
     def test_expand_rules(self):
         v = View.contiguous((3, 1))
         self.assertEqual(v.expand(2, 3, 4), View((2, 3, 4), (0, 1, 0)))
