@@ -334,10 +334,10 @@ def _matmul_backward(g, a, b):
     a2 = a[None, :] if a.ndim == 1 else a
     b2 = b[:, None] if b.ndim == 1 else b
     g2 = g
-    if a.ndim == 1:
-        g2 = jnp.expand_dims(g2, -2)
     if b.ndim == 1:
         g2 = jnp.expand_dims(g2, -1)
+    if a.ndim == 1:
+        g2 = jnp.expand_dims(g2, -2)
     ga = g2 @ jnp.swapaxes(b2, -1, -2)
     gb = jnp.swapaxes(a2, -1, -2) @ g2
     return (
