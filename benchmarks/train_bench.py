@@ -1,0 +1,217 @@
+"""Training-step throughput of the charlm config (C5.2): our optimiser chain vs optax's, vs PyTorch.
+
+The same byte-level transformer (configs/charlm_pydoc.yaml: 2 layers, d_model 64, 4 heads,
+context 64, batch 32) is trained by three step functions:
+
+* ``ours``: ``jaxparadigm.train.step.make_train_step`` with ``jaxparadigm.optim.chain_for(cfg.optim)``
+  (clip -> AdamW -> warmup-cosine schedule), guard on, state donated;
+* ``optax``: the same step with ``optax.chain(clip_by_global_norm, adamw(warmup_cosine_decay))``;
+* ``torch`` (when installed): an equivalent ``nn.Module`` (pre-LN blocks, tanh-GELU, tied
+  embeddings, ``scaled_dot_product_attention(is_causal=True)``) with ``clip_grad_norm_`` + AdamW +
+  ``LambdaLR``, eager.
+
+Rounds are interleaved (each variant runs ``--steps`` steps per round, blocking at the end) so
+machine load hits every variant alike; we report medians of per-round steps/s, tokens/s, ratios,
+and model FLOP/s (6 N per token for the parameter matmuls plus 12 L T d for attention; on a GPU
+divide by the device's peak for MFU — none was available for this run).
+
+Usage: python benchmarks/train_bench.py [--rounds R] [--steps S] [--no-torch] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import numpy as np
+import optax
+from flax import nnx
+
+from jaxparadigm.config import load_config
+from jaxparadigm.optim import chain_for
+from jaxparadigm.train.data import build_dataset
+from jaxparadigm.train.loop import build_model
+from jaxparadigm.train.objectives import next_byte_loss
+from jaxparadigm.train.step import init_train_state, make_train_step
+
+CONFIG = Path(__file__).resolve().parent.parent / "configs" / "charlm_pydoc.yaml"
+
+
+def _optax_chain(cfg) -> optax.GradientTransformation:
+    o, s = cfg.optim, cfg.optim.schedule
+    schedule = optax.warmup_cosine_decay_schedule(
+        0.0, o.learning_rate, s.warmup_steps, s.decay_steps, s.end_value
+    )
+    return optax.chain(
+        optax.clip_by_global_norm(o.clip.max_norm),
+        optax.adamw(schedule, o.b1, o.b2, o.eps, weight_decay=o.weight_decay),
+    )
+
+
+def _jax_runner(cfg, dataset, tx, batches) -> Callable[[int], None]:
+    graphdef, variables = nnx.split(build_model(cfg.model, dataset, cfg.train.seed))
+    state = init_train_state(nnx.to_pure_dict(variables), tx, cfg.train.seed)
+    step = make_train_step(graphdef, next_byte_loss, tx)
+    box = {"state": state, "i": 0}
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            box["state"], metrics = step(box["state"], batches[box["i"] % len(batches)])
+            box["i"] += 1
+        jax.block_until_ready(metrics["loss"])
+
+    return run
+
+
+def _torch_runner(cfg, batches) -> Callable[[int], None] | None:
+    try:
+        import torch
+        from torch import nn
+    except ImportError:
+        return None
+    torch.manual_seed(0)
+    m, o, s = cfg.model, cfg.optim, cfg.optim.schedule
+    d, h = m.d_model, m.num_heads
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+            q, k, v = (a.view(b, t, h, d // h).transpose(1, 2) for a in (q, k, v))
+            y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.out(y.transpose(1, 2).reshape(b, t, d))
+            return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.pos = nn.Embedding(m.vocab_size, d), nn.Embedding(m.context, d)
+            self.blocks = nn.ModuleList([Block() for _ in range(m.num_layers)])
+            self.ln_f = nn.LayerNorm(d)
+
+        def forward(self, tokens):
+            x = self.embed(tokens) + self.pos(torch.arange(tokens.shape[1]))
+            for block in self.blocks:
+                x = block(x)
+            return self.ln_f(x) @ self.embed.weight.T
+
+    model = LM()
+    opt = torch.optim.AdamW(
+        model.parameters(),
+        lr=o.learning_rate,
+        betas=(o.b1, o.b2),
+        eps=o.eps,
+        weight_decay=o.weight_decay,
+    )
+    warm, total = s.warmup_steps, s.decay_steps
+
+    def factor(i):
+        if i < warm:
+            return i / warm
+        frac = min(1.0, (i - warm) / max(1, total - warm))
+        end = s.end_value / o.learning_rate
+        return end + (1 - end) * 0.5 * (1 + np.cos(np.pi * frac))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    tbatches = [torch.from_numpy(np.asarray(b["tokens"], np.int64)) for b in batches]
+    box = {"i": 0}
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            tokens = tbatches[box["i"] % len(tbatches)]
+            logits = model(tokens[:, :-1])
+            loss = nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1)
+            )
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), o.clip.max_norm)
+            opt.step()
+            sched.step()
+            box["i"] += 1
+        float(loss.detach())
+
+    return run
+
+
+def _model_flops_per_token(cfg, dataset) -> float:
+    graphdef, variables = nnx.split(build_model(cfg.model, dataset, 0))
+    n = sum(x.size for x in jax.tree.leaves(variables))
+    m = cfg.model
+    return 6.0 * n + 12.0 * m.num_layers * cfg.data.seq_len * m.d_model
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--json", metavar="PATH")
+    args = parser.parse_args(argv)
+
+    cfg = load_config(CONFIG)
+    dataset = build_dataset(cfg.data)
+    batches = [jax.device_put(dataset.batch(i)) for i in range(16)]
+    runners = {
+        "ours (chain_for)": _jax_runner(cfg, dataset, chain_for(cfg.optim), batches),
+        "optax chain": _jax_runner(cfg, dataset, _optax_chain(cfg), batches),
+    }
+    if not args.no_torch:
+        torch_run = _torch_runner(cfg, batches)
+        if torch_run is not None:
+            runners["torch eager"] = torch_run
+    for run in runners.values():  # compile / warm up
+        run(3)
+    per_round: dict[str, list[float]] = {k: [] for k in runners}
+    load = os.getloadavg()[0]
+    for _ in range(args.rounds):
+        for name, run in runners.items():
+            t0 = time.perf_counter()
+            run(args.steps)
+            per_round[name].append(args.steps / (time.perf_counter() - t0))
+    tokens = cfg.data.batch_size * cfg.data.seq_len
+    flops_tok = _model_flops_per_token(cfg, dataset)
+    med = {k: statistics.median(v) for k, v in per_round.items()}
+    results = {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "device": f"{jax.devices()[0].platform} ({platform.machine()}, {os.cpu_count()} cores)",
+        "load_average_1min_at_start": load,
+        "tokens_per_step": tokens,
+        "model_flops_per_token": flops_tok,
+        "steps_per_s": med,
+        "tokens_per_s": {k: v * tokens for k, v in med.items()},
+        "model_gflops_per_s": {k: v * tokens * flops_tok / 1e9 for k, v in med.items()},
+        "ratio ours/optax": med["ours (chain_for)"] / med["optax chain"],
+    }
+    if "torch eager" in med:
+        results["ratio ours/torch"] = med["ours (chain_for)"] / med["torch eager"]
+    print(
+        f"charlm step throughput ({results['device']}, load {load:.1f}; medians of {args.rounds})"
+    )
+    for name in med:
+        print(
+            f"  {name:18s} {med[name]:8.1f} steps/s {results['tokens_per_s'][name]:10.0f} tok/s "
+            f"{results['model_gflops_per_s'][name]:7.2f} GFLOP/s"
+        )
+    for key in [k for k in results if k.startswith("ratio")]:
+        print(f"  {key}: {results[key]:.2f}x")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return results
+
+
+if __name__ == "__main__":
+    main()
