@@ -67,15 +67,16 @@ def test_compiled_shapes_stay_bounded(encoder):
     before = set(encoder.compiled_shapes)
     got = encoder.encode(sents, batch_size=8)
     new = encoder.compiled_shapes - before
-    assert {r for r, _ in new} <= {1, 2, 4, 8} and {t for _, t in new} <= {16, 32}
+    assert {r for r, _ in new} <= {1, 2, 4, 8} and {t for _, t in new} <= {16, 24, 32, 48}
     assert len(encoder.compiled_shapes) <= len(encoder.length_buckets) * 4 + len(before)
     # every sentence came out of a bucketed batch yet equals its own single encoding
     np.testing.assert_allclose(got[:2], np.stack([encoder.encode(s) for s in sents[:2]]), atol=1e-6)
 
 
 def test_length_buckets():
-    assert length_buckets(256) == (16, 32, 64, 128, 256)
-    assert length_buckets(100) == (16, 32, 64, 100)
+    assert length_buckets(256) == (16, 24, 32, 48, 64, 96, 128, 192, 256)
+    assert length_buckets(100) == (16, 24, 32, 48, 64, 96, 100)
+    assert length_buckets(20) == (16, 20)
     assert length_buckets(8) == (8,)
     with pytest.raises(ValueError, match="max_seq_length"):
         length_buckets(0)
