@@ -14,6 +14,7 @@ their gradient summed back over the broadcast dims (claim C2.4 rules).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -115,7 +116,8 @@ class Var:
     def __init__(self, value, requires_grad: bool = False, *, _grad_fn=None):
         if isinstance(value, Var):
             raise TypeError("Var(value): value is already a Var; use it directly")
-        value = jnp.asarray(value)
+        if not isinstance(value, jax.Array):
+            value = jnp.asarray(value)
         if requires_grad and not jnp.issubdtype(value.dtype, jnp.inexact):
             raise TypeError(
                 f"Var(requires_grad=True): value has dtype {value.dtype}; only floating point "
@@ -197,43 +199,37 @@ class Var:
 
     # -- recorded ops --------------------------------------------------------------------------
     def __add__(self, other):
-        return _binary("AddBackward", self, other, jnp.add, lambda g, a, b: (g, g), save=False)
+        return _binary("AddBackward", self, other, jnp.add, _add_backward, _NO_SAVE)
 
     def __radd__(self, other):
         return self.__add__(other)
 
     def __sub__(self, other):
-        return _binary(
-            "SubBackward", self, other, jnp.subtract, lambda g, a, b: (g, -g), save=False
-        )
+        return _binary("SubBackward", self, other, jnp.subtract, _sub_backward, _NO_SAVE)
 
     def __rsub__(self, other):
-        return _binary(
-            "RsubBackward", _as_var(other), self, jnp.subtract, lambda g, a, b: (g, -g), save=False
-        )
+        return _binary("RsubBackward", _as_var(other), self, jnp.subtract, _sub_backward, _NO_SAVE)
 
     def __mul__(self, other):
-        return _binary("MulBackward", self, other, jnp.multiply, lambda g, a, b: (g * b, g * a))
+        return _binary("MulBackward", self, other, jnp.multiply, _mul_backward, _SAVE_OTHER)
 
     def __rmul__(self, other):
         return self.__mul__(other)
 
     def __truediv__(self, other):
-        return _binary(
-            "DivBackward", self, other, jnp.divide, lambda g, a, b: (g / b, -g * a / (b * b))
-        )
+        return _binary("DivBackward", self, other, jnp.divide, _div_backward, _DIV_SAVE)
 
     def __rtruediv__(self, other):
         return _as_var(other).__truediv__(self)
 
     def __pow__(self, other):
-        return _binary("PowBackward", self, other, jnp.power, _pow_backward)
+        return _binary("PowBackward", self, other, jnp.power, _pow_backward, _SAVE_BOTH)
 
     def __rpow__(self, other):
         return _as_var(other).__pow__(self)
 
     def __matmul__(self, other):
-        return _binary("MatmulBackward", self, other, jnp.matmul, _matmul_backward)
+        return _binary("MatmulBackward", self, other, jnp.matmul, _matmul_backward, _SAVE_OTHER)
 
     def __rmatmul__(self, other):
         return _as_var(other).__matmul__(self)
@@ -322,28 +318,56 @@ def _normalize_axes(axis, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(a % ndim for a in axes))
 
 
-def _pow_backward(g, a, b):
-    out = jnp.power(a, b)
-    da = jnp.where(b == 0, jnp.zeros_like(g), g * b * jnp.power(a, b - 1))
-    db = g * jnp.log(jnp.where(a == 0, jnp.ones_like(a), a)) * out
+# Which operands a binary node keeps, given which operands need a gradient (PyTorch keeps the
+# other factor of a product only when this factor needs a gradient).
+_NO_SAVE = lambda need_a, need_b: (False, False)
+_SAVE_OTHER = lambda need_a, need_b: (need_b, need_a)
+_SAVE_BOTH = lambda need_a, need_b: (True, True)
+_DIV_SAVE = lambda need_a, need_b: (need_b, True)
+
+
+def _add_backward(g, a, b, need_a, need_b):
+    return (g if need_a else None), (g if need_b else None)
+
+
+def _sub_backward(g, a, b, need_a, need_b):
+    return (g if need_a else None), (-g if need_b else None)
+
+
+def _mul_backward(g, a, b, need_a, need_b):
+    return (g * b if need_a else None), (g * a if need_b else None)
+
+
+def _div_backward(g, a, b, need_a, need_b):
+    return (g / b if need_a else None), (-g * a / (b * b) if need_b else None)
+
+
+def _pow_backward(g, a, b, need_a, need_b):
+    da = db = None
+    if need_a:
+        da = jnp.where(b == 0, jnp.zeros_like(g), g * b * jnp.power(a, b - 1))
+    if need_b:
+        db = g * jnp.log(jnp.where(a == 0, jnp.ones_like(a), a)) * jnp.power(a, b)
     return da, db
 
 
-def _matmul_backward(g, a, b):
+def _matmul_backward(g, a, b, need_a, need_b, a_shape, b_shape):
     """d(a@b): ga = g @ b^T, gb = a^T @ g, with 1-d operands promoted as numpy does."""
-    a2 = a[None, :] if a.ndim == 1 else a
-    b2 = b[:, None] if b.ndim == 1 else b
+    a2_shape = (1, *a_shape) if len(a_shape) == 1 else a_shape
+    b2_shape = (*b_shape, 1) if len(b_shape) == 1 else b_shape
     g2 = g
-    if b.ndim == 1:
+    if len(b_shape) == 1:
         g2 = jnp.expand_dims(g2, -1)
-    if a.ndim == 1:
+    if len(a_shape) == 1:
         g2 = jnp.expand_dims(g2, -2)
-    ga = g2 @ jnp.swapaxes(b2, -1, -2)
-    gb = jnp.swapaxes(a2, -1, -2) @ g2
-    return (
-        jnp.reshape(_sum_to_shape(ga, a2.shape), a.shape),
-        jnp.reshape(_sum_to_shape(gb, b2.shape), b.shape),
-    )
+    ga = gb = None
+    if need_a:
+        b2 = jnp.reshape(b, b2_shape)
+        ga = jnp.reshape(_sum_to_shape(g2 @ jnp.swapaxes(b2, -1, -2), a2_shape), a_shape)
+    if need_b:
+        a2 = jnp.reshape(a, a2_shape)
+        gb = jnp.reshape(_sum_to_shape(jnp.swapaxes(a2, -1, -2) @ g2, b2_shape), b_shape)
+    return ga, gb
 
 
 def _matmul_name(a: Var, b: Var) -> str:
@@ -353,20 +377,26 @@ def _matmul_name(a: Var, b: Var) -> str:
     )
 
 
-def _binary(name: str, a, b, op, backward, save: bool = True) -> Var:
+def _binary(name: str, a, b, op, backward, saves) -> Var:
     a, b = _as_var(a), _as_var(b)
     out = op(a.value, b.value)
-    if not (a.requires_grad or b.requires_grad):
+    need_a, need_b = a.requires_grad, b.requires_grad
+    if not (need_a or need_b):
         return Var(out)
+    a_shape, b_shape = a.shape, b.shape
     if name == "MatmulBackward":
         name = _matmul_name(a, b)
-    a_shape, b_shape = a.shape, b.shape
+        backward = functools.partial(_matmul_backward, a_shape=a_shape, b_shape=b_shape)
+    keep_a, keep_b = saves(need_a, need_b)
 
-    def fn(g, *saved):
-        ga, gb = backward(g, *saved) if save else backward(g, None, None)
-        return _sum_to_shape(ga, a_shape), _sum_to_shape(gb, b_shape)
+    def fn(g, a_val=None, b_val=None):
+        ga, gb = backward(g, a_val, b_val, need_a, need_b)
+        return (
+            None if ga is None else _sum_to_shape(ga, a_shape),
+            None if gb is None else _sum_to_shape(gb, b_shape),
+        )
 
-    saved = (a.value, b.value) if save else ()
+    saved = (a.value if keep_a else None, b.value if keep_b else None) if keep_a or keep_b else ()
     node = BackwardNode(name, (a._edge(), b._edge()), fn, saved)
     return Var(out, _grad_fn=node)
 
@@ -452,6 +482,8 @@ def saved_tensors_report(root: Var) -> SavedTensors:
     count = nbytes = 0
     for node in _reverse_topological(root.grad_fn):
         for arr in node._saved or ():
+            if arr is None:
+                continue
             count += 1
             nbytes += int(arr.nbytes)
     return SavedTensors(count, nbytes)

@@ -1,0 +1,212 @@
+"""Autodiff benchmark: our graph + VJP registry vs jax's own AD, and the tape vs jax eager.
+
+1. 20-layer tanh MLP (width 256, batch 64): ``jax.jit(grad(loss))`` (ours) vs
+   ``jax.jit(jax.grad(loss))``: runtime ratio (goal <= 1.05) and compile-time ratio (trace + lower +
+   compile, fresh function objects each round).
+2. Tape eager per-op overhead: a chain of recorded ops on ``Var`` vs the same ``jnp`` ops eagerly
+   (goal <= 2x), plus the tape's backward per op.
+3. ``func.hessian`` / ``func.hvp`` (reverse part through our engine) vs ``jax.hessian`` /
+   ``jax.jvp(jax.grad)`` at n = 256 and 1024 on f(x) = sum(tanh(A x)) + 0.5 |x|^2.
+
+All timings are interleaved rounds (ours, reference, ours, ...) and medians. Prints a Markdown
+section for benchmarks/RESULTS.md (``--append`` appends it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxparadigm.autodiff import func, grad
+from jaxparadigm.autodiff.tape import Var
+
+
+def _mlp_case(depth: int, width: int, batch: int):
+    rng = np.random.default_rng(0)
+    params = [
+        (
+            jnp.asarray(rng.standard_normal((width, width)) / np.sqrt(width), jnp.float32),
+            jnp.asarray(0.01 * rng.standard_normal(width), jnp.float32),
+        )
+        for _ in range(depth)
+    ]
+    x = jnp.asarray(rng.standard_normal((batch, width)), jnp.float32)
+
+    def loss(params, x):
+        h = x
+        for w, b in params:
+            h = jnp.tanh(h @ w + b)
+        return jnp.mean(h**2)
+
+    return loss, params, x
+
+
+def _interleaved(fns: dict, args, rounds: int) -> dict:
+    """Median seconds per call of each fn, measured in interleaved rounds (after a warm-up)."""
+    for fn in fns.values():
+        jax.block_until_ready(fn(*args))
+    times: dict = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            t = time.perf_counter()
+            jax.block_until_ready(fn(*args))
+            times[k].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def bench_mlp(depth: int, width: int, batch: int, rounds: int, compile_rounds: int) -> dict:
+    loss, params, x = _mlp_case(depth, width, batch)
+    ours, ref = jax.jit(grad(loss)), jax.jit(jax.grad(loss))
+    g1, g2 = ours(params, x), ref(params, x)
+    err = max(
+        float(jnp.max(jnp.abs(a - b)) / jnp.max(jnp.abs(b)))
+        for a, b in zip(jax.tree_util.tree_leaves(g1), jax.tree_util.tree_leaves(g2), strict=True)
+    )
+    run = _interleaved({"ours": ours, "jax": ref}, (params, x), rounds)
+    compile_times: dict = {"ours": [], "jax": []}
+    for _ in range(compile_rounds):
+        for name, make in (("ours", grad), ("jax", jax.grad)):
+            fn = jax.jit(make(lambda p, x: loss(p, x)))  # fresh object: no trace cache hit
+            t = time.perf_counter()
+            fn.lower(params, x).compile()
+            compile_times[name].append(time.perf_counter() - t)
+    comp = {k: statistics.median(v) for k, v in compile_times.items()}
+    n_ours = len(jax.make_jaxpr(grad(loss))(params, x).jaxpr.eqns)
+    n_jax = len(jax.make_jaxpr(jax.grad(loss))(params, x).jaxpr.eqns)
+    return {"run": run, "compile": comp, "err": err, "eqns": (n_ours, n_jax)}
+
+
+def bench_tape(n_ops: int, size: int, rounds: int) -> dict:
+    """Per-op seconds: tape forward (recording), jax eager forward, tape backward."""
+    x0 = jnp.linspace(-1.0, 1.0, size, dtype=jnp.float32)
+    c = jnp.float32(0.999)
+
+    def chain_tape(x):
+        for _ in range(n_ops // 2):
+            x = (x * c).tanh()
+        return x
+
+    def chain_jnp(x):
+        for _ in range(n_ops // 2):
+            x = jnp.tanh(x * c)
+        return x
+
+    jax.block_until_ready(chain_jnp(x0))
+    chain_tape(Var(x0, requires_grad=True)).sum().backward()
+    fwd_tape, fwd_jnp, bwd_tape = [], [], []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        y = chain_tape(Var(x0, requires_grad=True))
+        jax.block_until_ready(y.value)
+        fwd_tape.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        jax.block_until_ready(chain_jnp(x0))
+        fwd_jnp.append(time.perf_counter() - t)
+        s = y.sum()
+        t = time.perf_counter()
+        s.backward()
+        bwd_tape.append(time.perf_counter() - t)
+    per = lambda v: statistics.median(v) / n_ops
+    return {"tape": per(fwd_tape), "jax": per(fwd_jnp), "tape_bwd": per(bwd_tape)}
+
+
+def bench_second_order(n: int, rounds: int) -> dict:
+    rng = np.random.default_rng(n)
+    a = jnp.asarray(rng.standard_normal((n, n)) / np.sqrt(n), jnp.float32)
+    x = jnp.asarray(rng.standard_normal(n), jnp.float32)
+    v = jnp.asarray(rng.standard_normal(n), jnp.float32)
+    f = lambda x: jnp.sum(jnp.tanh(a @ x)) + 0.5 * jnp.sum(x * x)
+    ours_h, ref_h = jax.jit(func.hessian(f)), jax.jit(jax.hessian(f))
+    ours_v = jax.jit(lambda x, v: func.hvp(f, (x,), (v,)))
+    ref_v = jax.jit(lambda x, v: jax.jvp(jax.grad(f), (x,), (v,))[1])
+    h1, h2 = ours_h(x), ref_h(x)
+    err = float(jnp.max(jnp.abs(h1 - h2)) / jnp.max(jnp.abs(h2)))
+    hess = _interleaved({"ours": ours_h, "jax": ref_h}, (x,), rounds)
+    hvp = _interleaved({"ours": ours_v, "jax": ref_v}, (x, v), rounds * 4)
+    return {"hessian": hess, "hvp": hvp, "err": err}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--depth", type=int, default=20)
+    parser.add_argument("--width", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=60, help="interleaved timing rounds")
+    parser.add_argument("--compile-rounds", type=int, default=5)
+    parser.add_argument("--tape-ops", type=int, default=200)
+    parser.add_argument("--hessian-n", type=int, nargs="+", default=[256, 1024])
+    parser.add_argument("--append", action="store_true", help="append to benchmarks/RESULTS.md")
+    args = parser.parse_args(argv)
+
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    dev = jax.devices()[0]
+    lines = [
+        "## autodiff",
+        "",
+        f"Measured {now} on {dev.platform} ({platform.machine()}, {os.cpu_count()} cores, "
+        f"jax {jax.__version__}, 1-min load average {load:.1f} at start); the machine is shared "
+        "with other engineers' jobs, so absolute times are noisy: read the ratios (interleaved "
+        "rounds, medians).",
+        "",
+    ]
+    m = bench_mlp(args.depth, args.width, args.batch, args.rounds, args.compile_rounds)
+    r, c = m["run"], m["compile"]
+    lines += [
+        f"{args.depth}-layer tanh MLP, width {args.width}, batch {args.batch}, float32: "
+        "`jax.jit(jaxparadigm.autodiff.grad(loss))` vs `jax.jit(jax.grad(loss))` "
+        f"(max relative gradient difference {m['err']:.1e}; jaxpr equations ours/jax "
+        f"{m['eqns'][0]}/{m['eqns'][1]}):",
+        "",
+        "| measure | ours | jax.grad | ratio (goal) |",
+        "|---|---:|---:|---:|",
+        f"| runtime per step (ms) | {r['ours'] * 1e3:.3f} | {r['jax'] * 1e3:.3f} | "
+        f"{r['ours'] / r['jax']:.3f}x (<= 1.05) |",
+        f"| trace + lower + compile (ms) | {c['ours'] * 1e3:.1f} | {c['jax'] * 1e3:.1f} | "
+        f"{c['ours'] / c['jax']:.2f}x (reported) |",
+        "",
+    ]
+    t = bench_tape(args.tape_ops, 64, max(10, args.rounds // 3))
+    lines += [
+        f"Tape, eager, {args.tape_ops} ops (`(x * c).tanh()` chain on a float32[64]): per-op time.",
+        "",
+        "| measure | tape (us/op) | jax eager (us/op) | ratio (goal) |",
+        "|---|---:|---:|---:|",
+        f"| forward, recording | {t['tape'] * 1e6:.1f} | {t['jax'] * 1e6:.1f} | "
+        f"{t['tape'] / t['jax']:.2f}x (<= 2) |",
+        f"| backward | {t['tape_bwd'] * 1e6:.1f} | - | {t['tape_bwd'] / t['jax']:.2f}x of a forward op |",
+        "",
+        "Second order, f(x) = sum(tanh(A x)) + |x|^2 / 2, jitted; `func.hessian` = "
+        "jacfwd(our jacrev), `func.hvp` = jvp(our grad):",
+        "",
+        "| n | hessian ours (ms) | jax.hessian (ms) | ratio | hvp ours (us) | jax hvp (us) | ratio | max rel diff |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n in args.hessian_n:
+        s = bench_second_order(n, max(5, args.rounds // 6))
+        h, v = s["hessian"], s["hvp"]
+        lines.append(
+            f"| {n} | {h['ours'] * 1e3:.2f} | {h['jax'] * 1e3:.2f} | {h['ours'] / h['jax']:.2f}x | "
+            f"{v['ours'] * 1e6:.1f} | {v['jax'] * 1e6:.1f} | {v['ours'] / v['jax']:.2f}x | "
+            f"{s['err']:.1e} |"
+        )
+    lines += ["", "Reproduce: `jaxparadigm bench autodiff`.", ""]
+    text = "\n".join(lines)
+    print(text)
+    if args.append:
+        path = Path(__file__).resolve().parent / "RESULTS.md"
+        with path.open("a") as fh:
+            fh.write("\n" + text)
+
+
+if __name__ == "__main__":
+    main()
