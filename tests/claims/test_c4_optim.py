@@ -15,7 +15,9 @@ def verdicts():
 def test_c4_1_sgd_step(verdicts):
     v = verdicts["C4.1"]
     assert v.evidence["max_abs_error_vs_formula"] <= 1e-6
-    assert v.evidence["zero_grad_param_moved_with_weight_decay"] == pytest.approx(0.1 * 0.01 * 0.5, rel=1e-4)
+    assert v.evidence["zero_grad_param_moved_with_weight_decay"] == pytest.approx(
+        0.1 * 0.01 * 0.5, rel=1e-4
+    )
     assert v.status == "conditional"
     still = dict(v.evidence, zero_grad_param_moved_with_weight_decay=0.0)
     assert c4.c4_1.verdict_from(still).status == "holds"
