@@ -29,7 +29,8 @@ def _encoder():
 
 
 @functools.cache
-def _pydoc_index():
+def pydoc_index():
+    """(names, texts, SemanticIndex) of the 79 pydoc topics, built once per process."""
     names, texts = read_corpus("pydoc")
     return names, texts, SemanticIndex(_encoder()).add(texts)
 
@@ -48,7 +49,7 @@ def _metrics(ranks):
 )
 def c1_1():
     seed = seed_example(_encoder())
-    names, texts, index = _pydoc_index()
+    names, texts, index = pydoc_index()
     queries = [q for q in PYDOC_QUERIES if set(q.targets) & set(names)]
     relevant = [{names.index(t) for t in q.targets if t in names} for q in queries]
     qtexts = [q.text for q in queries]
