@@ -66,7 +66,7 @@ class TransformerTest(chex.TestCase):
         assert count(_lm(tie_embeddings=False)) - count(_lm(tie_embeddings=True)) == 16 * 32 + 32
 
     def test_dropout_only_with_rng_and_deterministic_per_key(self):
-        model = _lm(dropout=0.5)
+        model = _lm(dropout=0.5, num_layers=1)
         tokens = jnp.zeros((1, 8), jnp.int32)
         plain = nnx.jit(lambda m, t: m(t))
         drop = nnx.jit(lambda m, t, r: m(t, dropout_rng=r))

@@ -47,18 +47,27 @@ def _poison(bad_steps):
     return transform
 
 
+GUARD_RUN = {"data": {"kind": "regression"}, "model": {"num_outputs": 1}}
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory):
+    from tests.train.conftest import tiny_config
+
+    out = tmp_path_factory.mktemp("clean")
+    return train(tiny_config(out, train={"steps": 60}, **GUARD_RUN), progress=False)
+
+
 @pytest.mark.parametrize("checkpoints", [0, 10])
-def test_nan_injection_recovers_close_to_the_clean_run(make_config, tmp_path, checkpoints):
-    cfg = make_config(
-        train={"steps": 60, "checkpoint": {"every": checkpoints}},
-        data={"kind": "regression"},
-        model={"num_outputs": 1},
-    )
+def test_nan_injection_recovers_close_to_the_clean_run(
+    make_config, tmp_path, checkpoints, clean_run
+):
+    cfg = make_config(train={"steps": 60, "checkpoint": {"every": checkpoints}}, **GUARD_RUN)
     rng = np.random.default_rng(7)
     scattered = {int(s) for s in rng.choice(np.arange(1, 60), size=5, replace=False)}
     streak = {33, 34, 35}  # max_bad_steps (3) in a row: forces a rollback
     bad = scattered | streak
-    clean = train(cfg, run_dir=tmp_path / "clean", progress=False)
+    clean = clean_run
     hurt = train(cfg, run_dir=tmp_path / "hurt", batch_transform=_poison(bad), progress=False)
 
     skips = [e.step for e in hurt.events if e.kind == "skip"]
