@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxparadigm.optim.adam_torch import AdamTorchState
 from jaxparadigm.optim.counters import safe_increment
 from jaxparadigm.optim.hyperparams import check_decay, check_number, storage_dtype
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
@@ -159,7 +160,7 @@ def _find_adam_states(state: Any) -> list[ScaleByAdamState]:
     found = []
 
     def visit(node):
-        if isinstance(node, ScaleByAdamState) or type(node).__name__ == "AdamTorchState":
+        if isinstance(node, (ScaleByAdamState, AdamTorchState)):
             found.append(node)
         elif isinstance(node, (tuple, list)):
             for child in node:

@@ -30,11 +30,10 @@ def check_number(
     high_open: bool = False,
 ) -> float:
     """Return ``float(value)`` after checking it is a finite real number within the given bounds."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.number, np.ndarray)):
-        if not (hasattr(value, "shape") and getattr(value, "shape", None) == ()):
-            raise TypeError(f"{name}={value!r}: expected a real number")
+    if isinstance(value, (bool, str, bytes)):
+        raise TypeError(f"{name}={value!r}: expected a real number")
     try:
-        number = float(value)
+        number = float(value)  # Python/NumPy scalars and 0-d arrays
     except (TypeError, ValueError):
         raise TypeError(f"{name}={value!r}: expected a real number") from None
     if not math.isfinite(number):
