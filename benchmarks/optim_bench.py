@@ -1,10 +1,10 @@
 """Optimiser step benchmark (C4.2, C4.4): jaxparadigm.optim vs optax (and torch when installed).
 
 10M float32 parameters in 50 leaves. Each variant is one jitted step ``(params, state, grads) ->
-(params, state)`` with params and state donated, timed after a warm-up, interleaved round-robin
-in one process so machine load hits every variant alike; we report medians, ratios to the
-matching reference and effective bandwidth (7 float32 reads/writes per parameter per step: read
-p, g, m, v; write p, m, v = 28 bytes/param).
+(params, state)`` with params and state donated, timed after a warm-up, interleaved in one process
+(order shuffled every round) so machine load hits every variant alike; we report medians and
+minima, ratios to the matching reference and effective bandwidth (7 float32 reads/writes per
+parameter per step: read p, g, m, v; write p, m, v = 28 bytes/param).
 
 Usage: python benchmarks/optim_bench.py [--params N] [--leaves L] [--reps R] [--json PATH]
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import statistics
 import time
@@ -95,17 +96,22 @@ def _torch_runners(sizes: list[int], lr: float, max_norm: float) -> dict[str, Ca
 
 
 def measure(
-    runners: dict[str, Callable[[], None]], reps: int, warmup: int = 2
+    runners: dict[str, Callable[[], None]], reps: int, warmup: int = 2, seed: int = 0
 ) -> dict[str, list[float]]:
-    """Round-robin timing: rep i runs every variant once, in a rotating order."""
+    """Interleaved timing: rep i runs every variant once, in a freshly shuffled order.
+
+    Shuffling (not a fixed rotation) matters: torch's OpenMP threads keep spinning for a while
+    after an op, so in a fixed cycle the variant that always follows torch pays for it.
+    """
     for run in runners.values():
         for _ in range(warmup):
             run()
     times: dict[str, list[float]] = {name: [] for name in runners}
     names = list(runners)
-    for i in range(reps):
-        order = names[i % len(names) :] + names[: i % len(names)]
-        for name in order:
+    rng = random.Random(seed)
+    for _ in range(reps):
+        rng.shuffle(names)
+        for name in names:
             t0 = time.perf_counter()
             runners[name]()
             times[name].append(time.perf_counter() - t0)
