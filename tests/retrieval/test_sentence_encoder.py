@@ -134,3 +134,16 @@ def test_load_errors_name_the_file(tmp_path):
     (tmp_path / "1_Pooling" / "config.json").write_text('{"pooling_mode_cls_token": true}')
     with pytest.raises(ValueError, match="expected mean pooling"):
         load_minilm(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.crosscheck
+def test_matches_live_sentence_transformers(encoder):
+    st = pytest.importorskip("sentence_transformers")
+    ref = st.SentenceTransformer(str(minilm_path()), device="cpu")
+    sents = [*SHORT, "Émigré café naïve", "How do I make my database queries faster?"]
+    want = ref.encode(sents, batch_size=3, convert_to_numpy=True)
+    got = encoder.encode(sents, batch_size=3)
+    assert np.sum(got * want, axis=1).min() >= 0.99999
+    tok = ref.tokenize(sents)["input_ids"].numpy()
+    np.testing.assert_array_equal(encoder.tokenize(sents)["input_ids"], tok)
