@@ -55,6 +55,8 @@ def _cmd_claims(args: argparse.Namespace) -> int:
         print(claims.format_table(verdicts))
     if args.report:
         print(f"report: {claims.write_report(verdicts, args.report)}", file=sys.stderr)
+    if args.update_readme:
+        print(f"updated: {claims.update_readme(verdicts, args.update_readme)}", file=sys.stderr)
     return 0
 
 
@@ -93,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", nargs="+", metavar="ID", help="claim IDs, e.g. C2.5 C4.3")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     p.add_argument("--report", metavar="DIR", help="write a report with plots into DIR")
+    p.add_argument(
+        "--update-readme", metavar="FILE", help="rewrite the 'What the article gets wrong' section"
+    )
     p.set_defaults(func=_cmd_claims)
 
     p = sub.add_parser("search", help="keyword vs semantic search over a corpus")

@@ -6,7 +6,13 @@
 """
 
 from jaxparadigm.claims.ledger import Experiment, experiment, experiments, run_claims
-from jaxparadigm.claims.report import article_errata, format_table, verdicts_to_json, write_report
+from jaxparadigm.claims.report import (
+    article_errata,
+    format_table,
+    update_readme,
+    verdicts_to_json,
+    write_report,
+)
 from jaxparadigm.claims.verdict import STATUSES, Verdict
 
 __all__ = [
@@ -18,6 +24,7 @@ __all__ = [
     "experiments",
     "format_table",
     "run_claims",
+    "update_readme",
     "verdicts_to_json",
     "write_report",
 ]

@@ -47,3 +47,26 @@ def test_rendering(tmp_path):
     text = report.read_text()
     assert "What the article gets wrong" in text and "C2_5_fig.png" in text
     assert (tmp_path / "out" / "C2_5_fig.png").exists()
+
+
+def test_update_readme(tmp_path):
+    from jaxparadigm.claims.report import README_END, README_START, update_readme
+
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{README_START}\nold\n{README_END}\n\nafter\n")
+    vs = [Verdict("C2.5", "fails", "set_ rebinds only b", {}), Verdict("C2.1", "holds", "ok", {})]
+    update_readme(vs, readme)
+    text = readme.read_text()
+    assert "\nold\n" not in text and "**C2.5 (fails)**: set_ rebinds only b" in text
+    assert "C2.1" not in text and text.endswith("after\n")
+    bare = tmp_path / "bare.md"
+    bare.write_text("no markers")
+    with pytest.raises(ValueError, match="markers"):
+        update_readme(vs, bare)
+
+
+def test_unknown_claim_id():
+    from jaxparadigm.claims import run_claims
+
+    with pytest.raises(ValueError, match="C9.9"):
+        run_claims(only=["C9.9"], progress=False)
