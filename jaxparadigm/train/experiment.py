@@ -73,6 +73,8 @@ def _train_section(result: TrainResult, cfg) -> list[str]:
         else "- no steps run in this call",
         f"- throughput (after compilation, on a machine shared with other jobs): "
         f"{result.steps_per_second:.1f} steps/s, {result.examples_per_second:.0f} examples/s",
+        f"- step latency (host-observed, incl. metrics fetch): P50 "
+        f"{result.step_latency_ms['p50']:.2f} ms, P99 {result.step_latency_ms['p99']:.2f} ms",
         f"- guard: {int(g.skipped)} step(s) skipped, {int(g.rollbacks)} rollback(s), "
         f"lr scale {float(result.state.lr_scale):g}",
         f"- metrics: `{result.run_dir / 'metrics.jsonl'}`",

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 from tqdm.auto import tqdm
 
@@ -57,6 +58,7 @@ class TrainResult(NamedTuple):
     steps_per_second: float
     examples_per_second: float
     resumed_from: int | None
+    step_latency_ms: dict  # {"p50": ..., "p99": ...} of host-observed step times (after compile)
 
 
 def run_dir_for(cfg) -> Path:
@@ -131,6 +133,14 @@ def train(
     applied to each train batch after validation (augmentation, or fault injection in tests).
     """
     c = cfg.train
+    if stop_at is not None and (
+        isinstance(stop_at, bool) or not isinstance(stop_at, int) or stop_at < 0
+    ):
+        raise ValueError(f"stop_at: got {stop_at!r}, expected None or an int >= 0")
+    if batch_transform is not None and not callable(batch_transform):
+        raise TypeError(
+            f"batch_transform: got {type(batch_transform).__name__}, expected a callable"
+        )
     initialize_distributed(c.distributed)
     run_dir = Path(run_dir) if run_dir is not None else run_dir_for(cfg)
     dataset = dataset if dataset is not None else build_dataset(cfg.data)
@@ -190,13 +200,17 @@ def train(
     losses: list[float] = []
     bar = tqdm(total=end - start, disable=not progress, desc=cfg.name, leave=False)
     t_first = None
+    step_times: list[float] = []
     batch_size = cfg.data.batch_size
     for step in range(start, end):
         batch = dataset.batch(step)
         if batch_transform is not None:
             batch = batch_transform(step, batch)
+        t_step = time.perf_counter()
         state, metrics = step_fn(state, place(batch))
         m = jax.device_get(metrics)
+        if t_first is not None:
+            step_times.append(time.perf_counter() - t_step)
         if t_first is None:  # exclude the compiling first step from throughput
             t_first, n_timed = time.perf_counter(), 0
         else:
@@ -251,6 +265,10 @@ def train(
         steps_per_second=sps,
         examples_per_second=sps * batch_size,
         resumed_from=resumed_from,
+        step_latency_ms={
+            q: float(np.percentile(step_times, int(q[1:])) * 1e3) if step_times else float("nan")
+            for q in ("p50", "p99")
+        },
     )
 
 

@@ -76,6 +76,16 @@ def make_train_step(
     ``loss_scale`` is a ``DynamicLossScale`` (``jaxparadigm.optim.dynamic_loss_scale``) or None.
     Non-finite steps are skipped when ``guard`` or loss scaling is on.
     """
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn: got {type(loss_fn).__name__}, expected a callable")
+    if not (hasattr(tx, "init") and hasattr(tx, "update")):
+        raise TypeError(f"tx: got {type(tx).__name__}, expected an optax GradientTransformation")
+    if loss_scale is not None and not all(
+        hasattr(loss_scale, f) for f in ("init", "scale", "unscale", "update")
+    ):
+        raise TypeError(
+            f"loss_scale: got {type(loss_scale).__name__}, expected a DynamicLossScale or None"
+        )
 
     def step(state: TrainState, batch):
         rng, sub = jax.random.split(state.rng)

@@ -17,7 +17,7 @@ def test_train_report_has_checks_figures_and_plots(make_config):
     assert "schema validation" in text and text.count("drift report (PSI threshold 0.2") == 2
     shifted = text.split("must be flagged")[1].split("```")[1].splitlines()
     assert shifted[3].split()[0] == "0" and shifted[3].endswith("DRIFT")  # shifted feature 0
-    assert "steps run: 20 of 20" in text and "sha256" in text
+    assert "steps run: 20 of 20" in text and "sha256" in text and "P99" in text
     for png in ("loss.png", "lr.png", "grad_norm.png"):
         assert (report.parent / png).stat().st_size > 1000 and f"]({png})" in text
     assert (report.parent / "metrics.jsonl").exists()
@@ -61,3 +61,16 @@ def test_byte_corpus_drift_features():
 def test_retrieval_task_is_not_ours(make_config):
     with pytest.raises(ValueError, match="task: got 'retrieval'"):
         run_experiment(make_config(task="retrieval"))
+
+
+def test_bad_train_arguments(make_config):
+    from jaxparadigm.train.loop import train
+
+    with pytest.raises(ValueError, match="stop_at: got -1"):
+        train(make_config(), stop_at=-1)
+    with pytest.raises(TypeError, match="batch_transform: got int"):
+        train(make_config(), batch_transform=1)
+    with pytest.raises(ValueError, match="model.num_outputs: got 2, expected 1"):
+        train(make_config(data={"kind": "regression"}))
+    with pytest.raises(ValueError, match="model.kind: got 'mlp'"):
+        train(make_config(data={"kind": "pydoc_chars"}))

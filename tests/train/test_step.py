@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 from flax import nnx
 
 from jaxparadigm.models.mlp import MLP
@@ -95,3 +96,13 @@ def test_dynamic_loss_scale_gives_unscaled_gradients_and_halves_on_overflow():
     assert not bool(m["finite"])
     assert float(s_over.loss_scale.scale) == 2.0**23
     chex.assert_trees_all_equal(s_over.params, s0.params)
+
+
+def test_bad_step_arguments():
+    graphdef, _, _, tx = _setup()
+    with pytest.raises(TypeError, match="loss_fn: got int"):
+        make_train_step(graphdef, 3, tx)
+    with pytest.raises(TypeError, match="tx: got str"):
+        make_train_step(graphdef, classification_loss, "adam")
+    with pytest.raises(TypeError, match="loss_scale: got float"):
+        make_train_step(graphdef, classification_loss, tx, loss_scale=2.0)
