@@ -14,12 +14,12 @@ X = jnp.linspace(-1.0, 1.0, 5)
 
 
 class HessianTest(chex.TestCase):
-    @chex.variants(with_jit=True, without_jit=True)
+    @chex.variants(with_jit=True)
     def test_hessian_matches_jax(self):
         ours = self.variant(func.hessian(f_vec))(X)
         np.testing.assert_allclose(ours, jax.jit(jax.hessian(f_vec))(X), rtol=1e-5, atol=1e-5)
 
-    @chex.variants(with_jit=True, with_device=True)
+    @chex.variants(with_jit=True)
     def test_hvp_matches_hessian_times_v(self):
         v = jnp.arange(5.0) - 2.0
         ours = self.variant(lambda x, v: func.hvp(f_vec, (x,), (v,)))(X, v)
@@ -42,7 +42,7 @@ class HessianTest(chex.TestCase):
 
 
 class JacobianTest(chex.TestCase):
-    @chex.variants(with_jit=True, without_jit=True)
+    @chex.variants(with_jit=True)
     def test_jacrev_pytree(self):
         g = lambda x, y: {"a": jnp.tanh(x * y), "b": jnp.sum(x) * y}
         ours = self.variant(func.jacrev(g, argnums=(0, 1)))(X, 2.0)

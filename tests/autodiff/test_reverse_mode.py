@@ -28,19 +28,12 @@ class OracleTest(chex.TestCase):
         self.assertLess(rel_err(ours, ref), TOL)
 
     @chex.variants(with_jit=True, without_jit=True, with_device=True, without_device=True)
-    def test_all_variants_layer_norm(self):
+    def test_value_and_grad_all_variants_layer_norm(self):
         f, params, batch = make_case("layer_norm", seed=1)
-        ours = self.variant(grad(f, argnums=(0, 1)))(params, batch)
-        self.assertLess(rel_err(ours, jax.jit(jax.grad(f, argnums=(0, 1)))(params, batch)), TOL)
-
-    @chex.variants(with_jit=True)
-    @parameterized.named_parameters(("mlp", "mlp"), ("attention", "attention"))
-    def test_value_and_grad_both_args(self, case):
-        f, params, batch = make_case(case, seed=3)
-        (v, g) = self.variant(value_and_grad(f, argnums=(0, 1)))(params, batch)
+        value, ours = self.variant(value_and_grad(f, argnums=(0, 1)))(params, batch)
         v_ref, g_ref = jax.jit(jax.value_and_grad(f, argnums=(0, 1)))(params, batch)
-        np.testing.assert_allclose(v, v_ref, rtol=1e-6)
-        self.assertLess(rel_err(g, g_ref), TOL)
+        np.testing.assert_allclose(value, v_ref, rtol=1e-6)
+        self.assertLess(rel_err(ours, g_ref), TOL)
 
 
 class NestingTest(chex.TestCase):
@@ -188,7 +181,7 @@ class ErrorTest(chex.TestCase):
             grad(lambda x: x * 2, has_aux=True)(1.0)
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(
     st.lists(st.integers(1, 3), min_size=0, max_size=3),
     st.lists(st.booleans(), min_size=3, max_size=3),
