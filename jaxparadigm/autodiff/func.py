@@ -42,7 +42,7 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
 
 
 def jvp(func: Callable, primals, tangents, *, has_aux: bool = False):
-    """torch.func.jvp: ``(out, J @ tangents[, aux])`` by forward mode (``jax.jvp``)."""
+    """torch.func.jvp: ``(out, J @ tangents[, aux])`` by forward mode (``jax.jvp``); C3.3's outer level."""
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise TypeError(
             f"jvp: primals and tangents must be tuples; got {type(primals).__name__} and "
@@ -108,7 +108,7 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False) -> Callable:
 
 
 def jacfwd(func: Callable, argnums=0, *, has_aux: bool = False) -> Callable:
-    """torch.func.jacfwd: Jacobian by forward mode (``jax.jacfwd``)."""
+    """torch.func.jacfwd: ``J[i] = J @ e_i`` by forward mode (``jax.jacfwd``); C3.3's outer level."""
     argnums = normalize_argnums(argnums, "jacfwd")
     return jax.jacfwd(func, argnums=argnums, has_aux=has_aux)
 
@@ -137,7 +137,7 @@ def hvp(f: Callable, primals: tuple, tangents: tuple):
 
 
 def vmap(func: Callable, in_dims=0, out_dims=0) -> Callable:
-    """torch.func.vmap: map ``func`` over ``in_dims`` of its inputs (``jax.vmap``)."""
+    """torch.func.vmap: ``out[i] = func(x[i])`` over ``in_dims`` (``jax.vmap``); batches our VJPs (C3.2)."""
     if not callable(func):
         raise TypeError(f"vmap: func={func!r} is not callable")
     return jax.vmap(func, in_axes=in_dims, out_axes=out_dims)
