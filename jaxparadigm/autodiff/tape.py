@@ -21,6 +21,20 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxparadigm.autodiff.tape_formulas import (
+    DIV_SAVE,
+    NO_SAVE,
+    SAVE_BOTH,
+    SAVE_OTHER,
+    add_backward,
+    div_backward,
+    matmul_backward,
+    mul_backward,
+    pow_backward,
+    sub_backward,
+    sum_to_shape,
+)
+
 __all__ = [
     "AccumulateGrad",
     "BackwardNode",
@@ -44,17 +58,6 @@ SECOND_BACKWARD_MESSAGE = (
     "through the graph a second time or if you need to access saved tensors after calling "
     "backward."
 )
-
-
-def _sum_to_shape(g, shape: tuple):
-    """Reduce a broadcast gradient back to ``shape`` (sum leading and size-1 dims). C2.4."""
-    if g.shape == shape:
-        return g
-    lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1
-    )
-    return jnp.reshape(jnp.sum(g, axis=axes), shape)
 
 
 class BackwardNode:
@@ -199,37 +202,37 @@ class Var:
 
     # -- recorded ops --------------------------------------------------------------------------
     def __add__(self, other):
-        return _binary("AddBackward", self, other, jnp.add, _add_backward, _NO_SAVE)
+        return _binary("AddBackward", self, other, jnp.add, add_backward, NO_SAVE)
 
     def __radd__(self, other):
         return self.__add__(other)
 
     def __sub__(self, other):
-        return _binary("SubBackward", self, other, jnp.subtract, _sub_backward, _NO_SAVE)
+        return _binary("SubBackward", self, other, jnp.subtract, sub_backward, NO_SAVE)
 
     def __rsub__(self, other):
-        return _binary("RsubBackward", _as_var(other), self, jnp.subtract, _sub_backward, _NO_SAVE)
+        return _binary("RsubBackward", _as_var(other), self, jnp.subtract, sub_backward, NO_SAVE)
 
     def __mul__(self, other):
-        return _binary("MulBackward", self, other, jnp.multiply, _mul_backward, _SAVE_OTHER)
+        return _binary("MulBackward", self, other, jnp.multiply, mul_backward, SAVE_OTHER)
 
     def __rmul__(self, other):
         return self.__mul__(other)
 
     def __truediv__(self, other):
-        return _binary("DivBackward", self, other, jnp.divide, _div_backward, _DIV_SAVE)
+        return _binary("DivBackward", self, other, jnp.divide, div_backward, DIV_SAVE)
 
     def __rtruediv__(self, other):
         return _as_var(other).__truediv__(self)
 
     def __pow__(self, other):
-        return _binary("PowBackward", self, other, jnp.power, _pow_backward, _SAVE_BOTH)
+        return _binary("PowBackward", self, other, jnp.power, pow_backward, SAVE_BOTH)
 
     def __rpow__(self, other):
         return _as_var(other).__pow__(self)
 
     def __matmul__(self, other):
-        return _binary("MatmulBackward", self, other, jnp.matmul, _matmul_backward, _SAVE_OTHER)
+        return _binary("MatmulBackward", self, other, jnp.matmul, matmul_backward, SAVE_OTHER)
 
     def __rmatmul__(self, other):
         return _as_var(other).__matmul__(self)
@@ -318,58 +321,6 @@ def _normalize_axes(axis, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(a % ndim for a in axes))
 
 
-# Which operands a binary node keeps, given which operands need a gradient (PyTorch keeps the
-# other factor of a product only when this factor needs a gradient).
-_NO_SAVE = lambda need_a, need_b: (False, False)
-_SAVE_OTHER = lambda need_a, need_b: (need_b, need_a)
-_SAVE_BOTH = lambda need_a, need_b: (True, True)
-_DIV_SAVE = lambda need_a, need_b: (need_b, True)
-
-
-def _add_backward(g, a, b, need_a, need_b):
-    return (g if need_a else None), (g if need_b else None)
-
-
-def _sub_backward(g, a, b, need_a, need_b):
-    return (g if need_a else None), (-g if need_b else None)
-
-
-def _mul_backward(g, a, b, need_a, need_b):
-    return (g * b if need_a else None), (g * a if need_b else None)
-
-
-def _div_backward(g, a, b, need_a, need_b):
-    return (g / b if need_a else None), (-g * a / (b * b) if need_b else None)
-
-
-def _pow_backward(g, a, b, need_a, need_b):
-    da = db = None
-    if need_a:
-        da = jnp.where(b == 0, jnp.zeros_like(g), g * b * jnp.power(a, b - 1))
-    if need_b:
-        db = g * jnp.log(jnp.where(a == 0, jnp.ones_like(a), a)) * jnp.power(a, b)
-    return da, db
-
-
-def _matmul_backward(g, a, b, need_a, need_b, a_shape, b_shape):
-    """d(a@b): ga = g @ b^T, gb = a^T @ g, with 1-d operands promoted as numpy does."""
-    a2_shape = (1, *a_shape) if len(a_shape) == 1 else a_shape
-    b2_shape = (*b_shape, 1) if len(b_shape) == 1 else b_shape
-    g2 = g
-    if len(b_shape) == 1:
-        g2 = jnp.expand_dims(g2, -1)
-    if len(a_shape) == 1:
-        g2 = jnp.expand_dims(g2, -2)
-    ga = gb = None
-    if need_a:
-        b2 = jnp.reshape(b, b2_shape)
-        ga = jnp.reshape(_sum_to_shape(g2 @ jnp.swapaxes(b2, -1, -2), a2_shape), a_shape)
-    if need_b:
-        a2 = jnp.reshape(a, a2_shape)
-        gb = jnp.reshape(_sum_to_shape(jnp.swapaxes(a2, -1, -2) @ g2, b2_shape), b_shape)
-    return ga, gb
-
-
 def _matmul_name(a: Var, b: Var) -> str:
     """PyTorch's node name for ``a @ b``: Dot/Mv/Mm for 1-d/2-d operands."""
     return {(1, 1): "DotBackward", (2, 1): "MvBackward", (2, 2): "MmBackward"}.get(
@@ -386,14 +337,14 @@ def _binary(name: str, a, b, op, backward, saves) -> Var:
     a_shape, b_shape = a.shape, b.shape
     if name == "MatmulBackward":
         name = _matmul_name(a, b)
-        backward = functools.partial(_matmul_backward, a_shape=a_shape, b_shape=b_shape)
+        backward = functools.partial(matmul_backward, a_shape=a_shape, b_shape=b_shape)
     keep_a, keep_b = saves(need_a, need_b)
 
     def fn(g, a_val=None, b_val=None):
         ga, gb = backward(g, a_val, b_val, need_a, need_b)
         return (
-            None if ga is None else _sum_to_shape(ga, a_shape),
-            None if gb is None else _sum_to_shape(gb, b_shape),
+            None if ga is None else sum_to_shape(ga, a_shape),
+            None if gb is None else sum_to_shape(gb, b_shape),
         )
 
     saved = (a.value if keep_a else None, b.value if keep_b else None) if keep_a or keep_b else ()

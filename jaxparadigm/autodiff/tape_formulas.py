@@ -1,0 +1,88 @@
+"""Local derivative of each op the tape records (claim C3.1), and what each node saves (C2.2).
+
+``backward(g, a, b, need_a, need_b) -> (grad_a | None, grad_b | None)``: only the gradients of
+operands that require one are computed. The ``_SAVE`` tables say which operands a binary node must
+keep for that, following PyTorch (a product keeps the other factor only when this one needs a
+gradient).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+__all__ = [
+    "DIV_SAVE",
+    "NO_SAVE",
+    "SAVE_BOTH",
+    "SAVE_OTHER",
+    "add_backward",
+    "div_backward",
+    "matmul_backward",
+    "mul_backward",
+    "pow_backward",
+    "sub_backward",
+    "sum_to_shape",
+]
+
+
+def sum_to_shape(g, shape: tuple):
+    """Reduce a broadcast gradient back to ``shape`` (sum leading and size-1 dims). C2.4."""
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1
+    )
+    return jnp.reshape(jnp.sum(g, axis=axes), shape)
+
+
+# Which operands a binary node keeps, given which operands need a gradient (PyTorch keeps the
+# other factor of a product only when this factor needs a gradient).
+NO_SAVE = lambda need_a, need_b: (False, False)
+SAVE_OTHER = lambda need_a, need_b: (need_b, need_a)
+SAVE_BOTH = lambda need_a, need_b: (True, True)
+DIV_SAVE = lambda need_a, need_b: (need_b, True)
+
+
+def add_backward(g, a, b, need_a, need_b):
+    return (g if need_a else None), (g if need_b else None)
+
+
+def sub_backward(g, a, b, need_a, need_b):
+    return (g if need_a else None), (-g if need_b else None)
+
+
+def mul_backward(g, a, b, need_a, need_b):
+    return (g * b if need_a else None), (g * a if need_b else None)
+
+
+def div_backward(g, a, b, need_a, need_b):
+    return (g / b if need_a else None), (-g * a / (b * b) if need_b else None)
+
+
+def pow_backward(g, a, b, need_a, need_b):
+    da = db = None
+    if need_a:
+        da = jnp.where(b == 0, jnp.zeros_like(g), g * b * jnp.power(a, b - 1))
+    if need_b:
+        db = g * jnp.log(jnp.where(a == 0, jnp.ones_like(a), a)) * jnp.power(a, b)
+    return da, db
+
+
+def matmul_backward(g, a, b, need_a, need_b, a_shape, b_shape):
+    """d(a@b): ga = g @ b^T, gb = a^T @ g, with 1-d operands promoted as numpy does."""
+    a2_shape = (1, *a_shape) if len(a_shape) == 1 else a_shape
+    b2_shape = (*b_shape, 1) if len(b_shape) == 1 else b_shape
+    g2 = g
+    if len(b_shape) == 1:
+        g2 = jnp.expand_dims(g2, -1)
+    if len(a_shape) == 1:
+        g2 = jnp.expand_dims(g2, -2)
+    ga = gb = None
+    if need_a:
+        b2 = jnp.reshape(b, b2_shape)
+        ga = jnp.reshape(sum_to_shape(g2 @ jnp.swapaxes(b2, -1, -2), a2_shape), a_shape)
+    if need_b:
+        a2 = jnp.reshape(a, a2_shape)
+        gb = jnp.reshape(sum_to_shape(jnp.swapaxes(a2, -1, -2) @ g2, b2_shape), b_shape)
+    return ga, gb
