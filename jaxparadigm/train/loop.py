@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 from jaxparadigm.models.mlp import MLP
 from jaxparadigm.models.transformer import TransformerLM
 from jaxparadigm.optim import chain_for, dynamic_loss_scale, schedule_for
-from jaxparadigm.train.checkpoint import Checkpointer
+from jaxparadigm.train.checkpoint import Checkpointer, CheckpointSignatureError
 from jaxparadigm.train.data import Dataset, build_dataset, validate_batch
 from jaxparadigm.train.guard import (
     GuardEvent,
@@ -179,7 +179,13 @@ def train(
     resumed_from = None
     if ckpt is not None and ckpt.latest_step() is not None:
         resumed_from = ckpt.latest_step()
-        state = ckpt.restore(state)
+        try:
+            state = ckpt.restore(state)
+        except CheckpointSignatureError as err:
+            raise CheckpointSignatureError(
+                f"{err} To start this run afresh instead, set train.checkpoint.resume=false "
+                "or give it another name."
+            ) from None
 
     step_fn = make_train_step(
         graphdef,
