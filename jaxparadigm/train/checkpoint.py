@@ -138,9 +138,7 @@ class Checkpointer:
         t_pairs, treedef = jax.tree_util.tree_flatten_with_path(template)
         t_paths = [jax.tree_util.keystr(p) for p, _ in t_pairs]
         targets = {
-            f"{i:05d}": jax.ShapeDtypeStruct(np.shape(x), np.asarray(jax.device_get(x)).dtype)
-            if not hasattr(x, "dtype") or not hasattr(x, "shape")
-            else jax.ShapeDtypeStruct(x.shape, x.dtype)
+            f"{i:05d}": jax.ShapeDtypeStruct(np.shape(x), getattr(x, "dtype", np.asarray(x).dtype))
             for i, (_, x) in enumerate(t_pairs)
         }
         meta = self._manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))[

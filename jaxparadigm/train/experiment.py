@@ -167,7 +167,11 @@ def _run_mixed_precision(cfg) -> Path:
             f"| {np.nanmax(np.abs(losses - reference)):.3g} | {int(result.state.guard.skipped)} |"
         )
     plot = plot_curves(
-        curves, out / "loss_by_nu_dtype.png", title="train loss by Adam nu dtype", ylabel="loss"
+        curves,
+        out / "loss_by_nu_dtype.png",
+        title="train loss by Adam nu dtype",
+        ylabel="loss",
+        logy=True,
     )
     first = cfg.mixed_precision.nu_dtypes[0]
     lines = [
