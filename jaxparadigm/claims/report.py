@@ -61,8 +61,13 @@ def write_report(verdicts: list[Verdict], directory: str | os.PathLike) -> Path:
     parts += [f"| {v.claim_id} | {v.status} | {v.summary} |" for v in verdicts]
     parts += ["", "## What the article gets wrong", "", article_errata(verdicts), ""]
     for v in verdicts:
+        evidence = v.to_json()["evidence"]
+        tables = {k: x for k, x in evidence.items() if isinstance(x, str) and "\n" in x}
+        plain = {k: x for k, x in evidence.items() if k not in tables}
         parts += [f"## {v.claim_id}: {v.status}", "", v.summary, "", "```json"]
-        parts += [json.dumps(v.to_json()["evidence"], indent=2), "```", ""]
+        parts += [json.dumps(plain, indent=2, ensure_ascii=False), "```", ""]
+        for key, text in tables.items():  # multi-line evidence (e.g. a broadcast table) as text
+            parts += [f"`{key}`:", "", "```text", text, "```", ""]
         for name, src in v.figures.items():
             src_path = Path(src)
             if not src_path.is_file():

@@ -33,7 +33,9 @@ def test_rendering(tmp_path):
     png = tmp_path / "fig.png"
     png.write_bytes(b"\x89PNG fake")
     vs = [
-        Verdict("C1.1", "holds", "a " * 80, {"v": np.float32(1.5), "a": np.arange(3)}),
+        Verdict(
+            "C1.1", "holds", "a " * 80, {"v": np.float32(1.5), "a": np.arange(3), "t": "row1\nrow2"}
+        ),
         Verdict(
             "C2.5", "fails", "set_ does not write through", {"nan": float("nan")}, {"p": str(png)}
         ),
@@ -41,11 +43,16 @@ def test_rendering(tmp_path):
     table = format_table(vs)
     assert "C2.5" in table and "FAILS" in table and "1 hold, 1 fail, 0 conditional" in table
     js = verdicts_to_json(vs)
-    assert json.loads(json.dumps(js))[0]["evidence"] == {"v": 1.5, "a": [0, 1, 2]}
+    assert json.loads(json.dumps(js))[0]["evidence"] == {
+        "v": 1.5,
+        "a": [0, 1, 2],
+        "t": "row1\nrow2",
+    }
     assert set(js[1]) >= {"claim_id", "status", "summary", "evidence"}
     report = write_report(vs, tmp_path / "out")
     text = report.read_text()
     assert "What the article gets wrong" in text and "C2_5_fig.png" in text
+    assert "```text\nrow1\nrow2\n```" in text
     assert (tmp_path / "out" / "C2_5_fig.png").exists()
 
 
