@@ -28,6 +28,8 @@ from typing import Any, Literal, Union
 
 import yaml
 
+StorageDtype = Literal["float32", "bfloat16", "float16"]  # optimiser-state storage dtypes
+
 # ---------------------------------------------------------------------------------------------
 # Sections. Defaults are the values a short CPU run should use.
 # ---------------------------------------------------------------------------------------------
@@ -79,8 +81,8 @@ class OptimConfig:
     momentum: float = 0.0
     nesterov: bool = False
     weight_decay: float = 0.0
-    mu_dtype: str | None = None
-    nu_dtype: str | None = None
+    mu_dtype: StorageDtype | None = None
+    nu_dtype: StorageDtype | None = None
     clip: ClipConfig = field(default_factory=ClipConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     loss_scale: LossScaleConfig = field(default_factory=LossScaleConfig)
@@ -172,7 +174,7 @@ class TrainConfig:
 class MixedPrecisionConfig:
     """Compare Adam's second-moment storage dtypes on one task (C4.2)."""
 
-    nu_dtypes: tuple[str, ...] = ("float32", "bfloat16", "float16")
+    nu_dtypes: tuple[StorageDtype, ...] = ("float32", "bfloat16", "float16")
     loss_scaling: bool = True
 
 

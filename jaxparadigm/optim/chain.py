@@ -16,7 +16,7 @@ from jaxparadigm.config import OptimConfig
 from jaxparadigm.optim import clipping, schedules
 from jaxparadigm.optim.adam import scale_by_adam
 from jaxparadigm.optim.adam_torch import adam_torch_style
-from jaxparadigm.optim.hyperparams import check_number
+from jaxparadigm.optim.hyperparams import check_decay, check_int, check_number
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
 from jaxparadigm.optim.sgd import trace
 from jaxparadigm.optim.weight_decay import add_decayed_weights
@@ -30,10 +30,40 @@ _CLIPS = {
 
 
 def _check_config(config: Any) -> OptimConfig:
+    """Type and range checks of every field, each error naming its config key path."""
     if not isinstance(config, OptimConfig):
         raise TypeError(
             f"config={type(config).__name__}: expected jaxparadigm.config.OptimConfig (cfg.optim)"
         )
+    check_number("optim.learning_rate", config.learning_rate, low=0.0)
+    check_decay("optim.b1", config.b1)
+    check_decay("optim.b2", config.b2)
+    check_number("optim.eps", config.eps, low=0.0, low_open=True)
+    check_number("optim.momentum", config.momentum, low=0.0, high=1.0, high_open=True)
+    check_number("optim.weight_decay", config.weight_decay, low=0.0)
+    if config.clip.style != "none":
+        check_number("optim.clip.max_norm", config.clip.max_norm, low=0.0, low_open=True)
+    sc = config.schedule
+    check_int("optim.schedule.warmup_steps", sc.warmup_steps, low=0)
+    if sc.name in ("linear", "polynomial", "cosine_decay", "warmup_cosine_decay"):
+        check_int("optim.schedule.decay_steps", sc.decay_steps, low=1)
+    if sc.name == "warmup_cosine_decay" and sc.decay_steps <= sc.warmup_steps:
+        raise ValueError(
+            f"optim.schedule.decay_steps={sc.decay_steps!r}: expected > optim.schedule.warmup_steps "
+            f"({sc.warmup_steps}) for warmup_cosine_decay"
+        )
+    check_number("optim.schedule.end_value", sc.end_value, low=0.0)
+    check_number("optim.schedule.power", sc.power, low=0.0, low_open=True)
+    check_number("optim.schedule.alpha", sc.alpha, low=0.0, high=1.0)
+    if sc.name == "linear_lr":
+        check_number(
+            "optim.schedule.start_factor", sc.start_factor, low=0.0, high=1.0, low_open=True
+        )
+        check_number("optim.schedule.end_factor", sc.end_factor, low=0.0, high=1.0)
+        check_int("optim.schedule.total_iters", sc.total_iters, low=1)
+    if config.loss_scale.enabled:
+        check_number("optim.loss_scale.init_scale", config.loss_scale.init_scale, low=1.0)
+        check_int("optim.loss_scale.growth_interval", config.loss_scale.growth_interval, low=1)
     return config
 
 
@@ -56,7 +86,7 @@ def schedule_for(config: OptimConfig) -> schedules.Schedule:
     """
     config = _check_config(config)
     sc = config.schedule
-    lr = check_number("optim.learning_rate", config.learning_rate, low=0.0)
+    lr = config.learning_rate
     if sc.name == "constant":
         return _with_warmup(schedules.constant(lr), lr, sc.warmup_steps)
     if sc.name == "linear":

@@ -1,0 +1,50 @@
+"""chain_for / schedule_for refuse bad config values with errors naming the config key path."""
+
+import glob
+
+import pytest
+
+from jaxparadigm.config import config_from_dict, load_config
+from jaxparadigm.optim import chain_for, schedule_for
+
+
+@pytest.mark.parametrize(
+    "optim, path",
+    [
+        ({"learning_rate": -1.0}, "optim.learning_rate"),
+        ({"b1": 1.0}, "optim.b1"),
+        ({"eps": 0.0}, "optim.eps"),
+        ({"weight_decay": -0.1}, "optim.weight_decay"),
+        ({"clip": {"max_norm": 0.0}}, "optim.clip.max_norm"),
+        ({"schedule": {"name": "linear", "decay_steps": 0}}, "optim.schedule.decay_steps"),
+        ({"schedule": {"name": "cosine_decay", "decay_steps": 0}}, "optim.schedule.decay_steps"),
+        ({"schedule": {"name": "cosine_decay", "alpha": 2.0}}, "optim.schedule.alpha"),
+        (
+            {"schedule": {"name": "warmup_cosine_decay", "warmup_steps": 50, "decay_steps": 10}},
+            "optim.schedule.decay_steps",
+        ),
+        ({"schedule": {"name": "linear_lr", "total_iters": 0}}, "optim.schedule.total_iters"),
+        ({"schedule": {"warmup_steps": -1}}, "optim.schedule.warmup_steps"),
+        (
+            {"loss_scale": {"enabled": True, "growth_interval": 0}},
+            "optim.loss_scale.growth_interval",
+        ),
+    ],
+)
+def test_bad_values_name_the_key_path(optim, path):
+    cfg = config_from_dict({"name": "x", "optim": optim})
+    for build in (chain_for, schedule_for):
+        with pytest.raises(ValueError, match=path.replace(".", r"\.")):
+            build(cfg.optim)
+
+
+def test_unknown_storage_dtype_is_a_config_error():
+    with pytest.raises(ValueError, match="'optim.nu_dtype'"):
+        config_from_dict({"name": "x", "optim": {"nu_dtype": "float64"}})
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob("configs/*.yaml")))
+def test_every_shipped_config_builds_its_chain(path):
+    cfg = load_config(path)
+    chain_for(cfg.optim)
+    assert float(schedule_for(cfg.optim)(0)) >= 0.0
