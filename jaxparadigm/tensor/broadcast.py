@@ -10,14 +10,40 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import jax
+import numpy as np
+
 Dim = int | None
 
 
+def _array_shape(shape: Any, position: int) -> Any:
+    """A NumPy/JAX array given as a shape: 0-d is one dim, 1-D integer is a tuple of dims."""
+    if shape.ndim == 0:
+        return (shape,)
+    if shape.ndim != 1 or (shape.size and not np.issubdtype(shape.dtype, np.integer)):
+        raise TypeError(
+            f"shape #{position} must be a tuple of ints or None, or a 1-D integer array; got an "
+            f"array of shape {tuple(shape.shape)} and dtype {shape.dtype}"
+        )
+    try:
+        return tuple(shape.tolist())
+    except jax.errors.ConcretizationTypeError:
+        raise TypeError(
+            f"shape #{position} is a traced array; a shape must be concrete (static), got {shape!r}"
+        ) from None
+
+
 def _as_shape(shape: Any, position: int) -> tuple[Dim, ...]:
-    """One input shape as a tuple of ints/None; an int is a 1-D shape (as in NumPy)."""
+    """One input shape as a tuple of ints/None; an int or 0-d array is a 1-D shape (as in NumPy).
+
+    A 1-D integer NumPy/JAX array is a shape given as an array (``np.array([3, 1])`` is
+    ``(3, 1)``), as ``np.broadcast_shapes`` accepts.
+    """
     if isinstance(shape, bool):
         raise TypeError(f"shape #{position} must be a tuple of ints or None, got {shape!r}")
-    if isinstance(shape, int) or hasattr(shape, "__index__"):
+    if hasattr(shape, "ndim") and hasattr(shape, "dtype"):
+        shape = _array_shape(shape, position)
+    elif isinstance(shape, int) or hasattr(shape, "__index__"):
         shape = (shape,)
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
         raise TypeError(f"shape #{position} must be a tuple of ints or None, got {shape!r}")

@@ -1,5 +1,7 @@
 """broadcast_shapes against np.broadcast_shapes, TF-style unknown dims, and the explanation table."""
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from absl.testing import parameterized
@@ -23,6 +25,12 @@ class BroadcastShapesTest(parameterized.TestCase):
         ("scalar", [(), (2,)], (2,)),
         ("int_shape", [3, (2, 1)], (2, 3)),
         ("zero", [(0,), (1,)], (0,)),
+        ("numpy_1d", [np.array([3, 1]), (4,)], (3, 4)),
+        ("numpy_uint8_1d", [np.array([2, 1], np.uint8), np.array([5])], (2, 5)),
+        ("numpy_0d_is_one_dim", [np.array(3), (2, 1)], (2, 3)),
+        ("numpy_int_scalar", [np.int64(3), (1,)], (3,)),
+        ("numpy_empty", [np.array([], np.int64), (2,)], (2,)),
+        ("jax_1d", [jnp.array([3, 1]), (4,)], (3, 4)),
     )
     def test_rules(self, shapes, expected):
         self.assertEqual(broadcast_shapes(*shapes), expected)
@@ -45,6 +53,9 @@ class BroadcastShapesTest(parameterized.TestCase):
         ("float", [(2.0,)], TypeError, "dim 0"),
         ("string", ["ab"], TypeError, "shape #0"),
         ("bool", [(True,)], TypeError, "not an int"),
+        ("array_2d", [np.array([[3, 1]])], TypeError, r"1-D integer array.*\(1, 2\)"),
+        ("array_float", [np.array([3.0, 1.0])], TypeError, "dtype float64"),
+        ("array_negative", [np.array([3, -1])], ValueError, "dim 1 is -1"),
     )
     def test_bad_input(self, shapes, error, pattern):
         with self.assertRaisesRegex(error, pattern):
@@ -91,6 +102,26 @@ def test_matches_numpy(shapes):
 @given(_CASES)
 def test_matches_numpy_many(shapes):
     _check_against_numpy(shapes)
+
+
+def test_traced_array_shape_is_a_type_error():
+    with pytest.raises(TypeError, match="traced array"):
+        jax.jit(lambda s: jnp.zeros(broadcast_shapes(s, (1,))))(jnp.array([2]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_CASES)
+def test_array_shapes_equal_tuple_shapes(shapes):
+    """Each shape given as a 1-D integer ndarray broadcasts exactly as the tuple does (and as
+    np.broadcast_shapes, which also accepts arrays)."""
+    arrays = [np.asarray(s, np.int64) for s in shapes]
+    try:
+        expected = broadcast_shapes(*shapes)
+    except ValueError:
+        with pytest.raises(ValueError, match="do not broadcast"):
+            broadcast_shapes(*arrays)
+        return
+    assert broadcast_shapes(*arrays) == expected == np.broadcast_shapes(*arrays)
 
 
 def test_matches_numpy_exhaustively_on_small_shapes():
