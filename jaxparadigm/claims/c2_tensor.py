@@ -4,6 +4,7 @@ works, the article's own PyTorch snippet."""
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
 from jaxparadigm.claims.ledger import experiment
@@ -15,6 +16,7 @@ from jaxparadigm.tensor import (
     broadcast_shapes,
     explain_broadcast,
     scatter_nd_update,
+    scatter_nd_update_inplace,
     transfer_profile,
 )
 
@@ -202,14 +204,19 @@ def c2_5():
     b = mem.view(a, -1)
     mem_set, b_set = mem.set_(b, np.array([9, 8, 7], dtype=np.int32))
     mem_copy = mem.copy_(b, np.array([9, 8, 7], dtype=np.int32))
-    x = np.array([1, 2, 3], dtype=np.int32)
+    x = jnp.array([1, 2, 3], dtype=jnp.int32)
     y = scatter_nd_update(x, np.array([[0]]), np.array([9], dtype=np.int32))
+    x2 = jnp.array([1, 2, 3], dtype=jnp.int32)
+    y2 = scatter_nd_update_inplace(x2, np.array([[0]]), np.array([9], dtype=np.int32))
     ev = {
         "ours_a_after_set_": np.asarray(mem_set.read(a)).tolist(),
         "ours_b_after_set_": np.asarray(mem_set.read(b_set)).tolist(),
         "ours_a_after_copy_": np.asarray(mem_copy.read(a)).tolist(),
-        "scatter_input_after": x.tolist(),
+        "scatter_input_after": np.asarray(x).tolist(),
         "scatter_result": np.asarray(y).tolist(),
+        "scatter_new_buffer": x.unsafe_buffer_pointer() != y.unsafe_buffer_pointer(),
+        "inplace_result": np.asarray(y2).tolist(),
+        "inplace_input_deleted": x2.is_deleted(),
     }
     torch = torch_or_none()
     if torch is not None:  # the article's snippet, verbatim
@@ -226,7 +233,11 @@ def c2_5():
 @c2_5.decide
 def _(ev):
     a_after = ev.get("torch_a_after_set_", ev["ours_a_after_set_"])
-    scatter_new = ev["scatter_input_after"] == [1, 2, 3] and ev["scatter_result"] == [9, 2, 3]
+    scatter_new = (
+        ev["scatter_input_after"] == [1, 2, 3]
+        and ev["scatter_result"] == [9, 2, 3]
+        and ev["scatter_new_buffer"]
+    )
     source = "PyTorch" if "torch_a_after_set_" in ev else "our PyTorch aliasing model"
     if a_after == [9, 8, 7] and scatter_new:
         return (
@@ -237,7 +248,8 @@ def _(ev):
         return "fails", (
             f"In {source}, b.set_(...) rebinds only b to a new storage: a stays {a_after}. "
             f"It is copy_ that writes through every alias (a -> {ev['ours_a_after_copy_']}). "
-            f"The scatter half holds: scatter_nd_update returned a new array"
-            f"{'' if scatter_new else ' (NOT observed)'}."
+            f"The scatter half holds: scatter_nd_update returned a new array in a new buffer"
+            f"{'' if scatter_new else ' (NOT observed)'}; the in-place variant donates the input "
+            f"(input deleted: {ev['inplace_input_deleted']}) instead of aliasing it."
         )
     return "fails", f"after set_, a == {a_after}; expected [9,8,7] per the article."

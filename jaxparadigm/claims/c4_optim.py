@@ -210,8 +210,16 @@ def _(ev):
     "A warmup scheduler's step counter overflows past 2^31-1 and turns the lr negative (LinearLR); TF is protected.",
 )
 def c4_3():
-    demo = overflow_demo(window=4)
+    base, start, end, total = 1e-3, 1.0 / 3.0, 1.0, 5
+    demo = overflow_demo(
+        window=4, base_lr=base, start_factor=start, end_factor=end, total_iters=total
+    )
     wrapped = jnp.asarray(demo.naive_count, jnp.int32)
+    # PyTorch's LinearLR closed form on its Python-int counter (unbounded, so it cannot wrap):
+    # the same formula as on the naive counter, only the counter differs.
+    python_int_formula = [
+        base * (start + (end - start) * min(total, t) / total) for t in demo.steps
+    ]
     poly = polynomial(
         1e-3, 1e-5, 1.0, 1000
     )  # TF PolynomialDecay semantics: count clipped to [0, N]
@@ -221,7 +229,8 @@ def c4_3():
         "safe_int32_count": list(demo.safe_count),
         "lr_linear_formula_on_naive_counter": list(demo.lr_unclamped),
         "lr_safe_counter": list(demo.lr_safe),
-        "lr_python_int_counter": list(demo.lr_python_int),
+        "python_int_counter": list(demo.steps),
+        "lr_linear_formula_on_python_int_counter": python_int_formula,
         "polynomial_on_naive_counter": [float(v) for v in np.asarray(poly(wrapped))],
         "polynomial_at_true_step": float(poly(1000)),
     }
@@ -258,8 +267,12 @@ def _(ev):
             f"{max(ev['torch_last_epoch'])}) and its lr stayed {min(ev['torch_linear_lr']):.3g}"
         )
     else:
-        torch_negative = min(ev["lr_python_int_counter"]) < 0
-        torch_part = "PyTorch not installed: a Python-int counter (modelled) keeps the lr positive"
+        torch_negative = min(ev["lr_linear_formula_on_python_int_counter"]) < 0
+        torch_part = (
+            f"PyTorch not installed; its LinearLR formula on a Python-int counter (reaching "
+            f"{max(ev['python_int_counter'])}, no wrap) gives lr "
+            f"{min(ev['lr_linear_formula_on_python_int_counter']):.3g}"
+        )
     if torch_negative:
         return "holds", f"{torch_part}: the lr went negative past 2**31-1."
     if not naive_negative:

@@ -49,6 +49,8 @@ def test_c2_5_set_does_not_write_through(verdicts):
     assert v.evidence["ours_a_after_set_"] == [1, 2, 3]
     assert v.evidence["ours_a_after_copy_"] == [9, 8, 7]
     assert v.evidence["scatter_input_after"] == [1, 2, 3]
+    assert v.evidence["scatter_new_buffer"] is True
+    assert v.evidence["inplace_result"] == [9, 2, 3]
     assert v.status == "fails"
     if "torch_a_after_set_" in v.evidence:  # our model agrees with real PyTorch
         assert v.evidence["torch_a_after_set_"] == v.evidence["ours_a_after_set_"]

@@ -46,8 +46,14 @@ def test_c4_3_counter_overflow(verdicts):
     assert min(v.evidence["lr_linear_formula_on_naive_counter"]) < 0
     assert min(v.evidence["lr_safe_counter"]) > 0
     assert v.status == "conditional"
+    assert max(v.evidence["python_int_counter"]) > 2**31 - 1
+    assert min(v.evidence["lr_linear_formula_on_python_int_counter"]) > 0
     negative = dict(v.evidence, torch_linear_lr=[-1.0], torch_last_epoch=[2**31])
     assert c4.c4_3.verdict_from(negative).status == "holds"
+    no_torch = {k: x for k, x in v.evidence.items() if not k.startswith("torch_")}
+    assert c4.c4_3.verdict_from(no_torch).status == "conditional"
+    wraps = dict(no_torch, lr_linear_formula_on_python_int_counter=[-1.0])
+    assert c4.c4_3.verdict_from(wraps).status == "holds"
 
 
 def test_c4_4_same_paradigm(verdicts):
