@@ -212,7 +212,12 @@ def _(ev):
 def c4_3():
     base, start, end, total = 1e-3, 1.0 / 3.0, 1.0, 5
     demo = overflow_demo(
-        window=4, base_lr=base, start_factor=start, end_factor=end, total_iters=total
+        window=4,
+        base_lr=base,
+        start_factor=start,
+        end_factor=end,
+        total_iters=total,
+        with_torch=torch_or_none() is not None,
     )
     wrapped = jnp.asarray(demo.naive_count, jnp.int32)
     # PyTorch's LinearLR closed form on its Python-int counter (unbounded, so it cannot wrap):
