@@ -40,7 +40,10 @@ class GuardState(NamedTuple):
 
 
 class GuardEvent(NamedTuple):
-    """One logged guard action: ``kind`` in {"skip", "rollback"}, the data step, and a message."""
+    """One logged action: ``kind`` in {"skip", "overflow", "rollback"}, the data step, a message.
+
+    ``"overflow"`` is a float16 loss-scale overflow: skipped by the loss scaler, not a bad step.
+    """
 
     kind: str
     step: int

@@ -7,6 +7,9 @@ non-finite step is skipped by the step itself; after ``guard.max_bad_steps`` in 
 restores the last good state (the newest checkpoint when checkpoints are on, otherwise an in-memory
 snapshot taken every ``eval_every`` steps), multiplies the learning-rate scale by
 ``guard.lr_decay_on_rollback`` and carries on with the *next* batch (data and RNG keep advancing).
+A float16 loss-scale overflow (logged as an ``"overflow"`` event) is skipped and halves the scale
+but is not a guard bad step, and a rollback keeps the *current* loss-scale state (the restored
+one may be the too-large scale that was being calibrated away).
 With checkpoints on, ``train`` resumes from the newest checkpoint in the run directory (unless
 ``checkpoint.resume`` is false).
 """
@@ -223,7 +226,15 @@ def train(
             n_timed += 1
         losses.append(float(m["loss"]))
         done = step + 1
-        if not bool(m["finite"]):
+        if bool(m.get("overflow", False)):
+            s_used = float(m["loss_scale"])
+            msg = (
+                f"loss-scale overflow at step {step} (scale {s_used:g}): update skipped, "
+                "scale halved"
+            )
+            events.append(GuardEvent("overflow", step, msg))
+            writer.write({"step": step, "event": "overflow", "message": msg})
+        elif not bool(m["finite"]):
             msg = f"non-finite loss/gradients at step {step}: update skipped"
             events.append(GuardEvent("skip", step, msg))
             writer.write({"step": step, "event": "skip", "message": msg})
@@ -283,7 +294,7 @@ def _all_records(writer: MetricsWriter) -> list[dict]:
 
 
 def _rollback(state: TrainState, ckpt, snapshot, factor: float) -> tuple[TrainState, str]:
-    """Restore the last good state; keep data position and RNG; lower the lr scale."""
+    """Restore the last good state; keep data position, RNG and loss scale; lower the lr scale."""
     if ckpt is not None and ckpt.latest_step() is not None:
         good = ckpt.restore(state)
         source = f"checkpoint step {int(good.step)}"
@@ -295,6 +306,7 @@ def _rollback(state: TrainState, ckpt, snapshot, factor: float) -> tuple[TrainSt
     restored = good._replace(
         step=state.step,
         rng=state.rng,
+        loss_scale=state.loss_scale,
         lr_scale=jax.device_put(jnp.asarray(new_scale, jnp.float32), state.lr_scale.sharding),
         guard=GuardState(
             bad_streak=jnp.zeros_like(g.bad_streak), skipped=g.skipped, rollbacks=g.rollbacks + 1

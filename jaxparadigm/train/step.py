@@ -5,6 +5,18 @@
     finite        = isfinite(loss) and all(isfinite(grads))
     state'        = state with (params', opt') if finite or unguarded else unchanged (skip)
 
+With dynamic loss scaling (C4.2) a step whose unscaled loss is finite but whose scaled gradients
+overflow, while the scale can still shrink, is an *overflow*: the loss scaler's business. It is
+skipped and the scale halves, but it is not a guard bad step:
+
+    overflow  = isfinite(loss) and not all(isfinite(grads)) and shrink(S) < S
+    guard'    = guard_update(guard, finite or overflow)
+    S'        = update(S, all(isfinite(grads)))  if isfinite(loss) else S
+
+So a run that starts with too large a scale calibrates without rolling back; a non-finite
+unscaled loss (bad data, divergence) or an overflow at the minimum scale still counts, and leaves
+the scale alone (it is not a scaling problem).
+
 The data step ``step`` and the RNG always advance, so a skipped batch is not replayed. ``opt_steps``
 counts accepted updates (it is the schedule's argument for the logged learning rate). The state is
 donated to the step (``donate_argnums=0``): its buffers are reused for the next state.
@@ -74,7 +86,9 @@ def make_train_step(
     ``loss_fn(model, batch, rng)`` gets the NNX module rebuilt from ``graphdef`` and the params.
     ``lr_fn(opt_steps)`` is the schedule, used only to report ``lr`` in the metrics.
     ``loss_scale`` is a ``DynamicLossScale`` (``jaxparadigm.optim.dynamic_loss_scale``) or None.
-    Non-finite steps are skipped when ``guard`` or loss scaling is on.
+    Non-finite steps are skipped when ``guard`` or loss scaling is on. Metrics: ``loss`` (unscaled),
+    ``grad_norm``, ``lr``, ``finite`` (the update was accepted), ``overflow`` (skipped as a
+    loss-scale overflow, not a guard bad step) and, with loss scaling, ``loss_scale`` (S used).
     """
     if not callable(loss_fn):
         raise TypeError(f"loss_fn: got {type(loss_fn).__name__}, expected a callable")
@@ -96,12 +110,21 @@ def make_train_step(
             return scaled, loss
 
         (_, loss), grads = jax.value_and_grad(objective, has_aux=True)(state.params)
+        loss_finite = jnp.isfinite(loss)
         if loss_scale is not None:
             grads, grads_finite = loss_scale.unscale(grads, state.loss_scale)
-            new_ls = loss_scale.update(state.loss_scale, grads_finite)
+            # A non-finite unscaled loss is not a scaling problem: leave the scale alone.
+            new_ls = tree_select(
+                loss_finite, loss_scale.update(state.loss_scale, grads_finite), state.loss_scale
+            )
+            can_shrink = (
+                loss_scale.update(state.loss_scale, jnp.array(False)).scale < state.loss_scale.scale
+            )
+            overflow = loss_finite & jnp.logical_not(grads_finite) & can_shrink
         else:
             grads_finite, new_ls = all_finite(grads), ()
-        finite = jnp.logical_and(grads_finite, jnp.isfinite(loss))
+            overflow = jnp.array(False)
+        finite = jnp.logical_and(grads_finite, loss_finite)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         updates = jax.tree_util.tree_map(lambda u: (u * state.lr_scale).astype(u.dtype), updates)
         params = optax.apply_updates(state.params, updates)
@@ -116,13 +139,14 @@ def make_train_step(
             rng=rng,
             lr_scale=state.lr_scale,
             loss_scale=new_ls,
-            guard=guard_update(state.guard, finite) if guard else state.guard,
+            guard=guard_update(state.guard, finite | overflow) if guard else state.guard,
         )
         metrics = {
             "loss": loss,
             "grad_norm": grad_norm,
             "lr": jnp.asarray(lr, jnp.float32),
             "finite": finite,
+            "overflow": overflow,
         }
         if loss_scale is not None:
             metrics["loss_scale"] = state.loss_scale.scale

@@ -84,3 +84,57 @@ def test_nan_injection_recovers_close_to_the_clean_run(
     assert clean.final_eval["loss"] < 0.1 * clean.losses[0]
     assert hurt.final_eval["loss"] < 0.1 * clean.losses[0]
     assert abs(hurt.final_eval["loss"] - clean.final_eval["loss"]) < 0.02
+
+
+FP16_RUN = {
+    "data": {"kind": "regression"},
+    "model": {"num_outputs": 1, "dtype": "float16"},
+    # S = 2**30 overflows float16 (max 65504) in the backward pass until it has halved ~15 times.
+    "optim": {"loss_scale": {"enabled": True, "init_scale": 2.0**30}},
+}
+
+
+def test_loss_scale_overflows_are_not_guard_bad_steps(make_config, tmp_path):
+    cfg = make_config(train={"steps": 40, "checkpoint": {"every": 10}}, **FP16_RUN)
+    run = train(cfg, run_dir=tmp_path / "fp16", progress=False)
+    g = run.state.guard
+    assert not [e for e in run.events if e.kind in ("rollback", "skip")]
+    assert (int(g.rollbacks), int(g.skipped), float(run.state.lr_scale)) == (0, 0, 1.0)
+    overflows = [e.step for e in run.events if e.kind == "overflow"]
+    assert len(overflows) > 3  # more in a row than max_bad_steps
+    assert overflows == list(range(len(overflows)))  # the calibration, from step 0 on
+    assert float(run.state.loss_scale.scale) == 2.0 ** (30 - len(overflows))
+    assert np.isfinite(run.losses[-1]) and np.isfinite(run.final_eval["loss"])
+    assert run.final_eval["loss"] < run.losses[0]
+    # Bad data is still the guard's business with loss scaling on: NaN targets roll back, and
+    # leave the (already calibrated) scale alone.
+    hurt = train(
+        cfg, run_dir=tmp_path / "hurt", batch_transform=_poison({30, 31, 32}), progress=False
+    )
+    rollbacks = [e for e in hurt.events if e.kind == "rollback"]
+    assert [e.step for e in rollbacks] == [32] and "checkpoint step 30" in rollbacks[0].message
+    assert sorted(e.step for e in hurt.events if e.kind == "skip") == [30, 31, 32]
+    assert float(hurt.state.loss_scale.scale) == float(run.state.loss_scale.scale)
+    assert float(hurt.state.lr_scale) == 0.5 and np.isfinite(hurt.losses[-1])
+
+
+def test_rollback_keeps_the_current_loss_scale():
+    import optax
+
+    from jaxparadigm.optim import dynamic_loss_scale
+    from jaxparadigm.train.loop import _rollback
+    from jaxparadigm.train.step import init_train_state
+
+    ls = dynamic_loss_scale(init_scale=2.0**30)
+    params = {"w": jnp.ones(2)}
+    snapshot = init_train_state(params, optax.sgd(0.1), seed=0, loss_scale=ls)
+    current = snapshot._replace(
+        step=jnp.int32(9),
+        loss_scale=snapshot.loss_scale._replace(scale=jnp.float32(2.0**12)),
+        guard=snapshot.guard._replace(bad_streak=jnp.int32(3)),
+    )
+    restored, msg = _rollback(current, None, snapshot, 0.5)
+    assert float(restored.loss_scale.scale) == 2.0**12  # not the snapshot's 2**30
+    assert int(restored.step) == 9 and float(restored.lr_scale) == 0.5
+    assert (int(restored.guard.bad_streak), int(restored.guard.rollbacks)) == (0, 1)
+    assert "in-memory snapshot" in msg

@@ -93,9 +93,39 @@ def test_dynamic_loss_scale_gives_unscaled_gradients_and_halves_on_overflow():
     step16 = make_train_step(graphdef16, classification_loss, tx, loss_scale=ls16, donate=False)
     s0 = init_train_state(nnx.to_pure_dict(state16), tx, seed=0, loss_scale=ls16)
     s_over, m = step16(s0, BATCH)
-    assert not bool(m["finite"])
+    assert not bool(m["finite"]) and bool(m["overflow"])
     assert float(s_over.loss_scale.scale) == 2.0**23
     chex.assert_trees_all_equal(s_over.params, s0.params)
+    # An overflow is the loss scaler's business, not a guard bad step.
+    assert (int(s_over.guard.bad_streak), int(s_over.guard.skipped)) == (0, 0)
+
+
+def _nan_grad_loss(model, batch, rng=None):
+    """Finite loss (0) whose gradient is NaN: d sqrt(u)/du at u = 0 is inf, times 0."""
+    return jnp.sqrt(jnp.sum(model(batch["x"])) * 0.0)
+
+
+@pytest.mark.parametrize(
+    "init_scale, loss_nan, overflow, bad_streak, scale_after",
+    [
+        (2.0**10, False, True, 0, 2.0**9),  # the scaler can still shrink: its business
+        (1.0, False, False, 1, 1.0),  # already at the minimum scale: a guard bad step
+        (2.0**10, True, False, 1, 2.0**10),  # non-finite unscaled loss: a guard bad step
+    ],
+)
+def test_overflow_versus_guard_bad_step(init_scale, loss_nan, overflow, bad_streak, scale_after):
+    graphdef, params, _, tx = _setup()
+    ls = dynamic_loss_scale(init_scale=init_scale)
+    step = make_train_step(graphdef, _nan_grad_loss, tx, loss_scale=ls, donate=False)
+    batch = {**BATCH, "x": BATCH["x"].copy()}
+    if loss_nan:
+        batch["x"][0, 0] = np.nan
+    s0 = init_train_state(params, tx, seed=0, loss_scale=ls)
+    s1, m = step(s0, batch)
+    assert not bool(m["finite"]) and bool(m["overflow"]) == overflow
+    assert int(s1.guard.bad_streak) == bad_streak
+    assert float(s1.loss_scale.scale) == scale_after
+    chex.assert_trees_all_equal(s1.params, s0.params)
 
 
 def test_bad_step_arguments():
