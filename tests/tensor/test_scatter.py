@@ -52,6 +52,60 @@ class ScatterTest(chex.TestCase):
         np.testing.assert_array_equal(out, [0, 2, 0])
 
     @parameterized.named_parameters(
+        ("colliding_2d", (2, 3), [[1, 1], [0, 4]], [[0, 0, 0], [0, 7, 0]]),  # (0, 4) -> flat 4
+        ("uint32_wraps_negative", (3,), np.array([[4294967295], [1]], np.uint32), [0, 9, 0]),
+        ("uint8_below_big_dim", (300,), np.array([[255], [1]], np.uint8), None),
+    )
+    def test_traced_out_of_range_row_never_masks_a_valid_row(self, shape, indices, expected):
+        indices = jnp.asarray(indices)
+        updates = jnp.full(indices.shape[:-1], 7.0).at[-1].set(9.0)
+        out = jax.jit(scatter_nd_update)(jnp.zeros(shape), indices, updates)
+        if expected is None:  # all rows in range: compare with the sequential reference
+            expected = reference(np.zeros(shape), indices, updates)
+        np.testing.assert_array_equal(out, expected)
+
+    @parameterized.named_parameters(
+        ("jnp_constant", lambda: jnp.array([[5]])),
+        ("jnp_constant_negative", lambda: jnp.asarray(np.array([[-1]]))),
+        ("numpy", lambda: np.array([[5]])),
+        ("list", lambda: [[5]]),
+    )
+    def test_known_indices_inside_jit_raise(self, make_indices):
+        for fn in (scatter_nd_update, scatter_nd_update_inplace):
+            with self.assertRaisesRegex(ValueError, r"out of range for x of shape \(3,\)"):
+                jax.jit(lambda x, fn=fn: fn(x, make_indices(), jnp.ones(1)))(jnp.zeros(3))
+
+    @parameterized.named_parameters(
+        ("1d", (2**31,), 1),
+        ("2d", (2**16, 2**15), 2),
+        ("leading_axes_only", (2**16, 2**15, 3), 2),
+    )
+    def test_more_rows_than_int32_raise_without_x64(self, shape, k):
+        def run(x):
+            idx = np.zeros((1, k), np.int32)
+            return scatter_nd_update(x, idx, jnp.zeros((1,) + shape[k:], jnp.int8))
+
+        big = jax.ShapeDtypeStruct(shape, jnp.int8)  # abstract: nothing is allocated
+        with self.assertRaisesRegex(ValueError, rf"x of shape \({shape[0]},.*int32"):
+            jax.eval_shape(run, big)
+        with jax.enable_x64(True):
+            self.assertEqual(jax.eval_shape(run, big).shape, shape)
+
+    def test_int32_row_limit_is_inclusive(self):
+        shape = (2**31 - 1,)
+        out = jax.eval_shape(
+            lambda x: scatter_nd_update(x, np.zeros((1, 1), np.int32), jnp.zeros(1, jnp.int8)),
+            jax.ShapeDtypeStruct(shape, jnp.int8),
+        )
+        self.assertEqual(out.shape, shape)
+
+    def test_x64_traced_int64_index_is_not_truncated(self):
+        with jax.enable_x64(True):
+            idx = jnp.array([[2**32 + 1], [2]], jnp.int64)  # int32 cast would give [[1], [2]]
+            out = jax.jit(scatter_nd_update)(jnp.zeros(3), idx, jnp.ones(2))
+        np.testing.assert_array_equal(out, [0, 0, 1])
+
+    @parameterized.named_parameters(
         ("out_of_range", (4,), [[4]], [1.0], ValueError, r"indices\[0\] = \[4\].*\[0, 3\]"),
         ("negative", (4, 2), [[0, 1], [-1, 0]], [1.0, 2.0], ValueError, r"indices\[1\]"),
         ("depth", (4,), [[1, 2]], [1.0], ValueError, "exceeds the rank"),
