@@ -52,7 +52,10 @@ def _custom_vjp_call_vjp(cts, *primals, **params):
     """Call the user's fwd to get residuals, then the user's bwd on the output cotangents.
 
     Residuals are exactly what ``fwd`` returned (``Function``: the saved tensors, claim C2.2).
-    Closed-over constants (``num_consts`` leading inputs) receive zero cotangent, as in jax.
+    ``primals`` are the ``num_consts`` closed-over values followed by the real arguments; the
+    ``input_fwds`` of ``out_trees`` (residuals that are forwarded inputs) index the full
+    ``primals`` (jax shifts them by ``num_consts`` when it stages the call). Closed-over constants
+    receive zero cotangent (``None``): jax's own bwd wrapper returns symbolic zeros for them.
     """
     num_consts = params["num_consts"]
     bind_params = custom_vjp_call_p.get_bind_params(dict(params))
@@ -64,8 +67,7 @@ def _custom_vjp_call_vjp(cts, *primals, **params):
     n_res_out = res_tree.num_leaves - sum(f is not None for f in input_fwds)
     res_out = iter(res_and_out[:n_res_out])
     outs = res_and_out[n_res_out:]
-    real_primals = primals[num_consts:]
-    res = [next(res_out) if f is None else real_primals[f] for f in input_fwds]
+    res = [next(res_out) if f is None else primals[f] for f in input_fwds]
     full_cts = [jnp.zeros_like(o) if _is_zero(c) else c for c, o in zip(cts, outs, strict=True)]
-    cts_in = bwd.call_wrapped(*res, *full_cts)
+    cts_in = bwd.call_wrapped(*res, *full_cts)  # jax pads a Zero per closed-over constant
     return tuple(None if _is_zero(c) else c for c in cts_in)

@@ -71,6 +71,32 @@ class NestingTest(chex.TestCase):
         )
 
 
+def _closing_custom_vjp(a, x):
+    """A custom_vjp function whose primal, fwd and bwd close over ``a`` (a const of the call)."""
+
+    @jax.custom_vjp
+    def f(x):
+        return jnp.sin(a * x) * a
+
+    def fwd(x):
+        return f(x), (jnp.cos(a * x), x)  # x is a forwarded input residual
+
+    def bwd(res, g):
+        cos_ax, _ = res
+        return (g * cos_ax * a * a,)
+
+    f.defvjp(fwd, bwd)
+    return f(x)
+
+
+def test_custom_vjp_closing_over_a_traced_value():
+    """num_consts > 0 and a forwarded residual: input_fwds index the full primals."""
+    ours = jax.jit(lambda a, x: grad(lambda x: _closing_custom_vjp(a, x))(x))(3.0, 1.0)
+    ref = jax.jit(lambda a, x: jax.grad(lambda x: _closing_custom_vjp(a, x))(x))(3.0, 1.0)
+    np.testing.assert_allclose(ours, ref, rtol=1e-6)
+    np.testing.assert_allclose(ours, 9 * np.cos(3.0), rtol=1e-6)
+
+
 class EdgeCaseTest(chex.TestCase):
     """Literals, unused and integer inputs, fan-out, outputs that are inputs, aux outputs."""
 
@@ -85,6 +111,12 @@ class EdgeCaseTest(chex.TestCase):
         gx, gu = grad(f, argnums=(0, 2))(x, jnp.int32(3), jnp.ones(3))
         np.testing.assert_allclose(gx, 3 * x**2, rtol=1e-6)
         np.testing.assert_array_equal(gu, jnp.zeros(3))
+
+    def test_pow_exponent_gradient_at_base_zero_matches_jax(self):
+        """d/dy x**y at x == 0 for negative, zero and positive y (nan for y < 0, as in jax)."""
+        f = lambda y: jnp.sum(jnp.power(jnp.array([0.0, 0.0, 0.0, 2.0]), y))
+        y = jnp.array([-1.0, 0.0, 2.0, -0.5])
+        np.testing.assert_allclose(grad(f)(y), jax.grad(f)(y), rtol=1e-6)
 
     def test_identity_and_constant(self):
         self.assertEqual(float(grad(lambda x: x)(3.0)), 1.0)
