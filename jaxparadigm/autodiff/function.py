@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["Function", "FunctionCtx", "Residuals"]
@@ -19,6 +20,10 @@ __all__ = ["Function", "FunctionCtx", "Residuals"]
 
 def _is_array(x) -> bool:
     return isinstance(x, (jax.Array, np.ndarray, np.generic))
+
+
+def _as_array(x):
+    return x if isinstance(x, jax.Array) else jnp.asarray(x)
 
 
 def _is_dynamic_arg(x) -> bool:
@@ -113,6 +118,10 @@ class Function:
     @classmethod
     def _build(cls, n_args: int, dyn: tuple, static: dict):
         def merge(dyn_vals):
+            # jax hands custom_vjp primals that were Python scalars to fwd as TypedFloat /
+            # TypedInt (float/int subclasses): make every dynamic leaf an array (weak type kept)
+            # so forward sees arrays and can save_for_backward them.
+            dyn_vals = jax.tree_util.tree_map(_as_array, dyn_vals)
             full = [None] * n_args
             for i, v in zip(dyn, dyn_vals, strict=True):
                 full[i] = v

@@ -112,6 +112,25 @@ class FunctionTest(chex.TestCase):
             jax.vmap(lambda x: SaveOutputExp.apply(x))(x), jnp.exp(x), rtol=1e-6
         )
 
+    def test_python_scalar_arguments_can_be_saved(self):
+        """jax hands fwd Python-scalar primals as TypedFloat/TypedInt; forward sees arrays."""
+
+        class Cube(Function):
+            @staticmethod
+            def forward(ctx, x, p):
+                ctx.save_for_backward(x, p)
+                return x**p
+
+            @staticmethod
+            def backward(ctx, g):
+                x, p = ctx.saved_tensors
+                return g * p * x ** (p - 1), None
+
+        f = lambda x: Cube.apply(x, 3)
+        self.assertEqual(float(jax.grad(f)(2.0)), 12.0)
+        self.assertEqual(float(grad(f)(2.0)), 12.0)
+        self.assertEqual(float(jax.jit(jax.grad(f))(2.0)), 12.0)
+
     def test_residuals_are_the_saved_tensors(self):
         """C2.2: what is kept between forward and backward is exactly what was saved."""
         everything = SaveEverything.residual_report(X, W)
