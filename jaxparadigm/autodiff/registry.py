@@ -62,12 +62,14 @@ def register_vjp(primitive_name: str, *aliases: str, overwrite: bool = False):
     def decorate(rule: VJPRule) -> VJPRule:
         if not callable(rule):
             raise TypeError(f"register_vjp({primitive_name!r}): rule={rule!r} is not callable")
+        # Check every name before writing any, so a conflicting alias leaves no partial entry.
         for name in names:
             if name in _RULES and not overwrite and _RULES[name] is not rule:
                 raise ValueError(
                     f"register_vjp: a rule for primitive {name!r} already exists; "
                     "pass overwrite=True to replace it"
                 )
+        for name in names:
             _RULES[name] = rule
         return rule
 

@@ -84,6 +84,16 @@ def test_duplicate_registration_and_bad_names():
         get_vjp(3)
 
 
+def test_conflicting_alias_leaves_no_partial_registration():
+    """A later alias that conflicts must not leave the earlier names registered."""
+    try:
+        with pytest.raises(ValueError, match="'mul' already exists"):
+            register_vjp("some_new_primitive", "mul")(lambda ct, x, **p: (ct,))
+        assert "some_new_primitive" not in registered_primitives()
+    finally:
+        unregister_vjp("some_new_primitive")
+
+
 def test_rules_are_plain_functions_of_arrays():
     """A rule is usable on its own: mul's VJP is (ct * y, ct * x)."""
     x, y, ct = jnp.array([2.0]), jnp.array([5.0]), jnp.array([1.5])
