@@ -196,7 +196,12 @@ def _integer_pow_vjp(ct, x, *, y, **params):
 
 @register_vjp("pow")
 def _pow_vjp(ct, x, y, **params):
-    """d/dx x**y = y x**(y-1) (0 where y == 0); d/dy x**y = log(x) x**y (0 where x == 0)."""
+    """d/dx x**y = y x**(y-1) (0 where y == 0); d/dy x**y = log(x) x**y.
+
+    For d/dy, log(x) is replaced by 0 where x == 0, exactly as jax's ``pow`` JVP does (our oracle):
+    0 for y >= 0, ``0 * inf = nan`` for y < 0. (PyTorch masks only ``x == 0 & y >= 0`` and gives
+    -inf there; the PyTorch-style tape follows that, see ``tape_formulas.pow_backward``.)
+    """
     dx = jnp.where(y == 0, jnp.zeros_like(ct), ct * y * jnp.power(x, y - 1))
     safe_x = jnp.where(x == 0, jnp.ones_like(x), x)
     dy = ct * jnp.log(safe_x) * jnp.power(x, y)

@@ -61,11 +61,17 @@ def div_backward(g, a, b, need_a, need_b):
 
 
 def pow_backward(g, a, b, need_a, need_b):
+    """d/da a**b = b a**(b-1) (0 where b == 0); d/db a**b = log(a) a**b, as PyTorch computes it.
+
+    PyTorch masks the exponent gradient to 0 only where ``a == 0 and b >= 0`` (there
+    ``a**b`` is finite); at ``a == 0, b < 0`` it gives ``log(0) * inf = -inf``.
+    """
     da = db = None
     if need_a:
         da = jnp.where(b == 0, jnp.zeros_like(g), g * b * jnp.power(a, b - 1))
     if need_b:
-        db = g * jnp.log(jnp.where(a == 0, jnp.ones_like(a), a)) * jnp.power(a, b)
+        mask = (a == 0) & (b >= 0)
+        db = jnp.where(mask, jnp.zeros_like(g), g * jnp.log(a) * jnp.power(a, b))
     return da, db
 
 

@@ -173,3 +173,11 @@ def test_errors():
 def test_no_graph_without_requires_grad():
     y = Var(jnp.ones(2)) * 3.0
     assert y.grad_fn is None and not y.requires_grad
+
+
+def test_pow_exponent_gradient_at_base_zero_follows_pytorch():
+    """d/db a**b at a == 0: 0 only where b >= 0 (PyTorch's mask); -inf = log(0) * inf for b < 0."""
+    a = Var(jnp.array([0.0, 0.0, 0.0, 2.0]), requires_grad=True)
+    b = Var(jnp.array([-1.0, 0.0, 2.0, 3.0]), requires_grad=True)
+    (a**b).sum().backward()
+    np.testing.assert_allclose(np.asarray(b.grad), [-np.inf, 0.0, 0.0, 8 * np.log(2.0)], rtol=1e-6)

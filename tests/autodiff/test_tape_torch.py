@@ -72,3 +72,15 @@ def test_seed_chain_and_second_backward_agree_with_torch():
     with pytest.raises(RuntimeError) as theirs:
         ty.backward()
     assert str(ours.value) == str(theirs.value)
+
+
+def test_pow_at_base_zero_matches_torch():
+    """Both gradients of a**b where a == 0, for negative, zero and positive exponents."""
+    a_np = np.array([0.0, 0.0, 0.0, 2.0], np.float32)
+    b_np = np.array([-1.0, 0.0, 2.0, -0.5], np.float32)
+    a, b = Var(a_np, requires_grad=True), Var(b_np, requires_grad=True)
+    ta, tb = torch.tensor(a_np, requires_grad=True), torch.tensor(b_np, requires_grad=True)
+    (a**b).sum().backward()
+    (ta**tb).sum().backward()
+    np.testing.assert_allclose(np.asarray(a.grad), ta.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(b.grad), tb.grad.numpy(), rtol=1e-6)
