@@ -47,7 +47,11 @@ class Node:
 def topological_order(jaxpr) -> list[Node]:
     """Kahn's algorithm over a jaxpr's equations: inputs first, each node after its producers. C3.1.
 
-    Ties are broken by the original equation position, so the result is deterministic.
+    Ready equations are taken first-in first-out: the initially ready ones in equation order, then
+    each newly ready equation is queued when its last producer is taken, and those freed by the same
+    producer are queued in equation order. The result is deterministic, but it is not the
+    smallest-position-first order across the whole queue (an early equation freed late runs after
+    later equations queued before it).
     """
     eqns = list(jaxpr.eqns)
     producer: dict[Any, int] = {}
