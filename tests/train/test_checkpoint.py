@@ -1,5 +1,7 @@
 """Signed checkpoints: round trip, keep-last-k, tamper/config refusal, bitwise resume, SIGKILL."""
 
+import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -13,11 +15,17 @@ import chex
 import numpy as np
 import pytest
 
-from jaxparadigm.config import config_from_dict
-from jaxparadigm.train.checkpoint import Checkpointer, CheckpointSignatureError, state_signature
+from jaxparadigm.config import config_from_dict, to_dict
+from jaxparadigm.train.checkpoint import (
+    KEY_ENV_VAR,
+    Checkpointer,
+    CheckpointSignatureError,
+    state_signature,
+)
 from jaxparadigm.train.loop import train
 
 CFG = config_from_dict({"name": "ckpt"})
+CFG_DICT = to_dict(CFG)
 
 
 def _state(seed=0, step=0):
@@ -83,6 +91,89 @@ def test_edited_signature_and_other_config_are_refused(tmp_path):
     meta.write_text(json.dumps(data))
     with pytest.raises(CheckpointSignatureError):
         Checkpointer(tmp_path / "c", CFG).restore(_state())
+
+
+_LEAF_PATHS = ["['opt'][0]", "['opt'][1]", "['params']['b']", "['params']['w']", "['step']"]
+
+
+def _message(state) -> bytes:
+    """The signed message, rebuilt independently: path|dtype|shape|bytes per leaf, then config."""
+    leaves = [state["opt"][0], state["opt"][1], state["params"]["b"], state["params"]["w"]]
+    out = b""
+    for path, leaf in zip(_LEAF_PATHS, [*leaves, state["step"]], strict=True):
+        leaf = np.asarray(leaf)
+        out += f"{path}|{leaf.dtype.str}|{leaf.shape}|".encode() + leaf.tobytes()
+    return out + json.dumps(CFG_DICT, sort_keys=True, default=str).encode()
+
+
+def _forge(good_dir: Path, evil_state, step: int, kind: str) -> None:
+    """What an attacker with write access does: swap in altered arrays and store their
+    recomputed *unkeyed* sha256 (computed with hashlib) as the signature, under ``kind``."""
+    evil = Checkpointer(good_dir.parent / "evil_src", CFG, key=None)
+    evil.save(evil_state)
+    shutil.rmtree(good_dir / str(step) / "state")
+    shutil.copytree(Path(evil.directory) / str(step) / "state", good_dir / str(step) / "state")
+    meta = good_dir / str(step) / "meta" / "metadata"
+    data = json.loads(meta.read_text())
+    assert data["paths"] == _LEAF_PATHS
+    data["signature"] = hashlib.sha256(_message(evil_state)).hexdigest()
+    data["signature_kind"] = kind
+    meta.write_text(json.dumps(data))
+
+
+def test_keyed_signature_refuses_arrays_with_a_recomputed_sha256(tmp_path, monkeypatch):
+    monkeypatch.delenv(KEY_ENV_VAR, raising=False)
+    evil_state = _state(step=5)
+    evil_state["params"]["w"][0, 0] += 1e-3
+    # Without a key the forgery is NOT detectable (documented): sha256 is integrity only.
+    plain = Checkpointer(tmp_path / "plain" / "c", CFG)
+    plain.save(_state(step=5))
+    assert plain.signature_kind == "sha256"
+    _forge(Path(plain.directory), evil_state, 5, "sha256")
+    chex.assert_trees_all_equal(Checkpointer(plain.directory, CFG).restore(_state()), evil_state)
+    # With a key the same forgery is refused, whichever kind the attacker writes.
+    for kind, match in [("sha256", "signature kind 'sha256'"), ("hmac-sha256", "mismatch")]:
+        keyed = Checkpointer(tmp_path / kind / "c", CFG, key=b"secret")
+        keyed.save(_state(step=5))
+        chex.assert_trees_all_equal(keyed.restore(_state()), _state(step=5))
+        _forge(Path(keyed.directory), evil_state, 5, kind)
+        with pytest.raises(CheckpointSignatureError, match=match):
+            Checkpointer(keyed.directory, CFG, key=b"secret").restore(_state())
+
+
+def test_key_kinds_env_var_and_mismatches(tmp_path, monkeypatch):
+    monkeypatch.delenv(KEY_ENV_VAR, raising=False)
+    s = _state(step=2)
+    keyed = state_signature(s, CFG, key="k1")
+    assert keyed == state_signature(s, CFG, key=b"k1") != state_signature(s, CFG, key="k2")
+    assert keyed != state_signature(s, CFG) and len(keyed) == 64
+    # The keyed signature is HMAC-SHA256 over the unkeyed one's message (hmac oracle).
+    msg = _message(s)
+    assert keyed == hmac.new(b"k1", msg, hashlib.sha256).hexdigest()
+    assert state_signature(s, CFG) == hashlib.sha256(msg).hexdigest()
+
+    Checkpointer(tmp_path / "k", CFG, key="k1").save(s)
+    meta = json.loads((tmp_path / "k" / "2" / "meta" / "metadata").read_text())
+    assert (meta["signature_kind"], meta["signature"]) == ("hmac-sha256", keyed)
+    with pytest.raises(CheckpointSignatureError, match="or the key differs"):
+        Checkpointer(tmp_path / "k", CFG, key="k2").restore(_state())
+    with pytest.raises(CheckpointSignatureError, match="signature kind 'hmac-sha256'"):
+        Checkpointer(tmp_path / "k", CFG).restore(_state())
+    monkeypatch.setenv(KEY_ENV_VAR, "k1")  # the env var switches to the keyed kind
+    from_env = Checkpointer(tmp_path / "k", CFG)
+    assert from_env.signature_kind == "hmac-sha256"
+    chex.assert_trees_all_equal(from_env.restore(_state()), s)
+    Checkpointer(tmp_path / "p", CFG, key=None).save(s)  # env key is used: keyed
+    monkeypatch.delenv(KEY_ENV_VAR)
+    with pytest.raises(CheckpointSignatureError, match="signature kind"):
+        Checkpointer(tmp_path / "p", CFG).restore(_state())
+    Checkpointer(tmp_path / "u", CFG).save(s)
+    with pytest.raises(CheckpointSignatureError, match="signature kind 'sha256'"):
+        Checkpointer(tmp_path / "u", CFG, key="k1").restore(_state())
+    with pytest.raises(TypeError, match="key: got int"):
+        Checkpointer(tmp_path / "x", CFG, key=3)
+    with pytest.raises(ValueError, match="key: got an empty key"):
+        state_signature(s, CFG, key=b"")
 
 
 def test_interrupted_then_resumed_run_is_bitwise_equal(make_config, tmp_path):
