@@ -124,8 +124,8 @@ def _(ev):
         return "fails", f"these engineering checks did not work: {', '.join(failed)}."
     return "holds", (
         f"Measured: a NaN batch and an out-of-range label were refused by the schema; drift flagged "
-        f"exactly the shifted feature (PSI {max(ev['drift_psi']):.2f}); a checkpoint signed under another "
-        f"config was refused; NaN steps were skipped and the run rolled back "
+        f"exactly the shifted feature (PSI {max(ev['drift_psi']):.2f}); a checkpoint signed (sha256 over "
+        f"state + config; HMAC when a key is set) under another config was refused; NaN steps were skipped and the run rolled back "
         f"({ev['guard_events'].count('skip')} skips, {ev['guard_events'].count('rollback')} rollback) "
         f"and ended at loss {ev['guard_final_loss']:.4f} vs {ev['clean_final_loss']:.4f} clean; a restore "
         f"takes {ev['restore_seconds_median']:.2f} s. Not exercised: {', '.join(ev['not_measured'])}."
