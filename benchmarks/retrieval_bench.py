@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     from jaxparadigm.retrieval import load_minilm
 
+    load_before = os.getloadavg()[0]
     sents = make_sentences(args.n)
     queries = make_sentences(args.queries, seed=1, lo=5, hi=20)
     t0 = time.perf_counter()
@@ -111,7 +112,8 @@ def main(argv: list[str] | None = None) -> dict:
         f"all-MiniLM-L6-v2, {args.n} sentences of 5-60 words, median of {args.repeats} interleaved "
         f"runs; {args.queries} single-query calls. {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs shared with other jobs while measuring (ratios are the robust "
-        f"figure). Model load {load_s:.1f} s.",
+        f"figure); 1-minute load average {load_before:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end. Model load {load_s:.1f} s.",
         "",
         "| implementation | " + " | ".join(f"sent/s @ batch {b}" for b in args.batch_sizes)
         + " | single-query P50 ms | P99 ms | warm-up (compile) s |",
@@ -139,6 +141,8 @@ def main(argv: list[str] | None = None) -> dict:
     else:
         lines += ["", "sentence-transformers not installed: no reference row."]
     lines.append(
+        f"Ours runs every batch size as length-sorted micro-batches of <= {ours.micro_batch} rows "
+        f"padded to {len(ours.length_buckets)} bucket lengths {ours.length_buckets}; "
         f"jit compiled {len(ours.compiled_shapes)} (rows, length) shapes for this whole run: "
         f"{sorted(ours.compiled_shapes)}."
     )

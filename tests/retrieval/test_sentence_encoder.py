@@ -67,19 +67,44 @@ def test_compiled_shapes_stay_bounded(encoder):
     before = set(encoder.compiled_shapes)
     got = encoder.encode(sents, batch_size=8)
     new = encoder.compiled_shapes - before
-    assert {r for r, _ in new} <= {1, 2, 4, 8} and {t for _, t in new} <= {16, 24, 32, 48}
+    assert {r for r, _ in new} <= {1, 2, 4, 8} and {t for _, t in new} <= {16, 24, 32, 40}
     assert len(encoder.compiled_shapes) <= len(encoder.length_buckets) * 4 + len(before)
     # every sentence came out of a bucketed batch yet equals its own single encoding
     np.testing.assert_allclose(got[:2], np.stack([encoder.encode(s) for s in sents[:2]]), atol=1e-6)
 
 
 def test_length_buckets():
-    assert length_buckets(256) == (16, 24, 32, 48, 64, 96, 128, 192, 256)
-    assert length_buckets(100) == (16, 24, 32, 48, 64, 96, 100)
+    assert length_buckets(256) == (16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256)
+    assert length_buckets(100) == (16, 24, 32, 40, 48, 56, 64, 80, 96, 100)
     assert length_buckets(20) == (16, 20)
     assert length_buckets(8) == (8,)
     with pytest.raises(ValueError, match="max_seq_length"):
         length_buckets(0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(max_len=st.integers(1, 512))
+def test_length_buckets_pad_at_most_a_quarter_above_32(max_len):
+    buckets = length_buckets(max_len)
+    assert buckets[-1] == max_len and list(buckets) == sorted(set(buckets))
+    assert all(b % 8 == 0 for b in buckets[:-1])
+    for n in range(1, max_len + 1):
+        b = next(b for b in buckets if b >= n)
+        assert b <= max(16, n + 8, 1.25 * n), (n, b)
+
+
+def test_large_batch_runs_as_micro_batches(encoder):
+    sents = [s + " " + "word " * (i % 5) for i, s in enumerate(SHORT * 6)]  # 36, all <= 24 tokens
+    before = set(encoder.compiled_shapes)
+    big = encoder.encode(sents, batch_size=128)
+    assert {r for r, _ in encoder.compiled_shapes - before} <= {1, 2, 4, 8, 16, 32}
+    assert encoder.micro_batch == 32
+    small = encoder.encode(sents, batch_size=32)
+    assert np.abs(big - small).max() <= 1e-6
+    # micro_batch only changes mechanics, never the numbers
+    sub = SentenceEncoder(encoder.model, encoder.tokenizer, micro_batch=4)
+    assert np.abs(sub.encode(sents[:8], batch_size=128) - big[:8]).max() <= 1e-6
+    assert {r for r, _ in sub.compiled_shapes} == {4}
 
 
 @settings(max_examples=500, deadline=None)
@@ -110,6 +135,9 @@ def test_constructor_type_checks(encoder):
         SentenceEncoder("model", encoder.tokenizer)
     with pytest.raises(ValueError, match="max_seq_length"):
         SentenceEncoder(encoder.model, encoder.tokenizer, max_seq_length=513)
+    for bad in (0, 2.0, True):
+        with pytest.raises(ValueError, match="micro_batch: got"):
+            SentenceEncoder(encoder.model, encoder.tokenizer, micro_batch=bad)
 
 
 def test_installed_package_is_found():
