@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
 from jaxparadigm.claims.figures import bar_chart
 from jaxparadigm.claims.ledger import experiment
 from jaxparadigm.retrieval import SemanticIndex, keyword_search, load_minilm
-from jaxparadigm.retrieval.evaluation import seed_example
+from jaxparadigm.retrieval.evaluation import dot_vs_cosine, seed_example
 from jaxparadigm.retrieval.pydoc_corpus import read_corpus
 from jaxparadigm.retrieval.pydoc_queries import PYDOC_QUERIES
 from jaxparadigm.retrieval.ranking_metrics import (
@@ -131,46 +129,27 @@ def _(ev):
     "np.dot(query_emb, doc_embs.T) is 'an approximation of cosine similarity' for these embeddings.",
 )
 def c1_2():
-    enc = _encoder()
-    names, texts = read_corpus("pydoc")
-    queries, docs = [q.text for q in PYDOC_QUERIES[:16]], texts[:16]
-    q, d = enc.encode(queries, normalize=True), enc.encode(docs, normalize=True)
-    q64, d64 = q.astype(np.float64), d.astype(np.float64)
-    cos = (q64 @ d64.T) / np.outer(np.linalg.norm(q64, axis=1), np.linalg.norm(d64, axis=1))
-    raw_q = enc.encode(queries, normalize=False).astype(np.float64)
-    raw_d = enc.encode(docs, normalize=False).astype(np.float64)
-    raw_cos = (raw_q @ raw_d.T) / np.outer(
-        np.linalg.norm(raw_q, axis=1), np.linalg.norm(raw_d, axis=1)
-    )
-    raw_dot = raw_q @ raw_d.T
-    norms = np.concatenate([np.linalg.norm(raw_q, axis=1), np.linalg.norm(raw_d, axis=1)])
-    return {
-        "normalized_max_abs_dot_minus_cos": float(np.max(np.abs(q @ d.T - cos))),
-        "normalized_max_abs_norm_minus_1": float(np.max(np.abs(np.linalg.norm(d64, axis=1) - 1.0))),
-        "unnormalized_norm_range": [float(norms.min()), float(norms.max())],
-        "unnormalized_max_abs_dot_minus_cos": float(np.max(np.abs(raw_dot - raw_cos))),
-        "unnormalized_top1_agreement_dot_vs_cos": float(
-            np.mean(np.argmax(raw_dot, axis=1) == np.argmax(raw_cos, axis=1))
-        ),
-    }
+    _, texts = read_corpus("pydoc")
+    index = SemanticIndex(_encoder()).add(texts[:16])
+    return dot_vs_cosine(index, [q.text for q in PYDOC_QUERIES[:16]], n_raw=16)
 
 
 @c1_2.decide
 def _(ev):
-    exact = ev["normalized_max_abs_dot_minus_cos"] < 1e-5
-    raw_differs = ev["unnormalized_max_abs_dot_minus_cos"] > 1e-3
+    exact = ev["max_abs_dot_minus_cos_normalized"] < 1e-5
+    raw_differs = ev["max_abs_dot_minus_cos_unnormalized"] > 1e-3
     if exact and raw_differs:
         return "conditional", (
             f"Not an approximation: all-MiniLM-L6-v2's pipeline L2-normalises, so the dot product IS "
-            f"the cosine (max |dot - cos| = {ev['normalized_max_abs_dot_minus_cos']:.1e}, float32 "
+            f"the cosine (max |dot - cos| = {ev['max_abs_dot_minus_cos_normalized']:.1e}, float32 "
             f"rounding). Without that Normalize step the norms range over "
             f"{ev['unnormalized_norm_range'][0]:.2f}..{ev['unnormalized_norm_range'][1]:.2f} and np.dot "
-            f"is no cosine at all (max difference {ev['unnormalized_max_abs_dot_minus_cos']:.2f}; top-1 "
-            f"agreement {ev['unnormalized_top1_agreement_dot_vs_cos']:.0%})."
+            f"is no cosine at all (max difference {ev['max_abs_dot_minus_cos_unnormalized']:.2f}; top-1 "
+            f"agreement {ev['unnormalized_top1_agreement']:.0%})."
         )
     if exact:
         return "holds", "dot product and cosine coincide, normalised or not."
     return (
         "fails",
-        f"dot product differs from cosine by {ev['normalized_max_abs_dot_minus_cos']:.2e} even normalised.",
+        f"dot product differs from cosine by {ev['max_abs_dot_minus_cos_normalized']:.2e} even normalised.",
     )

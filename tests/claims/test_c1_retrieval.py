@@ -43,10 +43,10 @@ def test_c1_1_measured():
 
 def test_c1_2_dot_is_cosine_when_normalized():
     v = c1.c1_2.run()
-    assert v.evidence["normalized_max_abs_dot_minus_cos"] < 1e-5
+    assert v.evidence["max_abs_dot_minus_cos_normalized"] < 1e-5
     assert v.evidence["unnormalized_norm_range"][0] > 1.5  # raw mean-pooled norms are far from 1
     assert v.status == "conditional"
-    same = dict(v.evidence, unnormalized_max_abs_dot_minus_cos=0.0)
+    same = dict(v.evidence, max_abs_dot_minus_cos_unnormalized=0.0)
     assert c1.c1_2.verdict_from(same).status == "holds"
-    off = dict(v.evidence, normalized_max_abs_dot_minus_cos=0.1)
+    off = dict(v.evidence, max_abs_dot_minus_cos_normalized=0.1)
     assert c1.c1_2.verdict_from(off).status == "fails"
