@@ -59,6 +59,15 @@ def _config_block(cfg) -> str:
     return "```yaml\n" + yaml.safe_dump(to_dict(cfg), sort_keys=False) + "```"
 
 
+def _write_report(out: Path, lines: list[str], cfg) -> Path:
+    """Write ``lines`` plus the config as YAML to ``out/report.md``; returns its path."""
+    report = out / "report.md"
+    report.write_text(
+        "\n".join([*lines, "## Config", "", _config_block(cfg), ""]), encoding="utf-8"
+    )
+    return report
+
+
 def _train_section(result: TrainResult, cfg) -> list[str]:
     g = result.state.guard
     lines = [
@@ -132,10 +141,7 @@ def _run_train(cfg) -> Path:
             f"- sha256 of the final state + config: `{state_signature(result.state, cfg)}`",
             "",
         ]
-    lines += ["## Config", "", _config_block(cfg), ""]
-    report = out / "report.md"
-    report.write_text("\n".join(lines), encoding="utf-8")
-    return report
+    return _write_report(out, lines, cfg)
 
 
 def _replace_optim(cfg, name: str, nu_dtype: str, loss_scaling: bool):
@@ -189,14 +195,8 @@ def _run_mixed_precision(cfg) -> Path:
         "",
         f"![loss by nu dtype]({plot.name})",
         "",
-        "## Config",
-        "",
-        _config_block(cfg),
-        "",
     ]
-    report = out / "report.md"
-    report.write_text("\n".join(lines), encoding="utf-8")
-    return report
+    return _write_report(out, lines, cfg)
 
 
 def _run_overflow(cfg) -> Path:
@@ -247,14 +247,8 @@ def _run_overflow(cfg) -> Path:
         "",
         demo.table(),
         "",
-        "## Config",
-        "",
-        _config_block(cfg),
-        "",
     ]
-    report = out / "report.md"
-    report.write_text("\n".join(lines), encoding="utf-8")
-    return report
+    return _write_report(out, lines, cfg)
 
 
 _TASKS = {"train": _run_train, "mixed_precision": _run_mixed_precision, "overflow": _run_overflow}
