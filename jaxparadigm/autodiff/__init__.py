@@ -11,9 +11,13 @@ from jaxparadigm.autodiff.function import Function
 from jaxparadigm.autodiff.graph import Graph, trace
 from jaxparadigm.autodiff.growth import graph_growth
 from jaxparadigm.autodiff.registry import (
+    MissingJVPRule,
     MissingVJPRule,
+    get_jvp,
     get_vjp,
+    register_jvp,
     register_vjp,
+    registered_jvp_primitives,
     registered_primitives,
 )
 from jaxparadigm.autodiff.reverse_mode import grad, value_and_grad, vjp
@@ -21,11 +25,15 @@ from jaxparadigm.autodiff.reverse_mode import grad, value_and_grad, vjp
 __all__ = [
     "Function",
     "Graph",
+    "MissingJVPRule",
     "MissingVJPRule",
+    "get_jvp",
     "get_vjp",
     "grad",
     "graph_growth",
+    "register_jvp",
     "register_vjp",
+    "registered_jvp_primitives",
     "registered_primitives",
     "trace",
     "value_and_grad",

@@ -1,7 +1,7 @@
-"""The static VJP registry: forward primitive name -> gradient rule (claim C3.2).
+"""The static rule registries: forward primitive name -> derivative rule (claim C3.2).
 
 Backward is decomposed per op. Every primitive that can appear in a traced program (a jaxpr
-equation) maps, through one table, to a rule
+equation) maps, through one table, to a VJP rule
 
     rule(ct, *primals, **params) -> tuple of input cotangents (``None`` = zero)
 
@@ -10,6 +10,17 @@ where ``ct`` is the output cotangent (a list of them when the primitive has seve
 ``lax`` ops, so a backward pass is itself a traceable program and can be differentiated again
 (claim C3.3). This mirrors Autodidax's ``transpose_rules`` table: adding a primitive means adding
 a rule, never a branch in the interpreter.
+
+Forward mode has a second table of the same shape (Autodidax's ``jvp_rules``):
+
+    rule(primals, tangents, **params) -> (primal_out, tangent_out)
+
+``primals`` and ``tangents`` are sequences, one entry per operand; ``tangents[i] is None`` is a
+symbolic zero (an operand that is not being differentiated, or an integer one). ``primal_out`` and
+``tangent_out`` are one array each, or lists when the primitive has several results;
+``tangent_out`` (or an entry of it) may be ``None`` for a zero tangent.
+
+Both tables are instances of one mechanism, :class:`RuleTable`.
 """
 
 from __future__ import annotations
@@ -17,17 +28,25 @@ from __future__ import annotations
 from collections.abc import Callable
 
 __all__ = [
+    "JVPRule",
+    "MissingJVPRule",
     "MissingVJPRule",
+    "RuleTable",
     "VJPRule",
+    "get_jvp",
     "get_vjp",
+    "has_jvp",
     "has_vjp",
+    "register_jvp",
     "register_vjp",
+    "registered_jvp_primitives",
     "registered_primitives",
+    "unregister_jvp",
+    "unregister_vjp",
 ]
 
 VJPRule = Callable[..., tuple]
-
-_RULES: dict[str, VJPRule] = {}
+JVPRule = Callable[..., tuple]
 
 
 class MissingVJPRule(NotImplementedError):
@@ -44,58 +63,141 @@ class MissingVJPRule(NotImplementedError):
             f"    @jaxparadigm.autodiff.register_vjp({primitive_name!r})\n"
             f"    def _{primitive_name}_vjp(ct, *primals, **params):\n"
             f"        return (cotangent_for_each_primal, ...)  # None means zero\n"
-            f"(registered: {len(_RULES)} primitives; see registered_primitives())."
+            f"(registered: {len(VJP_RULES)} primitives; see registered_primitives())."
         )
 
 
+class MissingJVPRule(NotImplementedError):
+    """No forward-mode (JVP) rule is registered for a primitive (claim C3.2, forward mode)."""
+
+    def __init__(self, primitive_name: str):
+        self.primitive_name = primitive_name
+        super().__init__(
+            f"no JVP rule registered for primitive {primitive_name!r}. Register one with\n"
+            f"    @jaxparadigm.autodiff.register_jvp({primitive_name!r})\n"
+            f"    def _{primitive_name}_jvp(primals, tangents, **params):\n"
+            f"        return primal_out, tangent_out  # a None tangent means zero\n"
+            f"(registered: {len(JVP_RULES)} primitives; see registered_jvp_primitives())."
+        )
+
+
+class RuleTable:
+    """A static table primitive name -> rule; ``kind`` names it in messages ('VJP' or 'JVP')."""
+
+    def __init__(self, kind: str, missing: type[NotImplementedError]):
+        self.kind = kind
+        self.missing = missing
+        self.rules: dict[str, Callable[..., tuple]] = {}
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def register(self, primitive_name: str, *aliases: str, overwrite: bool = False):
+        """Decorator adding a rule under ``primitive_name`` (and ``aliases``).
+
+        Registering a name twice raises ``ValueError`` unless ``overwrite=True``; every name is
+        checked before any is written, so a conflicting alias leaves no partial entry.
+        """
+        fn = f"register_{self.kind.lower()}"
+        names = (primitive_name, *aliases)
+        for name in names:
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"{fn}: primitive_name={name!r}; expected a non-empty str")
+
+        def decorate(rule):
+            if not callable(rule):
+                raise TypeError(f"{fn}({primitive_name!r}): rule={rule!r} is not callable")
+            for name in names:
+                if name in self.rules and not overwrite and self.rules[name] is not rule:
+                    raise ValueError(
+                        f"{fn}: a rule for primitive {name!r} already exists; "
+                        "pass overwrite=True to replace it"
+                    )
+            for name in names:
+                self.rules[name] = rule
+            return rule
+
+        return decorate
+
+    def get(self, primitive_name: str):
+        """The rule registered for ``primitive_name``; the table's ``missing`` error if none."""
+        if not isinstance(primitive_name, str):
+            raise TypeError(
+                f"get_{self.kind.lower()}: primitive_name={primitive_name!r}; expected a str"
+            )
+        try:
+            return self.rules[primitive_name]
+        except KeyError:
+            raise self.missing(primitive_name) from None
+
+    def has(self, primitive_name: str) -> bool:
+        return primitive_name in self.rules
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(sorted(self.rules))
+
+    def unregister(self, primitive_name: str) -> None:
+        self.rules.pop(primitive_name, None)
+
+
+VJP_RULES = RuleTable("VJP", MissingVJPRule)
+JVP_RULES = RuleTable("JVP", MissingJVPRule)
+
+
 def register_vjp(primitive_name: str, *aliases: str, overwrite: bool = False):
-    """Decorator adding ``rule`` to the registry under ``primitive_name`` (and ``aliases``). C3.2.
+    """Decorator adding ``rule`` to the VJP registry under ``primitive_name`` (and ``aliases``). C3.2.
 
     ``rule(ct, *primals, **params)`` returns one cotangent per primal (``None`` for zero).
     Registering a name twice raises ``ValueError`` unless ``overwrite=True``.
     """
-    names = (primitive_name, *aliases)
-    for name in names:
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"register_vjp: primitive_name={name!r}; expected a non-empty str")
-
-    def decorate(rule: VJPRule) -> VJPRule:
-        if not callable(rule):
-            raise TypeError(f"register_vjp({primitive_name!r}): rule={rule!r} is not callable")
-        # Check every name before writing any, so a conflicting alias leaves no partial entry.
-        for name in names:
-            if name in _RULES and not overwrite and _RULES[name] is not rule:
-                raise ValueError(
-                    f"register_vjp: a rule for primitive {name!r} already exists; "
-                    "pass overwrite=True to replace it"
-                )
-        for name in names:
-            _RULES[name] = rule
-        return rule
-
-    return decorate
+    return VJP_RULES.register(primitive_name, *aliases, overwrite=overwrite)
 
 
 def get_vjp(primitive_name: str) -> VJPRule:
-    """The rule registered for ``primitive_name``; ``MissingVJPRule`` if none. C3.2."""
-    if not isinstance(primitive_name, str):
-        raise TypeError(f"get_vjp: primitive_name={primitive_name!r}; expected a str")
-    try:
-        return _RULES[primitive_name]
-    except KeyError:
-        raise MissingVJPRule(primitive_name) from None
+    """The VJP rule registered for ``primitive_name``; ``MissingVJPRule`` if none. C3.2."""
+    return VJP_RULES.get(primitive_name)
 
 
 def has_vjp(primitive_name: str) -> bool:
-    """Whether ``primitive_name`` has a registered rule. C3.2."""
-    return primitive_name in _RULES
+    """Whether ``primitive_name`` has a registered VJP rule. C3.2."""
+    return VJP_RULES.has(primitive_name)
 
 
 def registered_primitives() -> tuple[str, ...]:
-    """Sorted names of every primitive with a rule: the static table of claim C3.2."""
-    return tuple(sorted(_RULES))
+    """Sorted names of every primitive with a VJP rule: the static table of claim C3.2."""
+    return VJP_RULES.names()
 
 
 def unregister_vjp(primitive_name: str) -> None:
-    """Remove a rule (used by tests that register temporary rules). C3.2."""
-    _RULES.pop(primitive_name, None)
+    """Remove a VJP rule (used by tests that register temporary rules). C3.2."""
+    VJP_RULES.unregister(primitive_name)
+
+
+def register_jvp(primitive_name: str, *aliases: str, overwrite: bool = False):
+    """Decorator adding ``rule`` to the JVP registry under ``primitive_name`` (and ``aliases``). C3.2.
+
+    ``rule(primals, tangents, **params)`` returns ``(primal_out, tangent_out)``; a ``None``
+    tangent (in or out) is a symbolic zero. Registering a name twice raises ``ValueError`` unless
+    ``overwrite=True``.
+    """
+    return JVP_RULES.register(primitive_name, *aliases, overwrite=overwrite)
+
+
+def get_jvp(primitive_name: str) -> JVPRule:
+    """The JVP rule registered for ``primitive_name``; ``MissingJVPRule`` if none. C3.2."""
+    return JVP_RULES.get(primitive_name)
+
+
+def has_jvp(primitive_name: str) -> bool:
+    """Whether ``primitive_name`` has a registered JVP rule. C3.2."""
+    return JVP_RULES.has(primitive_name)
+
+
+def registered_jvp_primitives() -> tuple[str, ...]:
+    """Sorted names of every primitive with a JVP rule."""
+    return JVP_RULES.names()
+
+
+def unregister_jvp(primitive_name: str) -> None:
+    """Remove a JVP rule (used by tests that register temporary rules)."""
+    JVP_RULES.unregister(primitive_name)

@@ -1,0 +1,28 @@
+"""The project's own error types: what the user got wrong, versus what went wrong in training.
+
+* :class:`InputError` -- the user's input is wrong (a config key, a file, a query, an argument).
+  It subclasses ``ValueError`` so library callers can keep catching ``ValueError``. The message
+  names the argument or key path, the value found and what was expected. The CLI prints it as one
+  line on stderr and exits with status 2.
+* :class:`ConfigError` -- an :class:`InputError` about a config key path (``optim.learning_rate``).
+* :class:`TrainingAborted` -- a run stopped by a give-up rule (it can no longer train). The CLI
+  prints it as one line and exits with status 3.
+
+Any other exception is a bug: the CLI lets it propagate with its traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ConfigError", "InputError", "TrainingAborted"]
+
+
+class InputError(ValueError):
+    """Bad user input (argument, file, query, config): CLI exit status 2."""
+
+
+class ConfigError(InputError):
+    """A config key path holds a bad value, is unknown, or is missing: CLI exit status 2."""
+
+
+class TrainingAborted(RuntimeError):
+    """A training run gave up (for example, the guard's give-up rule fired): CLI exit status 3."""
