@@ -361,6 +361,8 @@ def format_search(query: str, corpus: str = "pydoc", top_k: int = 5) -> str:
 
     ``corpus`` is ``"pydoc"`` (semantic: passages, topic = best passage) or a UTF-8 text file with one
     document per line (semantic: whole lines). The pydoc passage embeddings are cached on disk.
+    A query without any word piece is refused (``InputError``) before the corpus is indexed; an
+    ``[UNK]``-only one warns once (``UnknownWordPieceWarning``); the echoed query is shortened.
     """
     if not isinstance(query, str):
         raise TypeError(f"query: got {type(query).__name__}, expected str")
