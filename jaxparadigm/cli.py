@@ -61,9 +61,15 @@ def _cmd_claims(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
+    import warnings
+
     from jaxparadigm.retrieval.evaluation import format_search
 
-    print(format_search(args.query, corpus=args.corpus, top_k=args.top_k))
+    with warnings.catch_warnings(record=True) as caught:  # each warning: one stderr line
+        out = format_search(args.query, corpus=args.corpus, top_k=args.top_k)
+    for w in caught:
+        print(f"jaxparadigm search: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
+    print(out)
     return 0
 
 
