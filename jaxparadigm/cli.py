@@ -65,6 +65,8 @@ def _cmd_claims(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
+    import warnings
+
     if args.index:
         from jaxparadigm.retrieval.index_text import index_search_text
 
@@ -73,7 +75,11 @@ def _cmd_search(args: argparse.Namespace) -> int:
         return 0
     from jaxparadigm.retrieval.evaluation import format_search
 
-    print(format_search(args.query, corpus=args.corpus, top_k=args.top_k))
+    with warnings.catch_warnings(record=True) as caught:  # each warning: one stderr line
+        out = format_search(args.query, corpus=args.corpus, top_k=args.top_k)
+    for w in caught:
+        print(f"jaxparadigm search: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
+    print(out)
     return 0
 
 
