@@ -105,9 +105,13 @@ class IndexSearcher:
         recall_target: float = 0.95,
         model_name: str = DEFAULT_MODEL_NAME,
     ) -> list[list[Hit]]:
-        """Encode ``queries`` with ``encoder`` and return the top ``k`` hits of each, best first."""
+        """Encode ``queries`` with ``encoder`` and return the top ``k`` hits of each, best first.
+
+        A query the tokenizer finds no word piece in is refused (``SentenceEncoder.check_texts``).
+        """
         self.check_encoder(encoder, model_name)
         texts = [queries] if isinstance(queries, str) else list(queries)
+        encoder.check_texts(texts, "queries")  # no word piece: InputError; only [UNK]: a warning
         q = np.asarray(encoder.encode(texts, normalize=True), np.float32).reshape(len(texts), -1)
         top = self.vectors.search(q, k, approx=approx, recall_target=recall_target)
         return self.hits(top)

@@ -14,6 +14,7 @@ from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval.index_build import add_to_index, build_index
 from jaxparadigm.retrieval.index_search import Hit, IndexSearcher
 from jaxparadigm.retrieval.index_store import read_manifest
+from jaxparadigm.retrieval.sentence_encoder import shorten
 
 __all__ = ["index_build_text", "index_add_text", "index_info_text", "index_search_text"]
 
@@ -105,13 +106,13 @@ def index_search_text(
     excerpt_chars: int = 160,
 ) -> str:
     """The top ``top_k`` passages of the index for ``query``: score, source [start:end], excerpt."""
-    if not isinstance(query, str) or not query.strip():
-        raise InputError(f"query: got {query!r}, expected a non-empty string")
+    if not isinstance(query, str):
+        raise TypeError(f"query: got {type(query).__name__}, expected str")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise InputError(f"top_k: got {top_k!r}, expected an int >= 1")
     searcher = IndexSearcher(index_dir, dtype=dtype)
     hits = searcher.search(_encoder(model_path), query, top_k, approx=approx)[0]
-    lines = [f"query: {query!r}  index: {index_dir} ({len(searcher)} passages, {dtype})"]
+    lines = [f"query: {shorten(query, 80)}  index: {index_dir} ({len(searcher)} passages, {dtype})"]
     lines += [
         f"  {r}. [{h.score:.3f}] {h.source} [{h.start}:{h.end}]\n     {_excerpt(h, excerpt_chars)}"
         for r, h in enumerate(hits, 1)

@@ -32,6 +32,14 @@ class HashEncoder:
         out = np.stack([self.vector(t) for t in texts]).astype(np.float32)
         return out
 
+    def check_texts(self, texts, name):
+        """SentenceEncoder.check_texts's refusal, simplified: a blank text has no word piece."""
+        from jaxparadigm.errors import InputError
+
+        for i, t in enumerate(texts):
+            if not t.strip():
+                raise InputError(f"{name}[{i}] {t!r}: the tokenizer finds no word piece in it")
+
     def vector(self, text):
         seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
         v = np.random.default_rng(seed).standard_normal(self.dim)

@@ -77,6 +77,8 @@ def test_search_returns_the_passage_the_query_was_encoded_from(tmp_path, docs, h
     hits = searcher.search(hash_encoder, [target.text, searcher.passage(2).text], k=3)
     assert hits[0][0].row == 13 and hits[0][0].text == target.text
     assert abs(hits[0][0].score - 1.0) < 1e-5 and hits[1][0].row == 2
+    with pytest.raises(InputError, match=r"queries\[1\]"):
+        searcher.search(hash_encoder, ["fine", "  "], k=3)
     emb = _all_embeddings(out)
     brute = np.argsort(-(emb @ hash_encoder.vector(target.text)), kind="stable")[:3]
     assert [h.row for h in hits[0]] == list(brute)

@@ -64,6 +64,12 @@ def test_build_info_search_add_and_tamper(encoder, corpus, capsys):
     )
     assert _hits(capsys.readouterr().out)[0][1].endswith("more.jsonl:1")
 
+    assert cli_main(["search", " \x00 ", "--index", idx]) == 2
+    assert "finds no word piece" in capsys.readouterr().err
+    assert cli_main(["search", "\U0001f600", "--index", idx, "--top-k", "1"]) == 0
+    captured = capsys.readouterr()
+    assert "warning:" in captured.err and "[UNK]" in captured.err and "1. [" in captured.out
+
     shard = next((corpus / "idx").glob("shard_00000-*.npy"))
     shard.write_bytes(shard.read_bytes()[:-4] + b"\0\0\0\0")
     assert cli_main(["search", "cat", "--index", idx]) == 2
