@@ -20,9 +20,9 @@ __all__ = ["index_build_text", "index_add_text", "index_info_text", "index_searc
 
 
 def _encoder(model_path: str | os.PathLike | None):
-    from jaxparadigm.retrieval.evaluation import _cached_encoder
+    from jaxparadigm.retrieval.sentence_encoder import cached_minilm
 
-    return _cached_encoder(None if model_path is None else str(model_path))
+    return cached_minilm(None if model_path is None else str(model_path))
 
 
 def _summary(verb: str, index_dir: Path, m: dict, added: int, seconds: float) -> str:

@@ -24,6 +24,7 @@ beyond float rounding. The tokenizer given to :class:`SentenceEncoder` is copied
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -52,6 +53,7 @@ __all__ = [
     "SentenceEncoder",
     "UnknownWordPieceWarning",
     "load_minilm",
+    "cached_minilm",
     "minilm_path",
     "length_buckets",
     "shorten",
@@ -126,6 +128,14 @@ def _packed_forward(graphdef, state, input_ids, segment_ids, position_ids, segme
     return l2_normalize(pooled) if normalize else pooled
 
 
+def _check_options(dtype, pack) -> tuple[str, bool]:
+    if dtype not in ENCODE_DTYPES:
+        raise InputError(f"dtype: got {dtype!r}, expected one of {', '.join(ENCODE_DTYPES)}")
+    if not isinstance(pack, bool):
+        raise InputError(f"pack: got {pack!r}, expected True or False")
+    return dtype, pack
+
+
 def _cast_floats(state, dtype):
     return jax.tree.map(
         lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, state
@@ -148,6 +158,8 @@ class SentenceEncoder:
         *,
         micro_batch: int = 32,
         pack_length: int = 128,
+        dtype: str = "float32",
+        pack: bool = False,
     ):
         if not isinstance(model, BertEncoder):
             raise TypeError(f"model: got {type(model).__name__}, expected a BertEncoder")
@@ -170,6 +182,7 @@ class SentenceEncoder:
         if isinstance(pack_length, bool) or not isinstance(pack_length, int) or pack_length < 2:
             raise ValueError(f"pack_length: got {pack_length!r}, expected an int >= 2")
         self.pack_length = min(pack_length, max_seq_length)
+        self.compute_dtype, self.pack = _check_options(dtype, pack)
         self.tokenizer = Tokenizer.from_str(tokenizer.to_str())  # a copy: the caller's is unchanged
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=max_seq_length)
@@ -298,21 +311,21 @@ class SentenceEncoder:
         normalize: bool = True,
         show_progress_bar: bool | None = None,
         *,
-        dtype: str = "float32",
-        pack: bool = False,
+        dtype: str | None = None,
+        pack: bool | None = None,
     ) -> np.ndarray:
         """Embed sentences: float32 ``[n, dim]`` (``[dim]`` for one str), mean-pooled, L2-normalised.
 
         ``e = l2_normalize(pooled) = pooled / max(|pooled|, 1e-12)`` when ``normalize`` (C1.2: then
         ``q @ D.T`` is cosine). ``dtype="bfloat16"`` computes in bfloat16 (output float32);
-        ``pack=True`` packs short sentences into shared rows (module docstring).
+        ``pack=True`` packs short sentences into shared rows (module docstring); ``None`` takes
+        the encoder's own ``compute_dtype`` / ``pack`` (constructor arguments).
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size: got {batch_size!r}, expected an int >= 1")
-        if dtype not in ENCODE_DTYPES:
-            raise InputError(f"dtype: got {dtype!r}, expected one of {', '.join(ENCODE_DTYPES)}")
-        if not isinstance(pack, bool):
-            raise InputError(f"pack: got {pack!r}, expected True or False")
+        dtype, pack = _check_options(
+            self.compute_dtype if dtype is None else dtype, self.pack if pack is None else pack
+        )
         single = isinstance(sentences, str)
         ids = self._token_ids([sentences] if single else sentences)
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
@@ -389,3 +402,9 @@ def load_minilm(path: str | os.PathLike | None = None) -> SentenceEncoder:
     except Exception as exc:  # the Rust side raises plain Exception subclasses
         raise ValueError(f"{tok_path}: not a readable tokenizer.json ({exc})") from None
     return SentenceEncoder(model, tokenizer, max_seq_length=max_len)
+
+
+@functools.lru_cache(maxsize=2)
+def cached_minilm(path: str | None = None) -> SentenceEncoder:
+    """:func:`load_minilm`, once per process and ``path``: one encoder and one jit cache (C1.1)."""
+    return load_minilm(path)

@@ -9,9 +9,9 @@ import pytest
 
 @pytest.fixture(scope="session")
 def encoder():
-    from jaxparadigm.retrieval.evaluation import _cached_encoder
+    from jaxparadigm.retrieval.sentence_encoder import cached_minilm
 
-    return _cached_encoder(None)
+    return cached_minilm(None)
 
 
 class HashEncoder:

@@ -234,3 +234,17 @@ def test_encode_option_errors(encoder, kwargs, match):
         encoder.encode(["x"], **kwargs)
     with pytest.raises(ValueError, match="pack_length"):
         SentenceEncoder(encoder.model, encoder.tokenizer, pack_length=1)
+    with pytest.raises(InputError, match="dtype: got 'int8'"):
+        SentenceEncoder(encoder.model, encoder.tokenizer, dtype="int8")
+
+
+def test_encoder_level_defaults(encoder):
+    bf = SentenceEncoder(encoder.model, encoder.tokenizer, dtype="bfloat16", pack=True)
+    assert (bf.compute_dtype, bf.pack) == ("bfloat16", True)
+    np.testing.assert_array_equal(
+        bf.encode(SHORT[:2]), encoder.encode(SHORT[:2], dtype="bfloat16", pack=True)
+    )
+    np.testing.assert_array_equal(
+        bf.encode(SHORT[:2], dtype="float32", pack=False), encoder.encode(SHORT[:2])
+    )
+    assert {v[:2] for v in bf.compiled_variants} == {("bfloat16", True)}
