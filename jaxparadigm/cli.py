@@ -4,6 +4,7 @@
     jaxparadigm claims [--only ID ...] [--json] [--report DIR]
     jaxparadigm search "query" [--corpus FILE|pydoc] [--top-k 5]
     jaxparadigm search "query" --index DIR [--top-k 5] [--dtype float32|bfloat16|int8] [--approx]
+                       [--stream]
     jaxparadigm index build PATH... --out DIR [--chunk-tokens N] [--overlap 32]
     jaxparadigm index add PATH... --index DIR
     jaxparadigm index info DIR
@@ -73,7 +74,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         if args.index:
             from jaxparadigm.retrieval.index_text import index_search_text
 
-            kw = {"dtype": args.dtype, "approx": args.approx}
+            kw = {"dtype": args.dtype, "approx": args.approx, "stream": args.stream}
             out = index_search_text(args.query, args.index, args.top_k, **kw)
         else:
             out = format_search(args.query, corpus=args.corpus, top_k=args.top_k)
@@ -138,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index", metavar="DIR", help="search an index built by `index build`")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "int8"])
     p.add_argument("--approx", action="store_true", help="lax.approx_max_k per block")
+    p.add_argument("--stream", action="store_true", help="read shards per search (low memory)")
     p.set_defaults(func=_cmd_search)
 
     p = sub.add_parser("index", help="build, extend or describe a persistent passage index")

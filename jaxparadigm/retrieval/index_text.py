@@ -102,15 +102,19 @@ def index_search_text(
     *,
     dtype: str = "float32",
     approx: bool = False,
+    stream: bool = False,
     model_path: str | None = None,
     excerpt_chars: int = 160,
 ) -> str:
-    """The top ``top_k`` passages of the index for ``query``: score, source [start:end], excerpt."""
+    """The top ``top_k`` passages of the index for ``query``: score, source [start:end], excerpt.
+
+    ``stream=True`` reads the shards during the search instead of holding them (memory: one
+    placement of shards, not the corpus)."""
     if not isinstance(query, str):
         raise TypeError(f"query: got {type(query).__name__}, expected str")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise InputError(f"top_k: got {top_k!r}, expected an int >= 1")
-    searcher = IndexSearcher(index_dir, dtype=dtype)
+    searcher = IndexSearcher(index_dir, dtype=dtype, resident=not stream)
     hits = searcher.search(_encoder(model_path), query, top_k, approx=approx)[0]
     lines = [f"query: {shorten(query, 80)}  index: {index_dir} ({len(searcher)} passages, {dtype})"]
     lines += [

@@ -50,7 +50,9 @@ def test_build_info_search_add_and_tamper(encoder, corpus, capsys):
     assert len(hits) == 3  # every passage (top-k 5 is capped at the 3 indexed)
     assert [h[1].rsplit("docs/", 1)[1] for h in hits] == ["db/tuning.txt"] * 2 + ["pets/cats.md"]
     assert hits[0][0] > hits[1][0] > hits[2][0] and hits[0][0] <= 1
-    assert cli_main(["search", "a sleepy young cat", "--index", idx, "--top-k", "1"]) == 0
+    assert (
+        cli_main(["search", "a sleepy young cat", "--index", idx, "--top-k", "1", "--stream"]) == 0
+    )
     out = capsys.readouterr().out
     assert [h[1][-12:] for h in _hits(out)] == ["pets/cats.md"] and "kitten" in out
 
