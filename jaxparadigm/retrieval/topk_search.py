@@ -76,17 +76,19 @@ class RowSource:
         if self.rows > _MAX_ROWS:
             raise InputError(f"corpus: {self.rows} rows, at most {_MAX_ROWS} are supported")
 
-    def take(self, start: int, stop: int) -> np.ndarray:
-        """float32 ``[stop - start, dim]`` (a copy of the rows, read from the shards)."""
+    def take(self, start: int, stop: int, rows: int | None = None) -> np.ndarray:
+        """float32 ``[rows, dim]`` holding rows ``[start, stop)`` then zeros (``rows`` defaults to
+        ``stop - start``): one allocation, filled from the shards."""
+        out = np.zeros((stop - start if rows is None else rows, self.dim), np.float32)
         first = int(np.searchsorted(self.bounds, start, side="right")) - 1
-        parts, at = [], start
+        at = start
         for j in range(max(first, 0), len(self.shards)):
             if at >= stop:
                 break
             lo, hi = self.bounds[j], self.bounds[j + 1]
-            parts.append(self.shards[j][at - lo : min(stop, hi) - lo])
+            out[at - start : min(stop, hi) - start] = self.shards[j][at - lo : min(stop, hi) - lo]
             at = min(stop, hi)
-        return np.concatenate(parts) if parts else np.zeros((0, self.dim), np.float32)
+        return out
 
     def gather(self, ids: np.ndarray) -> np.ndarray:
         """float32 ``[*ids.shape, dim]``: the rows ``ids`` (any shape, values in ``[0, rows)``)."""
@@ -240,11 +242,11 @@ class VectorSearcher:
         for i, device in enumerate(self.devices):
             lo = min(start + i * rows, self.source.rows)
             hi = min(lo + rows, self.source.rows)
-            codes, scale = compact_rows(self.source.take(lo, hi), self.dtype)
-            pad = rows - codes.shape[0]
-            datas.append(jax.device_put(np.pad(codes, ((0, pad), (0, 0))), device))
+            # padding rows are zeros (int8: scale 1); they are masked out of every top-k
+            codes, scale = compact_rows(self.source.take(lo, hi, rows), self.dtype)
+            datas.append(jax.device_put(codes, device))
             if scale is not None:
-                scales.append(jax.device_put(np.pad(scale, (0, pad), constant_values=1), device))
+                scales.append(jax.device_put(scale, device))
         sharding = NamedSharding(self.mesh, PartitionSpec("rows"))
         data = jax.make_array_from_single_device_arrays(
             (len(self.devices) * rows, d), sharding, datas

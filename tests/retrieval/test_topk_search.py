@@ -135,6 +135,9 @@ def test_row_source_take_and_gather():
     src = split(x, [7, 13])
     for a, b in [(0, 20), (5, 9), (7, 13), (13, 13), (19, 20)]:
         np.testing.assert_array_equal(src.take(a, b), x[a:b])
+    padded = src.take(18, 20, rows=5)
+    np.testing.assert_array_equal(padded[:2], x[18:20])
+    assert padded.shape == (5, 3) and not padded[2:].any()
     ids = np.array([[19, 0, 7], [6, 13, 12]])
     np.testing.assert_array_equal(src.gather(ids), x[ids])
 
