@@ -16,7 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxparadigm.errors import InputError
-from jaxparadigm.retrieval.topk_search import RowSource, VectorSearcher, compact_rows, rescore
+from jaxparadigm.retrieval.topk_search import (
+    RowSource,
+    VectorSearcher,
+    bfloat16_bits_to_float32,
+    compact_rows,
+    rescore,
+)
 
 
 def unit(rng, n, d):
@@ -128,6 +134,13 @@ def test_compact_rows():
     np.testing.assert_allclose(bf.astype(np.float32), x, rtol=2**-8)
     with pytest.raises(InputError, match="dtype: got 'int4'"):
         compact_rows(x, "int4")
+
+
+def test_bfloat16_bits_decode_exactly():
+    x = np.array([1.0, -2.5, 3.1415927, 1e-30, -0.0, np.inf, 65504.0], np.float32)
+    bf = x.astype(ml_dtypes.bfloat16)
+    got = bfloat16_bits_to_float32(jax.numpy.asarray(bf.view(np.uint16)))
+    np.testing.assert_array_equal(np.asarray(got), bf.astype(np.float32))
 
 
 def test_row_source_take_and_gather():
