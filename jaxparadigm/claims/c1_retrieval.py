@@ -61,6 +61,7 @@ def c1_1():
         "seed_zh": {k: seed["zh"][k] for k in ("scores", "top", "keyword_match", "unk_fraction")},
         "seed_zh_control": {k: seed["zh, unrelated control query"][k] for k in ("scores", "top")},
         "seed_en": {k: seed["en translation"][k] for k in ("scores", "top", "keyword_match")},
+        "relevant_seed_docs": list(RELEVANT_SEED_DOCS),
         "pydoc_queries": len(queries),
         "pydoc_topics": len(names),
         "pydoc": {m: _metrics(r) for m, r in ranks.items()},
@@ -86,12 +87,12 @@ def _scores(scores) -> str:
     return "[" + ", ".join(f"{s:.3f}" for s in scores) + "]"
 
 
-def _english_clause(en) -> tuple[bool, str]:
+def _english_clause(en, relevant) -> tuple[bool, str]:
     """(passed, sentence) for the English translation of the seed example."""
-    if en["top"] not in RELEVANT_SEED_DOCS:
+    if en["top"] not in relevant:
         return False, (
             f"The English translation of the seed example ranks doc {en['top']} first, not one of "
-            f"docs {list(RELEVANT_SEED_DOCS)}."
+            f"docs {relevant}."
         )
     if en["keyword_match"]:
         return False, (
@@ -104,7 +105,7 @@ def _english_clause(en) -> tuple[bool, str]:
     )
 
 
-def _chinese_clauses(zh, ctl) -> tuple[bool, list[str]]:
+def _chinese_clauses(zh, ctl, relevant) -> tuple[bool, list[str]]:
     """(passed, sentences) for the article's own (Chinese) example and its unrelated control query."""
     unk = zh["unk_fraction"][0]
     in_vocab = unk < UNK_LIMIT
@@ -130,8 +131,7 @@ def _chinese_clauses(zh, ctl) -> tuple[bool, list[str]]:
             f"An unrelated Chinese query ranks doc {ctl['top']} first instead (scores "
             f"{_scores(ctl['scores'])})."
         )
-    relevant = zh["top"] in RELEVANT_SEED_DOCS
-    return relevant and in_vocab and not mimicked, sentences
+    return zh["top"] in relevant and in_vocab and not mimicked, sentences
 
 
 @c1_1.decide
@@ -149,8 +149,10 @@ def _(ev):
     pydoc = f"On {ev['pydoc_queries']} paraphrased queries over {ev['pydoc_topics']} pydoc topics, recall@1 is {table}."
     if not semantic_wins:
         return "fails", pydoc + " Semantic retrieval did not beat keyword matching."
-    en_ok, en_sentence = _english_clause(ev["seed_en"])
-    zh_ok, zh_sentences = _chinese_clauses(ev["seed_zh"], ev["seed_zh_control"])
+    en_ok, en_sentence = _english_clause(ev["seed_en"], ev["relevant_seed_docs"])
+    zh_ok, zh_sentences = _chinese_clauses(
+        ev["seed_zh"], ev["seed_zh_control"], ev["relevant_seed_docs"]
+    )
     text = " ".join([pydoc, en_sentence, *zh_sentences])
     if en_ok and zh_ok:
         return "holds", text

@@ -64,8 +64,8 @@ def _(ev):
         results["torch"] = ev["torch"]
     wrong = [k for k, r in results.items() if r != ev["expected"]]
     described = (
-        f"A view (shape {tuple(v['shape'])}, strides {tuple(v['strides'])}, offset {v['offset']}) over "
-        f"storage 0..{v['storage_size'] - 1}"
+        f"A view (shape {tuple(v['shape'])}, strides {tuple(v['strides'])}, offset {v['offset']}) of "
+        f"a {v['storage_size']}-element storage holding its indices"
     )
     if wrong:
         return "fails", (
@@ -136,7 +136,7 @@ def _(ev):
     when PyTorch's default ``.to('cuda')`` was not measured (named) or also returned within half;
     ``conditional`` when only pinned memory with ``non_blocking=True`` returned early."""
     frac, where = ev["dispatch_fraction"], describe_platform(ev["platform"])
-    device = f"the {ev['device_platform']} device on a {where}"
+    device = f"the {ev['device_platform']} device ({where})"
     if ev["zero_copy_h2d"]:
         return "conditional", (
             f"On {device} device_put aliased the host buffer (zero copy): there was no copy to overlap."
@@ -197,7 +197,7 @@ def c2_4():
             got = "error"
         trials += 1
         agree += got == ref
-    ev["random_agreement"] = agree / trials
+    ev["random_agreements"] = agree
     ev["random_trials"] = trials
     torch = torch_or_none()
     if torch is not None:
@@ -216,7 +216,7 @@ def _shape(dims) -> str:
 @c2_4.decide
 def _(ev):
     """``fails`` when ours, numpy or PyTorch (when measured) give another shape than expected for the
-    article's cases, or ours disagrees with numpy on any random shape pair (agreement < 1, NaN too).
+    article's cases, or ours disagrees with numpy on any random shape pair (NaN counts never agree).
     Otherwise ``holds`` with PyTorch measured; ``conditional`` ("PyTorch side not measured") without,
     since the claim is that PyTorch agrees. TF's partial shapes are our port of TF's documented rule."""
     refs = {"ours": ev["ours"], "numpy": ev["numpy"]}
@@ -225,13 +225,13 @@ def _(ev):
     wrong = [k for k, r in refs.items() if r != ev["expected"]]
     cases = "; ".join(
         f"{_shape(a)}x{_shape(b)}->{_shape(e)}"
-        for (a, b), e in zip(ev["article_cases"], ev["expected"], strict=True)
+        for (a, b), e in zip(ev["article_cases"], ev["expected"], strict=False)
     )
     if wrong:
         return "fails", f"Expected {cases}; {', '.join(wrong)} gave {[refs[k] for k in wrong]}."
-    if not ev["random_agreement"] == 1.0:
+    if not ev["random_agreements"] == ev["random_trials"]:
         return "fails", (
-            f"{cases} hold, but ours agrees with numpy on only {ev['random_agreement']:.2%} of "
+            f"{cases} hold, but ours agrees with numpy on only {ev['random_agreements']} of "
             f"{ev['random_trials']} random shape pairs."
         )
     p, q = ev["partial_shape_case"]

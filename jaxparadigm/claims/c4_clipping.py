@@ -164,7 +164,7 @@ def _(ev):
     finite_differ = any(d > AGREE for d in diffs)
     torch_style = "torch" if torch_measured else "torch_formula_port"
     disagree = {
-        label: f"PyTorch {case[torch_style]}"
+        label: f"{'PyTorch' if torch_measured else 'port of PyTorch'} {case[torch_style]}"
         + (
             " (raises with error_if_nonfinite)"
             if case.get("torch_error_if_nonfinite") == "raised"
