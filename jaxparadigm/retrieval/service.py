@@ -1,7 +1,7 @@
 """A traced HTTP search service over a :class:`SemanticIndex` on 127.0.0.1 (C5.2).
 
 ``SearchService(index)`` serves ``POST /search`` with a JSON body ``{"query": str, "k": int}`` and answers
-``{"hits": [[doc, score], ...]}`` (200) or ``{"error": ...}`` (400 for a malformed request). It runs a
+``{"hits": [[doc, score], ...]}`` (the top ``min(k, len(index))``; 200) or ``{"error": ...}`` (400 for a malformed request). It runs a
 stdlib ``ThreadingHTTPServer`` on a free port (``start()`` / ``stop()``, or ``with``), one thread per
 request. Every request is traced with the OpenTelemetry SDK into an in-memory exporter:
 
@@ -38,9 +38,12 @@ __all__ = ["SearchService", "parse_search_request"]
 
 HOST = "127.0.0.1"
 MAX_BODY_BYTES = 64 * 1024
+MAX_K = 100
 
 
-def parse_search_request(body: bytes, max_k: int, fault_injection: bool) -> tuple[str, int, float]:
+def parse_search_request(
+    body: bytes, fault_injection: bool = False, max_k: int = MAX_K
+) -> tuple[str, int, float]:
     """``(query, k, delay_s)`` from a request body; :class:`InputError` naming the field otherwise.
 
     ``delay_s`` (default 0) is accepted only when ``fault_injection`` is on (used by load tests to
@@ -172,7 +175,7 @@ class SearchService:
             try:
                 if path != "/search":
                     raise InputError(f"path: got {path!r}, expected /search")
-                query, k, delay = parse_search_request(body, len(self.index), self.fault_injection)
+                query, k, delay = parse_search_request(body, self.fault_injection)
             except InputError as exc:
                 span.record_exception(exc)
                 span.set_status(Status(StatusCode.ERROR, str(exc)))
@@ -188,6 +191,6 @@ class SearchService:
             q = encoder.encode(query, normalize=True)
         with self.tracer.start_as_current_span("search") as span:
             scores = self.index.embeddings @ q
-            top = np.argsort(-scores, kind="stable")[:k]
+            top = np.argsort(-scores, kind="stable")[: min(k, len(scores))]
             span.set_attribute("k", k)
         return 200, {"hits": [[int(i), float(scores[i])] for i in top]}
