@@ -123,11 +123,11 @@ def _run_train(cfg) -> Path:
         str(same),
         "```",
         "",
-        "Validation split with feature 0 shifted by half a standard deviation: "
+        "Validation split with feature 0 shifted by half a standard deviation (must be flagged): "
         + (
-            "feature 0 flagged, as it must be:"
+            "flagged."
             if 0 in moved.drifted
-            else "feature 0 NOT flagged (the drift check missed a known shift):"
+            else "NOT flagged: the drift check missed a known shift."
         ),
         "",
         "```",

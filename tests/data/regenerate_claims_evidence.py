@@ -18,7 +18,9 @@ OUT = Path(__file__).resolve().parent / "claims" / "evidence.json"
 
 if __name__ == "__main__":
     if torch_or_none() is None:
-        raise SystemExit("install the crosscheck extra (torch) first: the fixture holds PyTorch fields")
+        raise SystemExit(
+            "install the crosscheck extra (torch) first: the fixture holds PyTorch fields"
+        )
     rows = {v.claim_id: v.to_json()["evidence"] for v in run_claims(progress=False)}
     OUT.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {OUT} ({len(rows)} claims)")
