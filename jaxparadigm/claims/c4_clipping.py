@@ -163,17 +163,23 @@ def _(ev):
     ]
     finite_differ = any(d > AGREE for d in diffs)
     torch_style = "torch" if torch_measured else "torch_formula_port"
-    disagree = {
-        label: f"{'PyTorch' if torch_measured else 'port of PyTorch'} {case[torch_style]}"
-        + (
-            " (raises with error_if_nonfinite)"
-            if case.get("torch_error_if_nonfinite") == "raised"
-            else ""
+
+    def raises(case) -> bool:
+        return case.get("torch_error_if_nonfinite") == "raised"
+
+    def outcomes(case) -> str:
+        return (
+            f"{'PyTorch' if torch_measured else 'port of PyTorch'} {case[torch_style]}"
+            + (" (raises with error_if_nonfinite)" if raises(case) else "")
+            + f", TF {case['tf_documented']}, optax {case['optax']}"
         )
-        + f", TF {case['tf_documented']}, optax {case['optax']}"
-        for label, case in ev["nonfinite"].items()
-        if case[torch_style] != case["tf_documented"]
-        or case.get("torch_error_if_nonfinite") == "raised"
+
+    cases = ev["nonfinite"]
+    disagree = [k for k, c in cases.items() if c[torch_style] != c["tf_documented"] or raises(c)]
+    styles_differ = {  # every case where the three styles do not all agree
+        k: outcomes(c)
+        for k, c in cases.items()
+        if k in disagree or c["optax"] != c["tf_documented"]
     }
     per_leaf = ev["finite"]["above_threshold"]["max_rel_diff_vs_tf"]["per_leaf"]
     who = "PyTorch's clip_grad_norm_" if torch_measured else "Our port of PyTorch's formula"
@@ -181,10 +187,12 @@ def _(ev):
         f"{who} and TF's documented formula differ by up to {max(diffs):.1e} on finite gradients"
     )
     nonfinite = (
-        "; ".join(f"{label}: {text}" for label, text in disagree.items()) if disagree else "none"
+        "; ".join(f"{label}: {text}" for label, text in styles_differ.items())
+        if styles_differ
+        else "none"
     )
     tail = (
-        f" Non-finite cases where they differ: {nonfinite}. Per-leaf clipping, a different paradigm, "
+        f" Non-finite cases where the styles differ: {nonfinite}. Per-leaf clipping, a different paradigm, "
         f"differs by {per_leaf:.0%}."
     )
     if not torch_measured:

@@ -4,20 +4,19 @@ import pytest
 
 from jaxparadigm.claims import c2_saved_tensors, c2_tensor
 from jaxparadigm.claims.torch_side import NOT_MEASURED
+from tests.claims.conftest import run_experiments
 
 EXPERIMENTS = (c2_tensor.c2_1, c2_saved_tensors.c2_2, c2_tensor.c2_4, c2_tensor.c2_5)
 
 
 @pytest.fixture(scope="module")
 def verdicts():
-    return {e.claim_id: e.run() for e in EXPERIMENTS}
+    return run_experiments(EXPERIMENTS)
 
 
 @pytest.fixture(scope="module")
 def verdicts_without_torch():
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("JAXPARADIGM_NO_TORCH", "1")
-        return {e.claim_id: e.run() for e in EXPERIMENTS}
+    return run_experiments(EXPERIMENTS, no_torch=True)
 
 
 def test_c2_1_view_over_storage(verdicts):

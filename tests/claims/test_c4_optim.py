@@ -6,20 +6,19 @@ import pytest
 
 from jaxparadigm.claims import c4_clipping, c4_optim
 from jaxparadigm.claims.torch_side import NOT_MEASURED
+from tests.claims.conftest import run_experiments
 
 EXPERIMENTS = (c4_optim.c4_1, c4_optim.c4_2, c4_optim.c4_3, c4_clipping.c4_4)
 
 
 @pytest.fixture(scope="module")
 def verdicts():
-    return {e.claim_id: e.run() for e in EXPERIMENTS}
+    return run_experiments(EXPERIMENTS)
 
 
 @pytest.fixture(scope="module")
 def verdicts_without_torch():
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("JAXPARADIGM_NO_TORCH", "1")
-        return {e.claim_id: e.run() for e in EXPERIMENTS}
+    return run_experiments(EXPERIMENTS, no_torch=True)
 
 
 def test_c4_1_sgd_step(verdicts):
