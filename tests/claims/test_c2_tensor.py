@@ -4,7 +4,7 @@ import pytest
 
 from jaxparadigm.claims import c2_saved_tensors, c2_tensor
 from jaxparadigm.claims.torch_side import NOT_MEASURED
-from tests.claims.conftest import run_experiments
+from tests.claims.conftest import require_torch, run_experiments
 
 EXPERIMENTS = (c2_tensor.c2_1, c2_saved_tensors.c2_2, c2_tensor.c2_4, c2_tensor.c2_5)
 
@@ -49,7 +49,7 @@ def test_c2_5_scatter_and_set(verdicts):
 
 @pytest.mark.crosscheck
 def test_with_torch_the_article_snippets_decide(verdicts):
-    pytest.importorskip("torch")
+    require_torch()
     assert verdicts["C2.1"].evidence["torch"] == verdicts["C2.1"].evidence["expected"]
     assert verdicts["C2.2"].status == "holds"
     assert verdicts["C2.4"].status == "holds"

@@ -6,7 +6,7 @@ import pytest
 
 from jaxparadigm.claims import c4_clipping, c4_optim
 from jaxparadigm.claims.torch_side import NOT_MEASURED
-from tests.claims.conftest import run_experiments
+from tests.claims.conftest import require_torch, run_experiments
 
 EXPERIMENTS = (c4_optim.c4_1, c4_optim.c4_2, c4_optim.c4_3, c4_clipping.c4_4)
 
@@ -61,7 +61,7 @@ def test_c4_4_non_finite_cases(verdicts):
 
 @pytest.mark.crosscheck
 def test_with_torch(verdicts):
-    pytest.importorskip("torch")
+    require_torch()
     assert verdicts["C4.1"].status == "conditional"
     assert verdicts["C4.1"].evidence["torch_unused_grad_is_none"] is True
     assert verdicts["C4.3"].status == "conditional"
