@@ -1,7 +1,7 @@
 """Command line: parses arguments and calls the library; nothing else lives here.
 
     jaxparadigm run CONFIG [key.path=value ...]     run an experiment config (train, retrieval, ...)
-    jaxparadigm claims [--only ID ...] [--json] [--report DIR]
+    jaxparadigm claims [--only ID ...] [--json] [--report DIR] [--config FILE] [claims.key=value ...]
     jaxparadigm search "query" [--corpus FILE|pydoc] [--top-k 5]
     jaxparadigm bench NAME [args ...]                run benchmarks/NAME_bench.py (source checkout)
     jaxparadigm --version
@@ -47,8 +47,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_claims(args: argparse.Namespace) -> int:
     from jaxparadigm import claims
+    from jaxparadigm.config import config_from_dict, load_config
 
-    verdicts = claims.run_claims(only=args.only or None)
+    if args.config:
+        cfg = load_config(args.config, args.overrides)
+    else:  # the article's numbers, plus any claims.* overrides
+        cfg = config_from_dict({"name": "claims"}, args.overrides)
+    verdicts = claims.run_claims(only=args.only or None, config=cfg.claims)
     if args.json:
         print(json.dumps(claims.verdicts_to_json(verdicts), indent=2))
     else:
@@ -104,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--update-readme", metavar="FILE", help="rewrite the 'What the article gets wrong' section"
     )
+    p.add_argument("--config", metavar="FILE", help="YAML config whose claims section is used")
+    p.add_argument("overrides", nargs="*", help="key.path=value, e.g. claims.c5_2.p99_ms=500")
     p.set_defaults(func=_cmd_claims)
 
     p = sub.add_parser("search", help="keyword vs semantic search over a corpus")
