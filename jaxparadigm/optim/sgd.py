@@ -14,6 +14,7 @@ import optax
 
 from jaxparadigm.optim.hyperparams import check_number
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
+from jaxparadigm.optim.param_dtypes import require_inexact
 from jaxparadigm.optim.weight_decay import add_decayed_weights
 
 
@@ -26,7 +27,8 @@ class TraceState(NamedTuple):
 def trace(decay: float, nesterov: bool = False) -> optax.GradientTransformation:
     """Momentum (C4.1): ``b <- g + decay * b``; output ``b`` (or ``g + decay * b`` if ``nesterov``).
 
-    Same recursion as ``torch.optim.SGD`` with ``dampening=0`` and as ``optax.trace``.
+    Same recursion as ``torch.optim.SGD`` with ``dampening=0`` and as ``optax.trace`` (complex
+    params included). Integer params or updates raise ``TypeError``.
     """
     check_number("momentum", decay, low=0.0)
     if not isinstance(nesterov, bool):
@@ -34,10 +36,12 @@ def trace(decay: float, nesterov: bool = False) -> optax.GradientTransformation:
     is_none = lambda x: x is None
 
     def init_fn(params):
+        require_inexact("params", params)
         return TraceState(trace=jax.tree.map(jax.numpy.zeros_like, params))
 
     def update_fn(updates, state, params=None):
         del params
+        require_inexact("updates", updates)
         f = lambda g, t: g + decay * t
         new_trace = jax.tree.map(
             lambda g, t: None if g is None else f(g, t), updates, state.trace, is_leaf=is_none
