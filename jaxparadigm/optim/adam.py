@@ -20,7 +20,7 @@ from jaxparadigm.optim.adam_torch import AdamTorchState
 from jaxparadigm.optim.counters import safe_increment
 from jaxparadigm.optim.hyperparams import check_decay, check_number, storage_dtype
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
-from jaxparadigm.optim.param_dtypes import abs_sq, require_inexact
+from jaxparadigm.optim.param_dtypes import abs_sq, coefficient, require_inexact
 from jaxparadigm.optim.weight_decay import add_decayed_weights
 
 
@@ -77,11 +77,6 @@ def _compute_dtype(g: jax.Array) -> Any:
     return jnp.promote_types(g.dtype, jnp.float32)
 
 
-def _coef(value: Any, dtype: Any) -> Any:
-    """A coefficient in the arithmetic dtype: Python floats stay weak (as in optax)."""
-    return value if isinstance(value, float) else jnp.asarray(value).astype(dtype)
-
-
 def _cast_to_storage(value: jax.Array, stored: jax.Array) -> jax.Array:
     """Cast a new moment to its storage dtype; a real store keeps the real part of ``|g|^2`` sums."""
     if jnp.iscomplexobj(value) and not jnp.iscomplexobj(stored):
@@ -122,14 +117,14 @@ def update_adam_state(
         # ``g**1`` is kept on purpose: it is optax's op sequence, and XLA's fusion (hence the
         # rounding of ``m / (1 - b1^t)``) depends on it; bitwise equality with optax needs it.
         cd = _compute_dtype(g)
-        return _coef(c.one_minus_b1, g.dtype) * (g**1) + _coef(c.b1, cd) * t.astype(cd)
+        return coefficient(c.one_minus_b1, g.dtype) * (g**1) + coefficient(c.b1, cd) * t.astype(cd)
 
     def second_moment(g, t):
         if g is None:
             return None
         cd = _compute_dtype(g)
         sq = abs_sq(g)
-        return _coef(c.one_minus_b2, sq.dtype) * sq + _coef(c.b2, cd) * t.astype(cd)
+        return coefficient(c.one_minus_b2, sq.dtype) * sq + coefficient(c.b2, cd) * t.astype(cd)
 
     mu = jax.tree.map(first_moment, updates, state.mu, is_leaf=is_none)
     nu = jax.tree.map(second_moment, updates, state.nu, is_leaf=is_none)
@@ -141,7 +136,7 @@ def update_adam_state(
     def direction(g, m, v):
         if m is None:
             return None
-        eps_root, eps = _coef(c.eps_root, v.dtype), _coef(c.eps, v.dtype)
+        eps_root, eps = coefficient(c.eps_root, v.dtype), coefficient(c.eps, v.dtype)
         return (m / (jnp.sqrt(v + eps_root) + eps)).astype(g.dtype)
 
     new_updates = jax.tree.map(direction, updates, mu_hat, nu_hat, is_leaf=is_none)

@@ -31,6 +31,15 @@ def scale(step_size: float) -> optax.GradientTransformation:
     return optax.GradientTransformation(lambda params: optax.EmptyState(), update_fn)
 
 
+def scale_updates(updates: Any, step_size: Any) -> Any:
+    """``u <- step_size * u`` with ``step_size`` (a traced scalar) cast to each update's dtype.
+
+    Integer updates raise ``TypeError`` (the product would be truncated back to integers).
+    """
+    require_inexact("updates", updates)
+    return jax.tree.map(lambda g: jnp.array(step_size, dtype=g.dtype) * g, updates)
+
+
 def scale_by_schedule(step_size_fn: Callable[[Any], Any]) -> optax.GradientTransformation:
     """Multiply updates by ``step_size_fn(count)`` and increment ``count`` safely (C4.3).
 
@@ -45,9 +54,7 @@ def scale_by_schedule(step_size_fn: Callable[[Any], Any]) -> optax.GradientTrans
 
     def update_fn(updates, state, params=None):
         del params
-        require_inexact("updates", updates)
-        step_size = step_size_fn(state.count)
-        updates = jax.tree.map(lambda g: jnp.array(step_size, dtype=g.dtype) * g, updates)
+        updates = scale_updates(updates, step_size_fn(state.count))
         return updates, ScaleByScheduleState(count=safe_increment(state.count))
 
     return optax.GradientTransformation(init_fn, update_fn)

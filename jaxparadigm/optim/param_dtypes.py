@@ -39,3 +39,13 @@ def abs_sq(x: jax.Array) -> jax.Array:
     if jnp.iscomplexobj(x):
         return (x.conj() * x).real
     return x**2
+
+
+def coefficient(value: Any, dtype: Any) -> Any:
+    """A scalar hyper-parameter in the arithmetic dtype ``dtype``.
+
+    Python numbers stay Python numbers (weakly typed, so XLA folds them exactly as optax's
+    constants); arrays (live hyper-parameters) are cast to ``dtype``, so a float32 coefficient
+    neither promotes a bfloat16 update nor drops a complex one.
+    """
+    return value if isinstance(value, (int, float)) else jnp.asarray(value).astype(dtype)

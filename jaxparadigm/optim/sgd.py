@@ -14,7 +14,7 @@ import optax
 
 from jaxparadigm.optim.hyperparams import check_number
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
-from jaxparadigm.optim.param_dtypes import require_inexact
+from jaxparadigm.optim.param_dtypes import coefficient, require_inexact
 from jaxparadigm.optim.weight_decay import add_decayed_weights
 
 
@@ -22,6 +22,30 @@ class TraceState(NamedTuple):
     """Momentum buffer ``b`` (same structure and dtype as the params)."""
 
     trace: Any
+
+
+def momentum_update(updates: Any, trace_tree: Any, decay: Any, nesterov: bool) -> tuple[Any, Any]:
+    """``b <- g + decay * b``; returns (``b`` or ``g + decay * b`` if ``nesterov``, new buffers).
+
+    ``decay`` is a Python number (static) or a float32 array (live). Leaves whose gradient is
+    None keep their buffer and get a None update. Integer updates raise ``TypeError``.
+    """
+    require_inexact("updates", updates)
+    is_none = lambda x: x is None
+    f = lambda g, t: g + coefficient(decay, g.dtype) * t
+    new_trace = jax.tree.map(
+        lambda g, t: None if g is None else f(g, t), updates, trace_tree, is_leaf=is_none
+    )
+    if nesterov:
+        out = jax.tree.map(
+            lambda g, t: None if g is None else f(g, t), updates, new_trace, is_leaf=is_none
+        )
+    else:
+        out = new_trace
+    kept = jax.tree.map(
+        lambda t, old: old if t is None else t, new_trace, trace_tree, is_leaf=is_none
+    )
+    return out, kept
 
 
 def trace(decay: float, nesterov: bool = False) -> optax.GradientTransformation:
@@ -33,7 +57,6 @@ def trace(decay: float, nesterov: bool = False) -> optax.GradientTransformation:
     check_number("momentum", decay, low=0.0)
     if not isinstance(nesterov, bool):
         raise TypeError(f"nesterov={nesterov!r}: expected a bool")
-    is_none = lambda x: x is None
 
     def init_fn(params):
         require_inexact("params", params)
@@ -41,20 +64,7 @@ def trace(decay: float, nesterov: bool = False) -> optax.GradientTransformation:
 
     def update_fn(updates, state, params=None):
         del params
-        require_inexact("updates", updates)
-        f = lambda g, t: g + decay * t
-        new_trace = jax.tree.map(
-            lambda g, t: None if g is None else f(g, t), updates, state.trace, is_leaf=is_none
-        )
-        if nesterov:
-            out = jax.tree.map(
-                lambda g, t: None if g is None else f(g, t), updates, new_trace, is_leaf=is_none
-            )
-        else:
-            out = new_trace
-        kept = jax.tree.map(
-            lambda t, old: old if t is None else t, new_trace, state.trace, is_leaf=is_none
-        )
+        out, kept = momentum_update(updates, state.trace, decay, nesterov)
         return out, TraceState(trace=kept)
 
     return optax.GradientTransformation(init_fn, update_fn)
