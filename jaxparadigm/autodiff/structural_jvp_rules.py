@@ -18,7 +18,8 @@ from __future__ import annotations
 import jax.extend.core.primitives as P
 import jax.numpy as jnp
 from jax import lax
-from jax._src.lax.lax import optimization_barrier_p, split_p
+from jax._src.lax.lax import optimization_barrier_p, split_p, stack_p, tile_p, unstack_p
+from jax._src.lax.slicing import scatter_sub_p
 
 from jaxparadigm.autodiff.elementwise_jvp_rules import balanced_eq
 from jaxparadigm.autodiff.registry import register_jvp
@@ -40,14 +41,18 @@ _LINEAR_FIRST = (
     P.gather_p,
     P.select_and_gather_add_p,
     P.select_and_scatter_add_p,
+    P.sharding_constraint_p,
     split_p,
+    tile_p,
+    unstack_p,
 )
 for _p in _LINEAR_FIRST:
     register_jvp(_p.name)(linear_rule(_p, (0,)))
-for _p in (P.concatenate_p, P.pad_p):
+for _p in (P.concatenate_p, P.pad_p, stack_p, P.device_put_p):
     register_jvp(_p.name)(linear_rule(_p))
 register_jvp(P.dynamic_update_slice_p.name)(linear_rule(P.dynamic_update_slice_p, (0, 1)))
 register_jvp(P.scatter_add_p.name)(linear_rule(P.scatter_add_p, (0, 2)))
+register_jvp(scatter_sub_p.name)(linear_rule(scatter_sub_p, (0, 2)))
 for _p in (P.argmax_p, P.argmin_p, P.reduce_and_p, P.reduce_or_p, P.reduce_xor_p):
     register_jvp(_p.name)(zero_rule(_p))
 
