@@ -3,7 +3,8 @@
 Each entry states ``d out = f'(x) dx`` (one partial per operand for n-ary primitives). Conventions
 follow ``jax._src.lax`` (our oracle) where a derivative is not classical:
 
-* ``abs``: ``d|x| = dx`` where ``x >= 0`` else ``-dx`` (so +1 at 0, as jax's JVP does);
+* ``abs``: ``d|x| = dx`` where ``x >= 0`` else ``-dx`` (so +1 at 0, as jax's JVP does); for a
+  complex intermediate ``d|z| = re(conj(z) dz) / |z|``;
 * ``max``/``min``: ties split the tangent 1/2 - 1/2 (``balanced_eq``);
 * ``clamp(lo, x, hi)``: x gets ``dx`` strictly inside ``(lo, hi)``, a bound gets its tangent only
   when strictly active (so at ``x == lo`` every tangent is dropped, as in jax);
@@ -84,13 +85,12 @@ _UNARY = {
     P.asinh_p: lambda t, x, y, **_: t * lax.rsqrt(x * x + 1.0),
     P.acosh_p: lambda t, x, y, **_: t * lax.rsqrt(x * x - 1.0),
     P.atanh_p: lambda t, x, y, **_: t / (1.0 + x) / (1.0 - x),
-    P.tanh_p: lambda t, x, y, **_: t * (1.0 - y * y),
+    P.tanh_p: lambda t, x, y, **_: (t + t * y) * (1.0 - y),
     P.logistic_p: lambda t, x, y, **_: t * y * (1.0 - y),
     P.sqrt_p: lambda t, x, y, **_: t * 0.5 / y,
     P.rsqrt_p: lambda t, x, y, **_: t * -0.5 * y / x,
     P.cbrt_p: lambda t, x, y, **_: t / (3.0 * y * y),
     P.square_p: lambda t, x, y, **_: t * 2.0 * x,
-    P.abs_p: lambda t, x, y, **_: lax.select(x >= 0, t, -t),
     P.erf_p: lambda t, x, y, **_: t * (2.0 / _SQRT_PI) * jnp.exp(-x * x),
     P.erfc_p: lambda t, x, y, **_: t * (-2.0 / _SQRT_PI) * jnp.exp(-x * x),
     P.erf_inv_p: lambda t, x, y, **_: t * (_SQRT_PI / 2.0) * jnp.exp(y * y),
@@ -100,6 +100,18 @@ _UNARY = {
 }
 for _p, _d in _UNARY.items():
     register_jvp(_p.name)(unary_rule(_p, _d))
+
+
+@register_jvp(P.abs_p.name)
+def _abs_jvp(primals, tangents, **params):
+    """Real x: ``select(x >= 0, t, -t)`` (+1 at 0, as jax). Complex z (an intermediate value):
+    ``d|z| = re(conj(z) t) / |z|`` (0/0 -> 0 at z = 0, jax's ``_replace_zero``)."""
+    (x,), (t,) = primals, tangents
+    y = P.abs_p.bind(x, **params)
+    if not jnp.iscomplexobj(x):
+        return y, lax.select(x >= 0, t, -t)
+    safe = jnp.where(y == 0, jnp.ones_like(y), y)
+    return y, jnp.real(jnp.conj(x) * t) / safe
 
 
 @register_jvp(P.bessel_i1e_p.name)

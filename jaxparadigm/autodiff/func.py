@@ -122,7 +122,13 @@ def hessian(func: Callable, argnums=0, *, chunk_size: int | None = None) -> Call
     argnums = normalize_argnums(argnums, "hessian")
     chunk_size = check_chunk_size(chunk_size, "hessian")
     inner = jacrev(func, argnums, chunk_size=chunk_size)
-    return forward_mode.jacfwd(inner, argnums, chunk_size=chunk_size)
+    outer = forward_mode.jacfwd(inner, argnums, chunk_size=chunk_size)
+
+    def hessian_f(*args):
+        resolve_argnums(argnums, len(args), "hessian")  # errors name hessian, not its parts
+        return outer(*args)
+
+    return hessian_f
 
 
 def hvp(f: Callable, primals: tuple, tangents: tuple):
