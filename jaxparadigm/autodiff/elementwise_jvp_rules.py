@@ -1,7 +1,9 @@
 """JVP rules for elementwise primitives (claim C3.2, forward mode).
 
-Each entry states ``d out = f'(x) dx`` (one partial per operand for n-ary primitives). Conventions
-follow ``jax._src.lax`` (our oracle) where a derivative is not classical:
+Each entry states ``d out = f'(x) dx`` (one partial per operand for n-ary primitives), in the same
+algebraic form as ``jax._src.lax`` (our oracle): e.g. ``d(x/y)/dy = -x * y**-2`` with
+``integer_pow``, not ``-x / (y*y)``, whose nested derivatives square the denominator again at
+every order and overflow float32 by the 6th. Where a derivative is not classical:
 
 * ``abs``: ``d|x| = dx`` where ``x >= 0`` else ``-dx`` (so +1 at 0, as jax's JVP does); for a
   complex intermediate ``d|z| = re(conj(z) dz) / |z|``;
@@ -23,6 +25,7 @@ from jax import lax
 from jaxparadigm.autodiff.registry import register_jvp
 from jaxparadigm.autodiff.tangent_rules import (
     add_tangents,
+    bilinear_rule,
     instantiate,
     linear_rule,
     partials_rule,
@@ -89,7 +92,7 @@ _UNARY = {
     P.logistic_p: lambda t, x, y, **_: t * y * (1.0 - y),
     P.sqrt_p: lambda t, x, y, **_: t * 0.5 / y,
     P.rsqrt_p: lambda t, x, y, **_: t * -0.5 * y / x,
-    P.cbrt_p: lambda t, x, y, **_: t / (3.0 * y * y),
+    P.cbrt_p: lambda t, x, y, **_: t * ((1.0 / 3.0) * lax.integer_pow(y, -2)),
     P.square_p: lambda t, x, y, **_: t * 2.0 * x,
     P.erf_p: lambda t, x, y, **_: t * (2.0 / _SQRT_PI) * jnp.exp(-x * x),
     P.erfc_p: lambda t, x, y, **_: t * (-2.0 / _SQRT_PI) * jnp.exp(-x * x),
@@ -167,6 +170,7 @@ def _additive_rule(prim, sign_y: float):
 register_jvp(P.add_p.name)(_additive_rule(P.add_p, 1.0))
 register_jvp(P.add_jaxvals_p.name)(_additive_rule(P.add_jaxvals_p, 1.0))
 register_jvp(P.sub_p.name)(_additive_rule(P.sub_p, -1.0))
+register_jvp(P.mul_p.name)(bilinear_rule(P.mul_p))
 
 
 def balanced_eq(x, z, y):
@@ -176,8 +180,7 @@ def balanced_eq(x, z, y):
 
 
 _PARTIALS = {
-    P.mul_p: (lambda t, x, y, o: t * y, lambda t, x, y, o: x * t),
-    P.div_p: (lambda t, x, y, o: t / y, lambda t, x, y, o: -t * x / (y * y)),
+    P.div_p: (lambda t, x, y, o: t / y, lambda t, x, y, o: (-t * x) * lax.integer_pow(y, -2)),
     P.atan2_p: (
         lambda t, x, y, o: t * y / (x * x + y * y),
         lambda t, x, y, o: -t * x / (x * x + y * y),

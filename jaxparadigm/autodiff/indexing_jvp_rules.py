@@ -3,7 +3,7 @@
 * ``sort`` (any number of operands): sort an iota along with the operands to get the permutation
   ``perm``, then ``d out_k = take_along_axis(d x_k, perm)`` -- ties follow the primal's order.
 * ``top_k``: ``d values = take_along_axis(d x, indices, axis)``; indices get no tangent.
-* ``scatter`` (``x.at[i].set(u)``): with ``unique_indices`` the tangent is the same scatter of the
+* ``scatter`` (``x.at[i].set(u)``; ``.apply(f)`` raises, as in jax): with ``unique_indices`` the tangent is the same scatter of the
   tangents; otherwise the update that won each slot is identified by scattering ids (jax's
   scheme), and the tangent is a scatter-add of the winners' tangents.
 * ``scatter-mul``: ``d out = scatter_mul(dx, i, u) + x * scatter_add(0, i, du)``; the update term
@@ -80,6 +80,11 @@ def _scatter_kw(params):
 def _scatter_jvp(primals, tangents, **params):
     x, idx, u = primals
     tx, _, tu = tangents
+    if params["update_jaxpr"] is not None:
+        raise NotImplementedError(
+            "forward mode: scatter with an update function (x.at[i].apply(f)) is not "
+            "differentiable here (nor in jax); use x.at[i].set(f(x[i])) instead"
+        )
     out = P.scatter_p.bind(x, idx, u, **params)
     if tx is None and tu is None:
         return out, None

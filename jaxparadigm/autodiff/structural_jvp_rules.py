@@ -23,7 +23,7 @@ from jax._src.lax.slicing import scatter_sub_p
 
 from jaxparadigm.autodiff.elementwise_jvp_rules import balanced_eq
 from jaxparadigm.autodiff.registry import register_jvp
-from jaxparadigm.autodiff.tangent_rules import add_tangents, linear_rule, zero_rule
+from jaxparadigm.autodiff.tangent_rules import bilinear_rule, linear_rule, zero_rule
 
 __all__: list[str] = []
 
@@ -38,7 +38,6 @@ _LINEAR_FIRST = (
     P.cumsum_p,
     P.reduce_window_sum_p,
     P.dynamic_slice_p,
-    P.gather_p,
     P.select_and_gather_add_p,
     P.select_and_scatter_add_p,
     P.sharding_constraint_p,
@@ -48,6 +47,17 @@ _LINEAR_FIRST = (
 )
 for _p in _LINEAR_FIRST:
     register_jvp(_p.name)(linear_rule(_p, (0,)))
+
+
+@register_jvp(P.gather_p.name)
+def _gather_jvp(primals, tangents, *, fill_value, **params):
+    """Linear in the operand; out-of-bounds slots (mode "fill") get a zero tangent, whatever
+    ``fill_value`` the primal used (as jax)."""
+    (x, idx), (t, _) = primals, tangents
+    out = P.gather_p.bind(x, idx, fill_value=fill_value, **params)
+    return out, P.gather_p.bind(t, idx, fill_value=0, **params)
+
+
 for _p in (P.concatenate_p, P.pad_p, stack_p, P.device_put_p):
     register_jvp(_p.name)(linear_rule(_p))
 register_jvp(P.dynamic_update_slice_p.name)(linear_rule(P.dynamic_update_slice_p, (0, 1)))
@@ -57,22 +67,8 @@ for _p in (P.argmax_p, P.argmin_p, P.reduce_and_p, P.reduce_or_p, P.reduce_xor_p
     register_jvp(_p.name)(zero_rule(_p))
 
 
-def _bilinear_rule(prim):
-    """``d prim(x, y) = prim(dx, y) + prim(x, dy)`` with the same parameters."""
-
-    def rule(primals, tangents, **params):
-        x, y = primals
-        tx, ty = tangents
-        out = prim.bind(x, y, **params)
-        left = None if tx is None else prim.bind(tx, y, **params)
-        right = None if ty is None else prim.bind(x, ty, **params)
-        return out, add_tangents(left, right)
-
-    return rule
-
-
 for _p in (P.dot_general_p, P.conv_general_dilated_p):
-    register_jvp(_p.name)(_bilinear_rule(_p))
+    register_jvp(_p.name)(bilinear_rule(_p))
 
 
 @register_jvp(optimization_barrier_p.name)

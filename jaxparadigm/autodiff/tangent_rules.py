@@ -7,6 +7,7 @@ a zero tangent (see ``registry``). Most primitives fall in one of four shapes, a
   the other operands (indices, shapes) kept as primals and missing tangents instantiated as zeros;
 * piecewise constant (sign, floor, comparisons): ``out_dot = 0``;
 * unary with a derivative: ``out_dot = t * f'(x)`` (``deriv(t, x, y)`` may use the output ``y``);
+* bilinear (mul, dot_general, conv): ``prim(dx, y) + prim(x, dy)``;
 * n-ary with one partial per operand: ``out_dot = sum_i d_i(t_i, *xs, y)``.
 """
 
@@ -18,6 +19,7 @@ import jax.numpy as jnp
 
 __all__ = [
     "add_tangents",
+    "bilinear_rule",
     "instantiate",
     "linear_rule",
     "partials_rule",
@@ -80,6 +82,25 @@ def linear_rule(prim, linear: Sequence[int] | None = None) -> Callable:
         return out, _bind(prim, args, params)
 
     rule.__name__ = f"_{prim.name}_linear_jvp"
+    return rule
+
+
+def bilinear_rule(prim) -> Callable:
+    """``d prim(x, y) = prim(dx, y) + prim(x, dy)`` with the same parameters (mul, dot, conv).
+
+    Binding ``prim`` itself keeps its parameters (``out_dtype``, ``precision``,
+    ``preferred_element_type``) in the tangent computation.
+    """
+
+    def rule(primals, tangents, **params):
+        x, y = primals
+        tx, ty = tangents
+        out = _bind(prim, (x, y), params)
+        left = None if tx is None else _bind(prim, (tx, y), params)
+        right = None if ty is None else _bind(prim, (x, ty), params)
+        return out, add_tangents(left, right)
+
+    rule.__name__ = f"_{prim.name}_bilinear_jvp"
     return rule
 
 
