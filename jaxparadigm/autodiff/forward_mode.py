@@ -107,6 +107,8 @@ def _run(f, args, flat_tangents, has_aux, fn_name):
     graph, flat_args, n_out, aux_tree = flat_trace(f, tuple(args), None, has_aux)
     refuse_complex([v.aval for v in graph.outputs[:n_out]], "output", fn_name)
     outs, touts = eval_jvp_closed(graph.closed_jaxpr, flat_args, flat_tangents)
+    # an input returned unchanged (a Python float) still comes back as an array, as in jax
+    outs = [o if isinstance(o, (jax.Array, jax.core.Tracer)) else jnp.asarray(o) for o in outs]
     touts = _output_tangents(graph, outs, touts)
     unflat = lambda leaves: jax.tree_util.tree_unflatten(graph.out_tree, leaves[:n_out])
     aux = jax.tree_util.tree_unflatten(aux_tree, outs[n_out:]) if has_aux else None
