@@ -7,13 +7,16 @@ Like ``jax.jit``'s cache, an entry is keyed on what determines the traced progra
 
 so a second call with same-typed arguments reuses the ``Graph``. The same caveat as ``jax.jit``
 applies: ``f`` is assumed pure -- a change to a global it reads is not seen until the entry is
-evicted (``clear_trace_cache()``). Programs that close over tracers of an enclosing
+evicted (``clear_trace_cache()``). ``f`` is held by weak reference, as jax's own caches do: when a
+function dies (a per-step ``lambda p: loss(p, batch)``), its entries -- and the arrays its program
+closed over -- are dropped with it. Programs that close over tracers of an enclosing
 transformation are never cached (their constants belong to that trace). Least-recently used
 entries are evicted beyond ``maxsize``.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from typing import NamedTuple
 
@@ -70,6 +73,11 @@ class TraceCache:
         self._entries.clear()
         self.hits = self.misses = 0
 
+    def drop_function(self, ref) -> None:
+        """Remove the entries keyed on the (now dead) weak reference ``ref``."""
+        for key in [k for k in list(self._entries) if k[0] is ref]:
+            self._entries.pop(key, None)
+
     def info(self) -> TraceCacheInfo:
         return TraceCacheInfo(self.hits, self.misses, len(self._entries), self.maxsize)
 
@@ -80,9 +88,13 @@ TRACES = TraceCache()
 def trace_key(f, flat_args, in_tree, kwargs: dict | None, has_aux: bool):
     """The cache key of a trace, or ``None`` when some part is unhashable (then never cached)."""
     try:
+        f_key = weakref.ref(f, TRACES.drop_function)
+    except TypeError:  # not weakly referenceable: keep it (bounded by maxsize)
+        f_key = f
+    try:
         avals = tuple(jax.typeof(x) for x in flat_args)
         static = tuple(sorted((kwargs or {}).items()))
-        key = (f, in_tree, avals, static, bool(has_aux), jax_config.trace_context())
+        key = (f_key, in_tree, avals, static, bool(has_aux), jax_config.trace_context())
         hash(key)
     except TypeError:
         return None

@@ -163,6 +163,19 @@ class TraceCacheTest(chex.TestCase):
         with pytest.raises(ValueError, match="maxsize=0"):
             TraceCache(0)
 
+    def test_entries_die_with_their_function(self):
+        """A per-step lambda closing over a batch does not pin the batch in the cache."""
+        import gc
+
+        clear_trace_cache()
+        batch = jnp.ones(7)
+        f = lambda p: jnp.sum(p * batch)
+        grad(f)(X[:1])
+        self.assertEqual(trace_cache_info().size, 1)
+        del f
+        gc.collect()
+        self.assertEqual(trace_cache_info().size, 0)
+
     def test_closures_over_tracers_are_not_cached(self):
         """A function closing over an outer jit's tracer is re-traced under each new trace."""
 
