@@ -20,9 +20,10 @@ import numpy as np
 from jax import lax
 
 from jaxparadigm.autodiff.registry import register_jvp
+from jaxparadigm.autodiff.scatter_dims import inverse_gather
 from jaxparadigm.autodiff.tangent_rules import instantiate
 
-__all__ = ["inverse_gather"]
+__all__: list[str] = []
 
 
 @register_jvp(P.sort_p.name)
@@ -42,29 +43,6 @@ def _top_k_jvp(primals, tangents, *, k, axis, **params):
     (x,), (t,) = primals, tangents
     values, indices = P.top_k_p.bind(x, k=k, axis=axis, **params)
     return [values, indices], [jnp.take_along_axis(t, indices, axis=axis), None]
-
-
-def inverse_gather(dnums, operand_shape, updates_shape):
-    """The gather that reads back, for each update, the operand window a scatter wrote.
-
-    Returns ``(GatherDimensionNumbers, slice_sizes)``: window dims of the update keep their size,
-    inserted and batching dims are 1.
-    """
-    gather_dnums = lax.GatherDimensionNumbers(
-        offset_dims=dnums.update_window_dims,
-        collapsed_slice_dims=dnums.inserted_window_dims,
-        start_index_map=dnums.scatter_dims_to_operand_dims,
-        operand_batching_dims=dnums.operand_batching_dims,
-        start_indices_batching_dims=dnums.scatter_indices_batching_dims,
-    )
-    slice_sizes, pos = [], 0
-    for i in range(len(operand_shape)):
-        if i in dnums.inserted_window_dims or i in dnums.operand_batching_dims:
-            slice_sizes.append(1)
-        else:
-            slice_sizes.append(updates_shape[dnums.update_window_dims[pos]])
-            pos += 1
-    return gather_dnums, tuple(slice_sizes)
 
 
 def _scatter_kw(params):

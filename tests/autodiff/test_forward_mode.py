@@ -46,7 +46,7 @@ class TransformsTest(chex.TestCase):
         np.testing.assert_allclose(hv, jax.hessian(f_vec)(X) @ v, rtol=1e-5, atol=1e-5)
 
     def test_hessian_of_model_losses(self):
-        for name in ("mlp", "attention"):
+        for name in ("mlp",):  # attention: test_func.py's layer_norm and the slow port
             loss, params, batch = make_case(name)
             fx = lambda b, loss=loss, params=params: loss(params, b)
             ours = jax.jit(func.hessian(fx))(batch)
@@ -66,11 +66,11 @@ class ChunkTest(chex.TestCase):
     def test_chunked_equals_unchunked(self):
         g = lambda x: jnp.outer(jnp.sin(x), x[:3])
         full_r, full_f = func.jacrev(g)(X), func.jacfwd(g)(X)
-        for c in (1, 2, 4, 15, 100):
+        for c in (1, 4, 100):  # one row at a time, a remainder chunk (15 = 3*4 + 3), all at once
             chex.assert_trees_all_close(self.variant(func.jacrev(g, chunk_size=c))(X), full_r)
             chex.assert_trees_all_close(self.variant(func.jacfwd(g, chunk_size=c))(X), full_f)
-            h = self.variant(func.hessian(f_vec, chunk_size=c))(X)
-            np.testing.assert_allclose(h, func.hessian(f_vec)(X), rtol=1e-6, atol=1e-6)
+        h = self.variant(func.hessian(f_vec, chunk_size=2))(X)
+        np.testing.assert_allclose(h, func.hessian(f_vec)(X), rtol=1e-6, atol=1e-6)
 
     def test_chunked_layer_norm_hessian(self):
         _, params, x = make_case("layer_norm")
