@@ -6,8 +6,9 @@
 * ``scatter`` (``x.at[i].set(u)``; ``.apply(f)`` raises, as in jax): with ``unique_indices`` the tangent is the same scatter of the
   tangents; otherwise the update that won each slot is identified by scattering ids (jax's
   scheme), and the tangent is a scatter-add of the winners' tangents.
-* ``scatter-mul``: ``d out = scatter_mul(dx, i, u) + x * scatter_add(0, i, du)``; the update term
-  needs ``unique_indices`` (as in jax).
+* ``scatter-mul``: ``d out = scatter_mul(dx, i, u) + x * scatter_add(0, i, du * others)`` with
+  ``others`` the product of the other updates in the same slot -- exact with repeated indices and
+  zero updates (jax raises unless ``unique_indices=True``).
 * ``scatter-min``/``scatter-max``: the tangent of the value that ends up in each slot, averaged
   over ties between the operand and the updates (jax's ``_scatter_extremal_jvp``).
 """
@@ -23,7 +24,7 @@ from jaxparadigm.autodiff.registry import register_jvp
 from jaxparadigm.autodiff.scatter_dims import inverse_gather
 from jaxparadigm.autodiff.tangent_rules import instantiate
 
-__all__: list[str] = []
+__all__ = ["products_of_others"]
 
 
 @register_jvp(P.sort_p.name)
@@ -85,23 +86,60 @@ def _scatter_jvp(primals, tangents, **params):
     return out, lax.scatter_add(t_kept, idx, t_won, **kw)
 
 
+def products_of_others(u, slot):
+    """``out_j = prod_{k != j, slot_k == slot_j} u_k``: the product of the other entries that
+    share entry j's slot, by exclusive segmented products over the entries sorted by slot.
+
+    Built from products and permutations only (no division, no zero special case), so it is
+    exact at zero entries and stays exact under further differentiation.
+    """
+    flat_u, flat_slot = jnp.reshape(u, -1), jnp.reshape(slot, -1)
+    if flat_u.size == 0:
+        return jnp.ones_like(u)
+    order = jnp.argsort(flat_slot, stable=True)
+    us, ss = flat_u[order], flat_slot[order]
+    change = ss[1:] != ss[:-1]
+    first = jnp.concatenate([jnp.array([True]), change])
+    last = jnp.concatenate([change, jnp.array([True])])
+
+    def seg_prod(a, b):  # inclusive product restarting where a flag is set
+        (va, fa), (vb, fb) = a, b
+        return jnp.where(fb, vb, va * vb), fa | fb
+
+    inclusive, _ = lax.associative_scan(seg_prod, (us, first))
+    inclusive_rev, _ = lax.associative_scan(seg_prod, (us, last), reverse=True)
+    one = jnp.ones(1, us.dtype)
+    before = jnp.where(first, 1.0, jnp.concatenate([one, inclusive[:-1]]))
+    after = jnp.where(last, 1.0, jnp.concatenate([inclusive_rev[1:], one]))
+    others = jnp.zeros_like(us).at[order].set(before * after, unique_indices=True)
+    return jnp.reshape(others, jnp.shape(u))
+
+
 @register_jvp(P.scatter_mul_p.name)
 def _scatter_mul_jvp(primals, tangents, **params):
+    """``out[i] = x[i] prod_{j -> i} u_j``: ``d out = scatter_mul(dx, i, u)
+    + x * scatter_add(0, i, du_j * prod_{k -> i, k != j} u_k)``.
+
+    The slot of every update element is read back by gathering an iota of the operand, and
+    ``products_of_others`` multiplies the other updates in that slot: exact with repeated indices
+    and zero updates, at any order (jax only supports ``unique_indices=True`` here).
+    """
     x, idx, u = primals
     tx, _, tu = tangents
     out = P.scatter_mul_p.bind(x, idx, u, **params)
     left = None if tx is None else P.scatter_mul_p.bind(tx, idx, u, **params)
-    right = None
-    if tu is not None:
-        if not params["unique_indices"]:
-            raise NotImplementedError(
-                "forward mode: scatter_mul with respect to the updates is only implemented for "
-                "unique_indices=True (as in jax)"
-            )
-        right = x * lax.scatter_add(jnp.zeros_like(x), idx, tu, **_scatter_kw(params))
-    if left is None:
-        return out, right
-    return out, left if right is None else left + right
+    if tu is None:
+        return out, left
+    dnums, kw = params["dimension_numbers"], _scatter_kw(params)
+    if params["unique_indices"]:
+        others = jnp.ones_like(u)
+    else:
+        g_dnums, sizes = inverse_gather(dnums, jnp.shape(x), jnp.shape(u))
+        iota = jnp.reshape(jnp.arange(jnp.size(x), dtype=jnp.int32), jnp.shape(x))
+        slot = lax.gather(iota, idx, g_dnums, sizes, mode=params["mode"], fill_value=-1)
+        others = products_of_others(u, slot)
+    right = x * lax.scatter_add(jnp.zeros_like(x), idx, tu * others, **kw)
+    return out, right if left is None else left + right
 
 
 def _extremal_rule(prim):

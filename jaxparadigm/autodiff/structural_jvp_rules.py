@@ -10,7 +10,8 @@
   pairs with each combine's own derivative -- the same tree jax differentiates, so ties in
   ``cummax`` split the tangent exactly as jax does.
 * ``reduce_window_max``/``min``: the tangent at each window's selected element
-  (``select_and_gather_add``, as jax).
+  (``select_and_gather_add``, as jax); generic ``reduce_window`` (a user reducer): a windowed
+  reduction of (value, tangent) pairs with the reducer's own JVP.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from jax._src.lax.lax import optimization_barrier_p, split_p, stack_p, tile_p, u
 from jax._src.lax.slicing import scatter_sub_p
 
 from jaxparadigm.autodiff.elementwise_jvp_rules import balanced_eq
+from jaxparadigm.autodiff.jvp_interpreter import eval_jvp
 from jaxparadigm.autodiff.registry import register_jvp
-from jaxparadigm.autodiff.tangent_rules import bilinear_rule, linear_rule, zero_rule
+from jaxparadigm.autodiff.tangent_rules import bilinear_rule, instantiate, linear_rule, zero_rule
 
 __all__: list[str] = []
 
@@ -169,6 +171,26 @@ def _window_chooser_rule(prim, select_prim):
         return out, t_out
 
     return rule
+
+
+@register_jvp(P.reduce_window_p.name)
+def _reduce_window_jvp(primals, tangents, *, jaxpr, consts, **window):
+    """Generic ``reduce_window`` (a user reducer): reduce (value, tangent) pairs with the JVP of the
+    reducer (our interpreter on its jaxpr), as jax does. Init values must have zero tangents."""
+    n = len(primals) // 2
+    operands, inits = list(primals[:n]), list(primals[n:])
+    if any(t is not None for t in tangents[n:]):
+        raise NotImplementedError("forward mode: reduce_window with a differentiated init_value")
+    op_t = [instantiate(t, x) for t, x in zip(tangents[:n], operands, strict=True)]
+    init_t = [instantiate(None, v) for v in inits]
+
+    def reducer(left, right):
+        (pl, tl), (pr, tr) = left, right
+        outs, touts = eval_jvp(jaxpr, consts, [*pl, *pr], [*tl, *tr])
+        return list(outs), [instantiate(t, o) for t, o in zip(touts, outs, strict=True)]
+
+    outs, touts = lax.reduce_window((operands, op_t), (inits, init_t), reducer, **window)
+    return list(outs), list(touts)
 
 
 register_jvp(P.reduce_window_max_p.name)(_window_chooser_rule(P.reduce_window_max_p, P.ge_p))

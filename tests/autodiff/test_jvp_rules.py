@@ -192,6 +192,12 @@ CASES = {
         (UNIQUE.reshape(4, 4),),
         3,
     ),
+    # order 1: jax's own JVP of a generic reduce_window fails on symbolic-zero tangents
+    "reduce_window_generic": (
+        lambda x: lax.reduce_window(x, 1.0, lax.mul, (1, 2), (1, 1), "VALID"),
+        (r(2, 4),),
+        1,
+    ),
     "reduce_window_min": (
         lambda x: lax.reduce_window(x, jnp.inf, lax.min, (2,), (1,), "VALID"),
         (UNIQUE[:5],),
@@ -322,6 +328,37 @@ SECTION_3 = """sinh cosh asin acos atan atan2 erf_inv bessel_i0e bessel_i1e rev 
 reduce_window_sum reduce_window_max reduce_window_min cumsum cumprod cummax cummin cumlogsumexp
 sort top_k scatter scatter-add scatter-mul scatter-min scatter-max concatenate cond scan while
 remat2 pure_callback io_callback custom_jvp_call custom_vjp_call""".split()
+
+
+def test_scatter_mul_repeated_indices_and_zero_updates():
+    """Deliberate difference: jax raises for scatter_mul's update tangent unless indices are
+    unique; ours is exact. Oracle: the same product as one unique-index scatter per update."""
+    from jaxparadigm.autodiff import jvp
+
+    idx = jnp.array([1, 1, 3, 1, 7])  # a repeated slot (holding a zero update), one dropped
+    x, u = jnp.arange(1.0, 6.0), jnp.array([2.0, 0.0, 3.0, 5.0, 4.0])
+    tx, tu = jnp.ones(5), jnp.array([1.0, 2.0, -1.0, 0.5, 3.0])
+
+    def one_at_a_time(x, u):
+        for j in range(len(idx)):
+            x = x.at[idx[j]].multiply(u[j], unique_indices=True)
+        return x
+
+    ours = jvp(lambda x, u: x.at[idx].multiply(u), (x, u), (tx, tu))
+    np.testing.assert_allclose(ours[1], jax.jvp(one_at_a_time, (x, u), (tx, tu))[1], rtol=1e-6)
+    second = jvp(lambda u: jvp(lambda u: x.at[idx].multiply(u), (u,), (tu,))[1], (u,), (tu,))
+    ref = jax.jvp(lambda u: jax.jvp(lambda u: one_at_a_time(x, u), (u,), (tu,))[1], (u,), (tu,))
+    np.testing.assert_allclose(second[1], ref[1], rtol=1e-6)
+
+
+def test_products_of_others():
+    from jaxparadigm.autodiff.indexing_jvp_rules import products_of_others
+
+    u = jnp.array([2.0, 0.0, 3.0, 5.0, 4.0, 0.0])
+    slot = jnp.array([1, 1, 3, 1, -1, 3])
+    expected = [0.0 * 5.0, 2.0 * 5.0, 0.0, 2.0 * 0.0, 1.0, 3.0]
+    np.testing.assert_array_equal(products_of_others(u, slot), expected)
+    np.testing.assert_array_equal(products_of_others(jnp.zeros(0), jnp.zeros(0, int)), [])
 
 
 def test_nextafter_tangent_is_zero():
