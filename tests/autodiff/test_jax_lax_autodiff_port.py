@@ -465,6 +465,20 @@ def test_reduce_grad(init, op, rng_factory, shape, dims):
     check_fwd(f, (operand,), 2, tol=1e-3, numeric_tol=NUMERIC, eps=1e-2)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    raises=NotImplementedError,
+    reason="generic variadic reduce (lax.reduce with a pair reducer) has no JVP rule yet",
+)
+def test_reduce_pair_grad():
+    """LaxAutodiffTest.testReducePairGrad (one shape): a known gap, MissingJVPRule('reduce')."""
+    rng = _rng(26)
+    operands = (rand_default(rng, (3, 4, 5)) / 3, rand_default(rng, (3, 4, 5)) / 3)
+    init_vals = (F32(0), F32(1))
+    op = lambda xs, ys: (xs[0] + ys[0], xs[1] * ys[1])
+    check_fwd(lambda xs, ys: lax.reduce((xs, ys), init_vals, op, (1,)), operands, 2)
+
+
 def _window_cases():
     for init, op, rng_factory in [
         (0.0, lax.add, rand_small),
