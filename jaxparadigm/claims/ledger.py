@@ -16,6 +16,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from jaxparadigm.claims.verdict import Verdict
+from jaxparadigm.errors import InputError
 
 # Modules holding the experiments, one per chapter of the seed article.
 EXPERIMENT_MODULES = (
@@ -93,7 +94,7 @@ def run_claims(only: Iterable[str] | None = None, progress: bool = True) -> list
     ids = list(table) if only is None else list(only)
     unknown = [i for i in ids if i not in table]
     if unknown:
-        raise ValueError(f"claim id {unknown[0]!r}: unknown; expected one of {', '.join(table)}")
+        raise InputError(f"claim id {unknown[0]!r}: unknown; expected one of {', '.join(table)}")
     out = []
     bar = tqdm(ids, desc="claims", disable=not progress, leave=False)
     for claim_id in bar:
