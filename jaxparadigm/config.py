@@ -29,7 +29,7 @@ import math
 import os
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple, Union
@@ -476,86 +476,70 @@ def _build(cls: type, raw: Any, prefix: str, problems: list[Problem]) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_name(cfg: Config) -> list[Problem]:
+def _check_name(cfg: Config) -> Iterator[Problem]:
     n = cfg.name
     if not n or n in (".", "..") or any(c in n for c in "/\\\0") or n != n.strip():
-        return [
-            Problem(
-                "name",
-                f"got {n!r}, expected a plain directory name (not empty, no '/', '\\', "
-                "surrounding spaces, '.' or '..'): the run writes into out_dir/name",
-            )
-        ]
-    return []
+        yield Problem(
+            "name",
+            f"got {n!r}, expected a plain directory name (not empty, no '/', '\\', "
+            "surrounding spaces, '.' or '..'): the run writes into out_dir/name",
+        )
 
 
-def _check_out_dir(cfg: Config) -> list[Problem]:
+def _check_out_dir(cfg: Config) -> Iterator[Problem]:
     run_dir = Path(cfg.out_dir) / cfg.name
     for p in (run_dir, *run_dir.parents):
         if p.exists():
-            if p.is_dir():
-                return []
-            key = "out_dir" if p != run_dir else "name"
-            value = cfg.out_dir if key == "out_dir" else cfg.name
-            return [Problem(key, f"got {value!r}, but {str(p)!r} is a file, not a directory")]
-    return []
+            if not p.is_dir():
+                key = "out_dir" if p != run_dir else "name"
+                value = cfg.out_dir if key == "out_dir" else cfg.name
+                yield Problem(key, f"got {value!r}, but {str(p)!r} is a file, not a directory")
+            return
 
 
-def _check_data(cfg: Config) -> list[Problem]:
+def _check_data(cfg: Config) -> Iterator[Problem]:
     d = cfg.data
     if d.kind == "pydoc_chars":
-        return []
-    if 2 * d.batch_size > d.n_samples:
-        return [
-            Problem(
-                "data.batch_size",
-                f"got {d.batch_size}, expected <= data.n_samples // 2 = {d.n_samples // 2} "
-                "(one batch to train on and one to validate)",
-            )
-        ]
+        return
     n_val = max(d.batch_size, round(d.val_fraction * d.n_samples))
-    if d.n_samples - n_val < d.batch_size:
-        return [
-            Problem(
-                "data.val_fraction",
-                f"got {d.val_fraction:g}, which leaves {d.n_samples - n_val} training rows of "
-                f"data.n_samples={d.n_samples}, fewer than one batch (data.batch_size="
-                f"{d.batch_size}); expected at most {1 - d.batch_size / d.n_samples:.3g}",
-            )
-        ]
-    return []
+    if 2 * d.batch_size > d.n_samples:
+        yield Problem(
+            "data.batch_size",
+            f"got {d.batch_size}, expected <= data.n_samples // 2 = {d.n_samples // 2} "
+            "(one batch to train on and one to validate)",
+        )
+    elif d.n_samples - n_val < d.batch_size:
+        yield Problem(
+            "data.val_fraction",
+            f"got {d.val_fraction:g}, which leaves {d.n_samples - n_val} training rows of "
+            f"data.n_samples={d.n_samples}, fewer than one batch (data.batch_size="
+            f"{d.batch_size}); expected at most {1 - d.batch_size / d.n_samples:.3g}",
+        )
 
 
-def _check_schedule(cfg: Config) -> list[Problem]:
+def _check_schedule(cfg: Config) -> Iterator[Problem]:
     sc = cfg.optim.schedule
     if sc.name == "warmup_cosine_decay" and sc.decay_steps <= sc.warmup_steps:
-        return [
-            Problem(
-                "optim.schedule.decay_steps",
-                f"got {sc.decay_steps}, expected > optim.schedule.warmup_steps "
-                f"({sc.warmup_steps}) for warmup_cosine_decay",
-            )
-        ]
+        yield Problem(
+            "optim.schedule.decay_steps",
+            f"got {sc.decay_steps}, expected > optim.schedule.warmup_steps "
+            f"({sc.warmup_steps}) for warmup_cosine_decay",
+        )
     if sc.name == "linear_lr" and sc.warmup_steps != 0:
-        return [
-            Problem(
-                "optim.schedule.warmup_steps",
-                f"got {sc.warmup_steps}, expected 0: linear_lr has its own warmup "
-                "(start_factor, total_iters)",
-            )
-        ]
-    return []
+        yield Problem(
+            "optim.schedule.warmup_steps",
+            f"got {sc.warmup_steps}, expected 0: linear_lr has its own warmup "
+            "(start_factor, total_iters)",
+        )
 
 
-def _check_train(cfg: Config) -> list[Problem]:
-    t, out = cfg.train, []
+def _check_train(cfg: Config) -> Iterator[Problem]:
+    t = cfg.train
     if t.distributed.process_id >= t.distributed.num_processes:
-        out.append(
-            Problem(
-                "train.distributed.process_id",
-                f"got {t.distributed.process_id}, expected < train.distributed.num_processes "
-                f"({t.distributed.num_processes})",
-            )
+        yield Problem(
+            "train.distributed.process_id",
+            f"got {t.distributed.process_id}, expected < train.distributed.num_processes "
+            f"({t.distributed.num_processes})",
         )
     f = t.faults
     for key in ("nan_batch", "inf_batch", "nan_grads", "inf_grads", "kill_at"):
@@ -563,26 +547,20 @@ def _check_train(cfg: Config) -> list[Problem]:
         late = [s for s in (value if isinstance(value, tuple) else [value]) if s is not None]
         late = [s for s in late if s >= t.steps]
         if late:
-            out.append(
-                Problem(
-                    f"train.faults.{key}",
-                    f"got step {late[0]}, expected a data step < train.steps ({t.steps})",
-                )
+            yield Problem(
+                f"train.faults.{key}",
+                f"got step {late[0]}, expected a data step < train.steps ({t.steps})",
             )
     if (f.nan_batch or f.inf_batch) and cfg.data.kind == "pydoc_chars":
-        key = "nan_batch" if f.nan_batch else "inf_batch"
-        out.append(
-            Problem(
-                f"train.faults.{key}",
-                "data.kind 'pydoc_chars' has only integer fields (tokens) to poison; use "
-                "train.faults.nan_grads / inf_grads",
-            )
+        yield Problem(
+            f"train.faults.{'nan_batch' if f.nan_batch else 'inf_batch'}",
+            "data.kind 'pydoc_chars' has only integer fields (tokens) to poison; use "
+            "train.faults.nan_grads / inf_grads",
         )
-    return out
 
 
-# Each takes a field-valid Config and returns its problems. Add a check here for a new relation.
-RELATIONS: tuple[Callable[[Config], list[Problem]], ...] = (
+# Each takes a field-valid Config and yields its problems. Add a check here for a new relation.
+RELATIONS: tuple[Callable[[Config], Iterator[Problem]], ...] = (
     _check_name,
     _check_out_dir,
     _check_data,
@@ -609,14 +587,14 @@ class _StrictLoader(yaml.SafeLoader):
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue
             key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
             try:
-                first = seen.setdefault(key, key_node.start_mark.line)
+                first = seen.get(key)
             except TypeError:  # unhashable key: SafeLoader reports it
                 break
-            if first != key_node.start_mark.line:
-                raise DuplicateKeyError(
-                    f"duplicate key {key!r} at lines {first + 1} and {key_node.start_mark.line + 1}"
-                )
+            if first is not None:
+                raise DuplicateKeyError(f"duplicate key {key!r} at lines {first} and {line}")
+            seen[key] = line
         return super().construct_mapping(node, deep=deep)
 
 

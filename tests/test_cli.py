@@ -53,6 +53,7 @@ import pytest  # noqa: E402
 import yaml  # noqa: E402
 
 from jaxparadigm.errors import TrainingAborted  # noqa: E402
+from tests.train.conftest import tiny_regression_raw  # noqa: E402
 
 
 def _err_lines(capsys) -> list[str]:
@@ -117,13 +118,7 @@ def test_several_problems_one_line_each(tmp_path, capsys):
 
 def test_a_run_that_gives_up_exits_3_in_one_line(tmp_path, capsys):
     path = tmp_path / "nan.yaml"
-    raw = {
-        "name": "nan",
-        "out_dir": str(tmp_path),
-        "model": {"hidden": [8], "num_outputs": 1},
-        "data": {"kind": "regression", "n_samples": 128, "batch_size": 32},
-        "train": {"steps": 20, "plots": False, "faults": {"nan_batch": list(range(20))}},
-    }
+    raw = tiny_regression_raw(tmp_path, "nan", steps=20, faults={"nan_batch": list(range(20))})
     path.write_text(yaml.safe_dump(raw))
     assert cli.main(["run", str(path), "train.guard.max_rollbacks=1"]) == 3
     lines = [ln for ln in _err_lines(capsys) if ln.startswith("jaxparadigm")]

@@ -79,7 +79,8 @@ def rollback_or_give_up(
     raise TrainingAborted(
         f"training aborted at step {step} of {steps}: {reason}; "
         f"{int(state.guard.skipped)} step(s) skipped, {int(state.guard.rollbacks)} rollback(s), "
-        f"{int(state.opt_steps)} update(s) accepted, lr scale {float(state.lr_scale):g}; {last}. "
+        f"{int(state.opt_steps)} accepted update(s) in the state, lr scale "
+        f"{float(state.lr_scale):g}; {last}. "
         "No checkpoint of this state was saved"
         + (f" (newest checkpoint: step {latest})" if latest is not None else "")
     )

@@ -18,6 +18,7 @@ from jaxparadigm.config import config_from_dict
 from jaxparadigm.errors import InputError
 from jaxparadigm.train.checkpoint import Checkpointer, CheckpointError, CheckpointSignatureError
 from jaxparadigm.train.step import init_train_state
+from tests.train.conftest import tiny_regression_raw
 
 CFG = config_from_dict({"name": "damage"})
 
@@ -118,13 +119,7 @@ def test_cli_refusal_of_a_damaged_checkpoint_is_one_line(tmp_path):
     tracebacks (2 runs of 3)."""
     from jaxparadigm.train.loop import train
 
-    raw = {
-        "name": "dm",
-        "out_dir": str(tmp_path),
-        "model": {"hidden": [8], "num_outputs": 1},
-        "data": {"kind": "regression", "n_samples": 128, "batch_size": 32},
-        "train": {"steps": 4, "plots": False, "checkpoint": {"every": 4}},
-    }
+    raw = tiny_regression_raw(tmp_path, "dm", steps=4, checkpoint={"every": 4})
     train(config_from_dict(raw), progress=False)
     for d in (tmp_path / "dm" / "checkpoints" / "4" / "state").rglob("d"):
         for f in d.iterdir():

@@ -19,6 +19,7 @@ from jaxparadigm.train.checkpoint import Checkpointer, CheckpointSignatureError
 from jaxparadigm.train.guard import give_up_reason, rollback_lr_scale
 from jaxparadigm.train.loop import train
 from jaxparadigm.train.metrics import read_metrics
+from tests.train.conftest import tiny_regression_raw
 
 REG = {"data": {"kind": "regression"}, "model": {"num_outputs": 1}}
 
@@ -169,13 +170,7 @@ _KILL = textwrap.dedent(
 def test_kill_at_then_resume_is_bitwise_equal(make_config, tmp_path):
     import yaml
 
-    raw = {
-        "name": "k",
-        "out_dir": str(tmp_path),
-        "model": {"hidden": [16], "num_outputs": 1},
-        "data": {"kind": "regression", "n_samples": 320, "batch_size": 32},
-        "train": {"steps": 16, "plots": False, "checkpoint": {"every": 4}},
-    }
+    raw = tiny_regression_raw(tmp_path, "k", steps=16, checkpoint={"every": 4})
     path = tmp_path / "k.yaml"
     path.write_text(yaml.safe_dump({**raw, "train": {**raw["train"], "faults": {"kill_at": 11}}}))
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(Path.cwd())}

@@ -24,6 +24,7 @@ from jaxparadigm.config import config_from_dict
 from jaxparadigm.train.checkpoint import Checkpointer
 from jaxparadigm.train.loop import train
 from jaxparadigm.train.metrics import read_metrics
+from tests.train.conftest import tiny_regression_raw
 
 STEPS = 400
 
@@ -84,19 +85,9 @@ def _wait(pred, proc, timeout=300.0, poll=0.001) -> bool:
 @pytest.mark.slow
 def test_sigkill_during_saves_and_rotations_resumes_bitwise(tmp_path):
     rng = random.Random(20240610)
-    raw = {
-        "name": "run",
-        "out_dir": str(tmp_path),
-        "model": {"hidden": [16], "num_outputs": 1},
-        "data": {"kind": "regression", "n_samples": 320, "batch_size": 32},
-        "train": {
-            "steps": STEPS,
-            "eval_every": 50,
-            "log_every": 10,
-            "plots": False,
-            "checkpoint": {"every": 2, "keep": 2},
-        },
-    }
+    raw = tiny_regression_raw(
+        tmp_path, "run", STEPS, eval_every=50, log_every=10, checkpoint={"every": 2, "keep": 2}
+    )
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(raw))
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(Path.cwd())}
@@ -135,6 +126,7 @@ def test_sigkill_during_saves_and_rotations_resumes_bitwise(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     resumes = _resume_messages(metrics)
     assert resumes[-1].startswith(f"resumed from checkpoint step {expected};")
+    print(f"kills that landed during a save or rotation: {landed} of 20")
     assert landed >= 10, f"only {landed} of 20 kills landed during a save or rotation"
 
     ref = subprocess.run([*cmd, "name=ref"], env=env, capture_output=True, text=True, timeout=900)
