@@ -1,7 +1,7 @@
 """Command line: parses arguments and calls the library; nothing else lives here.
 
     jaxparadigm run CONFIG [key.path=value ...]     run an experiment config (train, retrieval, ...)
-    jaxparadigm claims [--only ID ...] [--json] [--report DIR]
+    jaxparadigm claims [--only ID ...] [--json] [--report DIR] [--config FILE] [claims.key=value ...]
     jaxparadigm search "query" [--corpus FILE|pydoc] [--top-k 5]
     jaxparadigm bench NAME [args ...]                run benchmarks/NAME_bench.py (source checkout)
     jaxparadigm --version
@@ -52,12 +52,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_claims(args: argparse.Namespace) -> int:
     from jaxparadigm import claims
+    from jaxparadigm.config import config_from_dict, load_config
 
     if args.update_readme and not Path(args.update_readme).is_file():
         raise InputError(f"--update-readme {args.update_readme!r}: no such file")
     if args.report and Path(args.report).exists() and not Path(args.report).is_dir():
         raise InputError(f"--report {args.report!r}: is a file, expected a directory")
-    verdicts = claims.run_claims(only=args.only or None)
+    if args.config:
+        cfg = load_config(args.config, args.overrides)
+    else:  # the article's numbers, plus any claims.* overrides
+        cfg = config_from_dict({"name": "claims"}, args.overrides)
+    verdicts = claims.run_claims(only=args.only or None, config=cfg.claims)
     if args.json:
         print(json.dumps(claims.verdicts_to_json(verdicts), indent=2))
     else:
@@ -70,9 +75,15 @@ def _cmd_claims(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
+    import warnings
+
     from jaxparadigm.retrieval.evaluation import format_search
 
-    print(format_search(args.query, corpus=args.corpus, top_k=args.top_k))
+    with warnings.catch_warnings(record=True) as caught:  # each warning: one stderr line
+        out = format_search(args.query, corpus=args.corpus, top_k=args.top_k)
+    for w in caught:
+        print(f"jaxparadigm search: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
+    print(out)
     return 0
 
 
@@ -107,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--update-readme", metavar="FILE", help="rewrite the 'What the article gets wrong' section"
     )
+    p.add_argument("--config", metavar="FILE", help="YAML config whose claims section is used")
+    p.add_argument("overrides", nargs="*", help="key.path=value, e.g. claims.c5_2.p99_ms=500")
     p.set_defaults(func=_cmd_claims)
 
     p = sub.add_parser("search", help="keyword vs semantic search over a corpus")

@@ -283,6 +283,36 @@ class RetrievalConfig:
 
 
 @dataclass(frozen=True)
+class ServiceReadinessConfig:
+    """C5.2: the readiness bar (defaults: the article's numbers) and the bounded load that measures it.
+
+    ``p99_ms``/``qps``/``trace_completeness`` are the thresholds; ``qps_backends`` are the JAX backends
+    the QPS bar is applied to (the article gives no hardware: on others a QPS miss is conditional).
+    The load: ``requests`` sent by ``concurrency`` clients, stopped after ``duration_s``; a share
+    ``malformed_fraction`` is malformed and ``timeout_fraction`` asks for a server delay longer than the
+    client's ``timeout_s``.
+    """
+
+    p99_ms: float = 350.0
+    qps: float = 12_000.0
+    trace_completeness: float = 0.9997
+    qps_backends: tuple[str, ...] = ("gpu", "tpu")
+    requests: int = 240
+    concurrency: int = 4
+    duration_s: float = 120.0
+    malformed_fraction: float = 0.05
+    timeout_fraction: float = 0.02
+    timeout_s: float = 2.0
+
+
+@dataclass(frozen=True)
+class ClaimsConfig:
+    """Settings of the claims ledger (``jaxparadigm claims --config FILE claims.c5_2.p99_ms=500``)."""
+
+    c5_2: ServiceReadinessConfig = field(default_factory=ServiceReadinessConfig)
+
+
+@dataclass(frozen=True)
 class Config:
     """A whole experiment. ``name`` is required; ``task`` selects what ``jaxparadigm run`` does."""
 
@@ -296,6 +326,7 @@ class Config:
     mixed_precision: MixedPrecisionConfig = field(default_factory=MixedPrecisionConfig)
     overflow: OverflowConfig = field(default_factory=OverflowConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    claims: ClaimsConfig = field(default_factory=ClaimsConfig)
 
 
 # ---------------------------------------------------------------------------------------------

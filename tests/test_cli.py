@@ -160,3 +160,17 @@ def test_claims_input_errors_exit_2(tmp_path, capsys):
     (tmp_path / "f").write_text("")
     assert cli.main(["claims", "--only", "C2.1", "--report", str(tmp_path / "f")]) == 2
     assert "is a file" in _err_lines(capsys)[0]
+
+
+def test_claims_json_carries_platform_and_takes_config_overrides(tmp_path, capsys):
+    import json
+
+    assert cli.main(["claims", "claims.c5_2.p99_ms=500", "--only", "C2.4", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["claim_id"] == "C2.4" and rows[0]["evidence"]["platform"]["backend"] == "cpu"
+    path = tmp_path / "claims.yaml"
+    path.write_text("name: c\nclaims:\n  c5_2:\n    qps: fast\n")
+    assert cli.main(["claims", "--config", str(path), "--only", "C2.4"]) == 2
+    assert "claims.c5_2.qps" in capsys.readouterr().err
+    assert cli.main(["claims", "claims.c5_2.nope=1", "--only", "C2.4"]) == 2
+    assert "claims.c5_2.nope" in capsys.readouterr().err

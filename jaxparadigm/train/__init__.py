@@ -13,4 +13,10 @@ Modules (import from them directly; this package import stays cheap):
 * ``sharding``    data-parallel ``Mesh``/``NamedSharding`` placement; multi-host initialisation
 * ``loop``        ``train(cfg)``: progress bar, eval, metrics.jsonl, plots, resume, rollback
 * ``experiment``  ``run_experiment(cfg)`` for tasks train / mixed_precision / overflow
+
+``validate_batch`` (from ``validation``: numpy and ml_dtypes only) is also exported here.
 """
+
+from jaxparadigm.train.validation import validate_batch
+
+__all__ = ["validate_batch"]
