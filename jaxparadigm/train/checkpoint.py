@@ -46,6 +46,7 @@ import hmac
 import json
 import os
 import shutil
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -197,6 +198,28 @@ def _read_meta(path: Path, step: int) -> dict:
     return meta
 
 
+def _drop_closed_loop_callbacks() -> None:
+    """Silence the late noise of a failed orbax read (installed once, process-wide).
+
+    When one leaf cannot be read, orbax closes its event loop while tensorstore still completes
+    the other reads; each completion calls ``loop.call_soon_threadsafe`` from a C thread and its
+    ``RuntimeError('Event loop is closed')`` reaches ``sys.unraisablehook`` (one traceback per
+    leaf, after the clean refusal). This hook drops exactly that error; any other unraisable
+    exception goes to the previous hook.
+    """
+    previous = sys.unraisablehook
+    if getattr(previous, "drops_closed_loop", False):
+        return
+
+    def hook(unraisable) -> None:
+        exc = unraisable.exc_value
+        if not (isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed"):
+            previous(unraisable)
+
+    hook.drops_closed_loop = True
+    sys.unraisablehook = hook
+
+
 class Checkpointer:
     """``save(state)`` / ``restore(template)`` signed checkpoints under ``directory`` (C5.1).
 
@@ -327,7 +350,7 @@ class Checkpointer:
         diff = _differences(stored, json.loads(self._config_json))
         if diff:
             raise CheckpointSignatureError(
-                f"{where} was saved under a different config ({'; '.join(diff)}). "
+                f"{where}: its signature covers a different config ({'; '.join(diff)}). "
                 "Refusing to restore."
             )
         if meta["paths"] != t_paths:
@@ -398,6 +421,7 @@ class Checkpointer:
             )["state"]
             return [np.asarray(arrays[f"{i:05d}"]) for i in range(len(t_pairs))]
         except Exception as exc:  # orbax/tensorstore read errors of a damaged step
+            _drop_closed_loop_callbacks()
             first = " ".join(str(exc).split())[:300]
             raise CheckpointError(
                 f"checkpoint step {step}: state in {str(self._step_dir(step) / 'state')!r} is "
