@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():  # restores showwarning on exit
             warnings.showwarning = lambda message, *_, **__: print(
-                f"jaxparadigm {args.command}: warning: {message}", file=sys.stderr
+                f"jaxparadigm {args.command}: warning: {' '.join(str(message).split())}",
+                file=sys.stderr,
             )
             return args.func(args)
     except (InputError, TrainingAborted) as exc:

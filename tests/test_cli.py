@@ -174,3 +174,21 @@ def test_claims_json_carries_platform_and_takes_config_overrides(tmp_path, capsy
     assert "claims.c5_2.qps" in capsys.readouterr().err
     assert cli.main(["claims", "claims.c5_2.nope=1", "--only", "C2.4"]) == 2
     assert "claims.c5_2.nope" in capsys.readouterr().err
+
+
+def test_warnings_are_one_line_each(tmp_path, capsys):
+    import shutil
+
+    path = tmp_path / "w.yaml"
+    path.write_text(
+        yaml.safe_dump(tiny_regression_raw(tmp_path, "w", steps=4, checkpoint={"every": 2}))
+    )
+    assert cli.main(["run", str(path)]) == 0
+    shutil.rmtree(tmp_path / "w" / "checkpoints" / "4" / "meta")  # a deletion cut short
+    capsys.readouterr()
+    assert cli.main(["run", str(path), "train.steps=6"]) == 0
+    warned = [ln for ln in _err_lines(capsys) if ln.startswith("jaxparadigm run: warning:")]
+    assert warned == [
+        f"jaxparadigm run: warning: checkpoint step 4 in {tmp_path / 'w' / 'checkpoints'} is "
+        "incomplete (missing meta/metadata): skipped"
+    ]
