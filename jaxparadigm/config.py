@@ -1,20 +1,14 @@
 """Typed, frozen experiment configs loaded from YAML (the project's one config loader).
 
-A config file is UTF-8 YAML read with a strict ``yaml.SafeLoader`` (a key given twice in one
-mapping is refused, naming both lines) and converted, field by field, into the frozen dataclasses
-below. Conversion is strict and reports *every* problem at once, in the style of pydantic's error
-list: one :class:`~jaxparadigm.errors.ConfigError` whose message has one line per problem (unknown
-keys first, each with a did-you-mean suggestion), each naming the dotted key path (e.g.
-``optim.schedule.warmup_steps``), the value found and what was expected. A single problem is one
-line.
-
-* ``int`` accepts only integers (not ``True``, not ``1.5``); ``float`` accepts finite integers and
-  floats (YAML's ``1e-3`` without a dot is read as a string by PyYAML and is accepted when it
-  parses as a float); ``bool`` accepts only ``true``/``false``; ``Literal`` fields accept only the
-  listed values; ``tuple[...]`` accepts a YAML list.
-* ``Annotated[int, Bounds(ge=1)]`` bounds a number; ``Length(ge=1)`` bounds a list's length.
-* After the fields, the relations between them are checked (``data.batch_size`` against
-  ``data.n_samples``, ``name`` is a plain directory name, ``out_dir`` is a directory ...).
+A config file is UTF-8 YAML (a key given twice in one mapping is refused, naming both lines)
+converted, field by field, into the frozen dataclasses below by :mod:`jaxparadigm.config_schema`:
+strict types, ``Annotated`` bounds (``Bounds``, ``Length``), and *every* problem reported at once,
+in the style of pydantic's error list: one :class:`~jaxparadigm.errors.ConfigError` with one line
+per problem (unknown keys first, each with a did-you-mean suggestion), each naming the dotted key
+path (e.g. ``optim.schedule.warmup_steps``), the value found and what was expected; a single
+problem is one line. After the fields, the relations between them (:data:`RELATIONS`) are checked
+(``data.batch_size`` against ``data.n_samples``, ``name`` is a plain directory name, ``out_dir`` is
+a directory ...). A file that is a directory, unreadable or not UTF-8 is named in the error.
 
 Overrides ``key.path=value`` (from the CLI) are applied to the raw mapping before conversion, the
 value itself parsed as YAML so ``optim.learning_rate=3e-4`` and ``model.hidden=[8,8]`` work.
@@ -24,62 +18,27 @@ Serves C5.1 ("validate against a schema" starts with the config itself).
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import math
 import os
-import types
-import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple, Union
+from typing import Annotated, Any, Literal
 
 import yaml
 
+from jaxparadigm.config_schema import (
+    INVALID,
+    Bounds,
+    Length,
+    Problem,
+    build,
+    parse_yaml,
+    problems_error,
+)
 from jaxparadigm.errors import ConfigError
 
 INT32_MAX = 2**31 - 1  # the step counters are int32
 StorageDtype = Literal["float32", "bfloat16", "float16"]  # optimiser-state storage dtypes
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """``Annotated`` metadata: the allowed range of a number field (``ge``/``gt``/``le``/``lt``)."""
-
-    ge: float | None = None
-    gt: float | None = None
-    le: float | None = None
-    lt: float | None = None
-
-    def admits(self, x: float) -> bool:
-        """Whether ``x`` lies within every given bound."""
-        return (
-            (self.ge is None or x >= self.ge)
-            and (self.gt is None or x > self.gt)
-            and (self.le is None or x <= self.le)
-            and (self.lt is None or x < self.lt)
-        )
-
-    def describe(self) -> str:
-        """``in [0, 1)``, ``>= 1``, ``> 0`` ..."""
-        num = lambda x: str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
-        low = (f"[{num(self.ge)}" if self.ge is not None else None) or (
-            f"({num(self.gt)}" if self.gt is not None else None
-        )
-        high = (f"{num(self.le)}]" if self.le is not None else None) or (
-            f"{num(self.lt)})" if self.lt is not None else None
-        )
-        if low and high:
-            return f"in {low}, {high}"
-        if low:
-            return (">= " if low[0] == "[" else "> ") + low[1:]
-        return ("<= " if high[-1] == "]" else "< ") + high[:-1]
-
-
-@dataclass(frozen=True)
-class Length(Bounds):
-    """``Annotated`` metadata: the allowed number of items of a list field."""
-
 
 Count = Annotated[int, Bounds(ge=1, le=INT32_MAX)]  # a positive step count / interval
 StepIndex = Annotated[int, Bounds(ge=0, le=INT32_MAX - 1)]  # a 0-based data step
@@ -330,179 +289,6 @@ class Config:
 
 
 # ---------------------------------------------------------------------------------------------
-# Conversion: every problem is collected, then raised together.
-# ---------------------------------------------------------------------------------------------
-
-
-class Problem(NamedTuple):
-    """One config problem: the dotted key path and what is wrong with it."""
-
-    path: str
-    message: str
-    unknown_key: bool = False
-
-    def __str__(self) -> str:
-        return f"config key '{self.path}': {self.message}"
-
-
-def _problems_error(problems: list[Problem], source: str | None = None) -> ConfigError:
-    """One ConfigError listing ``problems``, unknown keys first (a single problem: one line)."""
-    ordered = sorted(problems, key=lambda p: not p.unknown_key)  # stable
-    if len(ordered) == 1:
-        err = ConfigError(str(ordered[0]))
-    else:
-        where = f"config file {source!r}" if source else "the config"
-        head = f"{len(ordered)} problems in {where}:"
-        err = ConfigError("\n".join([head, *(f"  - {p}" for p in ordered)]))
-    err.problems = ordered
-    return err
-
-
-_INVALID = object()  # a conversion that failed (its problem is recorded)
-
-
-def _type_name(tp: Any) -> str:
-    origin = typing.get_origin(tp)
-    if origin is Annotated:
-        return _type_name(typing.get_args(tp)[0])
-    if origin is Literal:
-        return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
-    if origin in (Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        inner = " or ".join(_type_name(a) for a in args)
-        return f"{inner} or null" if len(args) < len(typing.get_args(tp)) else inner
-    if origin is tuple:
-        return f"list of {_type_name(typing.get_args(tp)[0])}"
-    if dataclasses.is_dataclass(tp):
-        return f"mapping ({tp.__name__})"
-    if tp is float:
-        return "finite float"
-    return getattr(tp, "__name__", str(tp))
-
-
-def _fail(path: str, value: Any, tp: Any) -> Problem:
-    return Problem(path, f"got {value!r} ({type(value).__name__}), expected {_type_name(tp)}")
-
-
-def _scalar(value: Any, tp: Any) -> Any:
-    """``value`` converted to the scalar type ``tp``, or _INVALID."""
-    if tp is bool:
-        return value if isinstance(value, bool) else _INVALID
-    if tp is int:
-        return value if isinstance(value, int) and not isinstance(value, bool) else _INVALID
-    if tp is float:
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                return _INVALID
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            x = float(value)
-            return x if math.isfinite(x) else _INVALID
-        return _INVALID
-    if tp is str:
-        return value if isinstance(value, str) else _INVALID
-    raise TypeError(f"unsupported config field type {tp!r}")  # programming error
-
-
-def _annotated(value: Any, tp: Any, path: str, problems: list[Problem]) -> Any:
-    base, *marks = typing.get_args(tp)
-    out = _convert(value, base, path, problems)
-    if out is _INVALID:
-        return out
-    for mark in marks:
-        if isinstance(mark, Length) and not mark.admits(len(out)):
-            problems.append(
-                Problem(
-                    path, f"got {len(out)} item(s), expected a number of items {mark.describe()}"
-                )
-            )
-            return _INVALID
-        if type(mark) is Bounds and not mark.admits(out):
-            kind = "an int" if base is int else "a float"
-            problems.append(Problem(path, f"got {value!r}, expected {kind} {mark.describe()}"))
-            return _INVALID
-    return out
-
-
-def _union(value: Any, tp: Any, path: str, problems: list[Problem]) -> Any:
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    if value is None:
-        if len(args) < len(typing.get_args(tp)):
-            return None
-        problems.append(_fail(path, value, tp))
-        return _INVALID
-    if len(args) == 1:  # ``X | None``: X's own message is the precise one
-        return _convert(value, args[0], path, problems)
-    for arg in args:
-        out = _convert(value, arg, path, [])
-        if out is not _INVALID:
-            return out
-    problems.append(_fail(path, value, tp))
-    return _INVALID
-
-
-def _convert(value: Any, tp: Any, path: str, problems: list[Problem]) -> Any:
-    """``value`` as type ``tp``; on failure records the problem(s) and returns ``_INVALID``."""
-    origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
-        return _build(tp, value, path, problems)
-    if origin is Annotated:
-        return _annotated(value, tp, path, problems)
-    if origin in (Union, types.UnionType):
-        return _union(value, tp, path, problems)
-    if origin is Literal:
-        if value in typing.get_args(tp) and not isinstance(value, bool):
-            return value
-    elif origin is tuple:
-        if isinstance(value, (list, tuple)):
-            elem = typing.get_args(tp)[0]
-            items = [_convert(v, elem, f"{path}[{i}]", problems) for i, v in enumerate(value)]
-            return _INVALID if any(x is _INVALID for x in items) else tuple(items)
-    else:
-        out = _scalar(value, tp)
-        if out is not _INVALID:
-            return out
-    problems.append(_fail(path, value, tp))
-    return _INVALID
-
-
-def _unknown_key(key: str, fields: Sequence[str], prefix: str) -> Problem:
-    path = f"{prefix}.{key}" if prefix else key
-    close = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.6)
-    if close:
-        hint = f"did you mean '{prefix + '.' if prefix else ''}{close[0]}'?"
-    else:
-        hint = f"expected one of {', '.join(sorted(fields))}"
-    return Problem(path, f"unknown key; {hint}", unknown_key=True)
-
-
-def _build(cls: type, raw: Any, prefix: str, problems: list[Problem]) -> Any:
-    if not isinstance(raw, Mapping):
-        problems.append(
-            Problem(
-                prefix or "<root>",
-                f"got {raw!r} ({type(raw).__name__}), expected a mapping ({cls.__name__})",
-            )
-        )
-        return _INVALID
-    hints = typing.get_type_hints(cls, include_extras=True)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    problems.extend(_unknown_key(str(k), list(fields), prefix) for k in raw if str(k) not in fields)
-    kwargs, ok = {}, True
-    for name, f in fields.items():
-        path = f"{prefix}.{name}" if prefix else name
-        if name in raw:
-            kwargs[name] = _convert(raw[name], hints[name], path, problems)
-            ok = ok and kwargs[name] is not _INVALID
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            problems.append(Problem(path, f"required key is missing ({_type_name(hints[name])})"))
-            ok = False
-    ok = ok and all(str(k) in fields for k in raw)
-    return cls(**kwargs) if ok else _INVALID
-
-
-# ---------------------------------------------------------------------------------------------
 # Relations between fields (checked once every field is valid on its own).
 # ---------------------------------------------------------------------------------------------
 
@@ -605,34 +391,6 @@ RELATIONS: tuple[Callable[[Config], Iterator[Problem]], ...] = (
 # ---------------------------------------------------------------------------------------------
 
 
-class DuplicateKeyError(yaml.YAMLError):
-    """A YAML mapping names the same key twice."""
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (PyYAML keeps the last)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            line = key_node.start_mark.line + 1
-            try:
-                first = seen.get(key)
-            except TypeError:  # unhashable key: SafeLoader reports it
-                break
-            if first is not None:
-                raise DuplicateKeyError(f"duplicate key {key!r} at lines {first} and {line}")
-            seen[key] = line
-        return super().construct_mapping(node, deep=deep)
-
-
-def _parse_yaml(text: str) -> Any:
-    return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
-
-
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
@@ -646,7 +404,7 @@ def apply_override(raw: dict, override: str) -> dict:
     if not all(parts):
         raise ConfigError(f"override {override!r}: empty component in key path {key!r}")
     try:
-        value = _parse_yaml(text)
+        value = parse_yaml(text)
     except yaml.YAMLError as exc:
         raise ConfigError(
             f"override {override!r}: value is not valid YAML ({_one_line(exc)})"
@@ -677,12 +435,12 @@ def config_from_dict(
     for override in overrides:
         data = apply_override(data, override)
     problems: list[Problem] = []
-    cfg = _build(Config, data, "", problems)
-    if cfg is not _INVALID:
+    cfg = build(Config, data, "", problems)
+    if cfg is not INVALID:
         for check in RELATIONS:
             problems.extend(check(cfg))
     if problems:
-        raise _problems_error(problems, source)
+        raise problems_error(problems, source)
     return cfg
 
 
@@ -714,7 +472,7 @@ def load_config(path: str | os.PathLike, overrides: Sequence[str] = ()) -> Confi
     """
     name = os.fspath(path)
     try:
-        raw = _parse_yaml(_read_text(path))
+        raw = parse_yaml(_read_text(path))
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {name!r}: invalid YAML ({_one_line(exc)})") from None
     if raw is None:

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from jaxparadigm import config as C
+from jaxparadigm.config_schema import build
 
 
 def _write(tmp_path, data):
@@ -221,6 +222,6 @@ def test_fields_added_by_others_keep_working():
         weight: float = 1.0
 
     problems = []
-    assert C._build(Extra, {"grad": "jaxparadigm"}, "train", problems) == Extra("jaxparadigm")
-    C._build(Extra, {"grad": "x", "weight": "w"}, "train", problems)
+    assert build(Extra, {"grad": "jaxparadigm"}, "train", problems) == Extra("jaxparadigm")
+    build(Extra, {"grad": "x", "weight": "w"}, "train", problems)
     assert [p.path for p in problems] == ["train.grad", "train.weight"]
