@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxparadigm.config import RetrievalConfig
-from jaxparadigm.errors import InputError
+from jaxparadigm.errors import ConfigError, InputError
 from jaxparadigm.retrieval.keyword import keyword_search
 from jaxparadigm.retrieval.pydoc_corpus import chunk_document, read_corpus, topic_title
 from jaxparadigm.retrieval.pydoc_queries import PYDOC_QUERIES, LabelledQuery
@@ -214,7 +214,7 @@ def _select(cfg_topics: tuple[str, ...]) -> tuple[list[str], list[str], list[Lab
     if cfg_topics:
         unknown = sorted(set(cfg_topics) - set(names))
         if unknown:
-            raise ValueError(
+            raise ConfigError(
                 f"config key 'retrieval.topics': unknown topic(s) {unknown}; expected names from "
                 "pydoc_data.topics"
             )
@@ -222,7 +222,7 @@ def _select(cfg_topics: tuple[str, ...]) -> tuple[list[str], list[str], list[Lab
         names, texts = [names[i] for i in keep], [texts[i] for i in keep]
     queries = [q for q in PYDOC_QUERIES if set(q.targets) & set(names)]
     if not queries:
-        raise ValueError(f"config key 'retrieval.topics': no labelled query targets {cfg_topics}")
+        raise ConfigError(f"config key 'retrieval.topics': no labelled query targets {cfg_topics}")
     return names, texts, queries
 
 
@@ -230,7 +230,7 @@ def run_experiment(cfg) -> Path:
     """Run the retrieval evaluation for ``cfg.retrieval``; returns ``<out_dir>/<name>/report.md``."""
     rc = cfg.retrieval
     if rc.corpus != "pydoc":
-        raise ValueError(
+        raise ConfigError(
             f"config key 'retrieval.corpus': got {rc.corpus!r}, expected 'pydoc' (the labelled "
             "queries target pydoc topics; use `jaxparadigm search --corpus FILE` for other corpora)"
         )
