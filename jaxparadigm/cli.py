@@ -1,7 +1,7 @@
 """Command line: parses arguments and calls the library; nothing else lives here.
 
     jaxparadigm run CONFIG [key.path=value ...]     run an experiment config (train, retrieval, ...)
-    jaxparadigm claims [--only ID ...] [--json] [--report DIR]
+    jaxparadigm claims [--only ID ...] [--json] [--report DIR] [--config FILE] [claims.key=value ...]
     jaxparadigm search "query" [--corpus FILE|pydoc] [--top-k 5]
     jaxparadigm search "query" --index DIR [--top-k 5] [--dtype float32|bfloat16|int8] [--approx]
                        [--stream]
@@ -11,8 +11,11 @@
     jaxparadigm bench NAME [args ...]                run benchmarks/NAME_bench.py (source checkout)
     jaxparadigm --version
 
-A bad config or bad input is printed as one line on stderr and exits with status 2 (set
-``JAXPARADIGM_DEBUG=1`` to see the traceback instead).
+Exit status: 0 done; 2 bad input (:class:`~jaxparadigm.errors.InputError`, e.g. a config
+problem: one stderr line per problem naming the key path or file); 3 a training run gave up
+(:class:`~jaxparadigm.errors.TrainingAborted`: one line with the step, counts and last finite
+loss). Any other exception is a bug and keeps its traceback. ``JAXPARADIGM_DEBUG=1`` shows the
+traceback of input errors too.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import json
 import os
 import runpy
 import sys
+import warnings
 from pathlib import Path
 
 from jaxparadigm import __version__
+from jaxparadigm.errors import InputError, TrainingAborted
 
 # task name -> "module:function"; each function takes a Config and returns the report's Path.
 TASKS = {
@@ -52,8 +57,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_claims(args: argparse.Namespace) -> int:
     from jaxparadigm import claims
+    from jaxparadigm.config import config_from_dict, load_config
 
-    verdicts = claims.run_claims(only=args.only or None)
+    if args.update_readme and not Path(args.update_readme).is_file():
+        raise InputError(f"--update-readme {args.update_readme!r}: no such file")
+    if args.report and Path(args.report).exists() and not Path(args.report).is_dir():
+        raise InputError(f"--report {args.report!r}: is a file, expected a directory")
+    if args.config:
+        cfg = load_config(args.config, args.overrides)
+    else:  # the article's numbers, plus any claims.* overrides
+        cfg = config_from_dict({"name": "claims"}, args.overrides)
+    verdicts = claims.run_claims(only=args.only or None, config=cfg.claims)
     if args.json:
         print(json.dumps(claims.verdicts_to_json(verdicts), indent=2))
     else:
@@ -104,7 +118,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     script = root / f"{args.name}_bench.py"
     if not script.is_file():
         have = sorted(p.name[: -len("_bench.py")] for p in root.glob("*_bench.py"))
-        raise ValueError(
+        raise InputError(
             f"bench name {args.name!r}: no {script} (benchmarks live in a source checkout); "
             f"expected one of {', '.join(have) or '(none found)'}"
         )
@@ -130,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--update-readme", metavar="FILE", help="rewrite the 'What the article gets wrong' section"
     )
+    p.add_argument("--config", metavar="FILE", help="YAML config whose claims section is used")
+    p.add_argument("overrides", nargs="*", help="key.path=value, e.g. claims.c5_2.p99_ms=500")
     p.set_defaults(func=_cmd_claims)
 
     p = sub.add_parser("search", help="keyword vs semantic search over a corpus")
@@ -170,13 +186,27 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
+        with warnings.catch_warnings():  # restores showwarning on exit
+            warnings.showwarning = lambda message, *_, **__: print(
+                f"jaxparadigm {args.command}: warning: {' '.join(str(message).split())}",
+                file=sys.stderr,
+            )
+            return args.func(args)
+    except (InputError, TrainingAborted) as exc:
         if os.environ.get("JAXPARADIGM_DEBUG"):
             raise
-        msg = " ".join(str(exc).split())
-        print(f"jaxparadigm {args.command}: error: {msg}", file=sys.stderr)
-        return 2
+        _print_error(args.command, exc)
+        return 2 if isinstance(exc, InputError) else 3
+
+
+def _print_error(command: str, exc: Exception) -> None:
+    """Each line of the message on one stderr line (whitespace runs collapsed)."""
+    head, *rest = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()] or [
+        type(exc).__name__
+    ]
+    print(f"jaxparadigm {command}: error: {head}", file=sys.stderr)
+    for line in rest:
+        print(f"  {line}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,11 +2,15 @@
 
 Claims C2.2 (saved tensors freed after backward), C3.1 (tape vs declared graph), C3.2 (one static
 registry maps each primitive to its gradient rule), C3.3 (grad-of-grad re-enters the graph).
+``jaxparadigm.autodiff.func`` (torch.func look-alike) and ``jaxparadigm.autodiff.tape`` are
+attributes after ``import jaxparadigm.autodiff``, as ``torch.func`` is after ``import torch``.
 """
 
 from jaxparadigm.autodiff import call_rules as _call_rules  # noqa: F401  (registers rules)
 from jaxparadigm.autodiff import elementwise_rules as _elementwise_rules  # noqa: F401
+from jaxparadigm.autodiff import func, tape  # noqa: F401  (submodules as attributes)
 from jaxparadigm.autodiff import structural_rules as _structural_rules  # noqa: F401
+from jaxparadigm.autodiff.forward_mode import jacfwd, jvp
 from jaxparadigm.autodiff.function import Function
 from jaxparadigm.autodiff.graph import Graph, trace
 from jaxparadigm.autodiff.growth import graph_growth
@@ -29,12 +33,16 @@ __all__ = [
     "MissingVJPRule",
     "get_jvp",
     "get_vjp",
+    "func",
     "grad",
     "graph_growth",
+    "jacfwd",
+    "jvp",
     "register_jvp",
     "register_vjp",
     "registered_jvp_primitives",
     "registered_primitives",
+    "tape",
     "trace",
     "value_and_grad",
     "vjp",

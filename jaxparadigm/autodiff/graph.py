@@ -23,6 +23,7 @@ import numpy as np
 from jax.extend import core as jcore
 
 from jaxparadigm.autodiff.registry import get_vjp
+from jaxparadigm.autodiff.trace_cache import TRACES, closes_over_tracers, trace_key
 
 __all__ = ["Graph", "Node", "topological_order", "trace", "count_equations"]
 
@@ -262,10 +263,15 @@ def flat_trace(f: Callable, args: tuple, kwargs: dict | None = None, has_aux: bo
     """Trace ``f(*args, **kwargs)`` to a ``Graph`` over flat leaves; also return the aux tree.
 
     Returns ``(graph, flat_args, n_main_outputs, aux_tree)``; the graph's outputs are the main
-    output leaves followed by the aux leaves.
+    output leaves followed by the aux leaves. Traces are cached per (f, tree structure, shapes,
+    dtypes, static kwargs) in ``trace_cache.TRACES``, so eager calls do not re-trace.
     """
     kwargs = kwargs or {}
     flat_args, in_tree = jax.tree_util.tree_flatten(args)
+    key = trace_key(f, flat_args, in_tree, kwargs, has_aux)
+    cached = TRACES.get(key)
+    if cached is not None:
+        return (cached[0], flat_args, *cached[1:])
     trees: dict = {}
 
     def flat_fn(*leaves):
@@ -284,6 +290,8 @@ def flat_trace(f: Callable, args: tuple, kwargs: dict | None = None, has_aux: bo
 
     closed = jax.make_jaxpr(flat_fn)(*flat_args)
     graph = Graph(closed, in_tree, trees["out"])
+    if not closes_over_tracers(closed):
+        TRACES.put(key, (graph, trees["out"].num_leaves, trees["aux"]))
     return graph, flat_args, trees["out"].num_leaves, trees["aux"]
 
 

@@ -14,35 +14,10 @@ from collections.abc import Callable, Sequence
 import jax
 import jax.numpy as jnp
 
+from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
 from jaxparadigm.autodiff.graph import flat_trace
 
 __all__ = ["grad", "value_and_grad", "vjp", "normalize_argnums"]
-
-
-def normalize_argnums(argnums, fn_name: str = "grad") -> tuple[int, ...] | int:
-    """Validate ``argnums`` (an int or a non-empty sequence of ints) before any tracing."""
-    if isinstance(argnums, bool) or not isinstance(argnums, (int, tuple, list)):
-        raise TypeError(f"{fn_name}: argnums={argnums!r}; expected an int or a tuple of ints")
-    if isinstance(argnums, (tuple, list)):
-        if not argnums or any(isinstance(a, bool) or not isinstance(a, int) for a in argnums):
-            raise TypeError(f"{fn_name}: argnums={argnums!r}; expected a non-empty tuple of ints")
-        if len(set(argnums)) != len(argnums):
-            raise ValueError(f"{fn_name}: argnums={argnums!r} has repeated entries")
-        return tuple(argnums)
-    return argnums
-
-
-def _resolve_argnums(argnums, n_args: int, fn_name: str) -> tuple[int, ...]:
-    nums = argnums if isinstance(argnums, tuple) else (argnums,)
-    out = []
-    for a in nums:
-        if not -n_args <= a < n_args:
-            raise ValueError(
-                f"{fn_name}: argnums={argnums!r} is out of range for a function called with "
-                f"{n_args} positional argument(s); expected values in [{-n_args}, {n_args})"
-            )
-        out.append(a % n_args)
-    return tuple(out)
 
 
 def _wrt_mask(args: tuple, argnums: Sequence[int], fn_name: str) -> list[bool]:
@@ -85,7 +60,7 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
 
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
-        nums = _resolve_argnums(argnums, len(args), "grad")
+        nums = resolve_argnums(argnums, len(args), "grad")
         wrt = _wrt_mask(args, nums, "grad")
         graph, flat_args, n_out, aux_tree = flat_trace(f, args, kwargs, has_aux)
         out_avals = [v.aval for v in graph.outputs[:n_out]]

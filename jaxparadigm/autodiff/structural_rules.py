@@ -11,6 +11,7 @@ import numpy as np
 from jax import lax
 
 from jaxparadigm.autodiff.registry import register_vjp
+from jaxparadigm.autodiff.scatter_dims import inverse_gather, inverse_scatter
 
 __all__: list[str] = []
 
@@ -191,14 +192,7 @@ def _gather_vjp(
     ct, x, indices, *, dimension_numbers, unique_indices, indices_are_sorted, mode, **params
 ):
     """The transpose of a gather is a scatter-add of ct into zeros at the same indices."""
-    dn = dimension_numbers
-    scatter_dn = lax.ScatterDimensionNumbers(
-        update_window_dims=dn.offset_dims,
-        inserted_window_dims=dn.collapsed_slice_dims,
-        scatter_dims_to_operand_dims=dn.start_index_map,
-        operand_batching_dims=dn.operand_batching_dims,
-        scatter_indices_batching_dims=dn.start_indices_batching_dims,
-    )
+    scatter_dn = inverse_scatter(dimension_numbers)
     zeros = jnp.zeros(jnp.shape(x), ct.dtype)
     dx = lax.scatter_add(
         zeros,
@@ -226,27 +220,12 @@ def _scatter_add_vjp(
     **params,
 ):
     """out = x + scatter(updates): dx = ct, dupdates = gather(ct) at the same indices."""
-    dn = dimension_numbers
-    gather_dn = lax.GatherDimensionNumbers(
-        offset_dims=dn.update_window_dims,
-        collapsed_slice_dims=dn.inserted_window_dims,
-        start_index_map=dn.scatter_dims_to_operand_dims,
-        operand_batching_dims=dn.operand_batching_dims,
-        start_indices_batching_dims=dn.scatter_indices_batching_dims,
-    )
-    ushape = jnp.shape(updates)
-    slice_sizes, pos = [], 0
-    for i in range(ct.ndim):
-        if i in dn.inserted_window_dims or i in dn.operand_batching_dims:
-            slice_sizes.append(1)
-        else:
-            slice_sizes.append(ushape[dn.update_window_dims[pos]])
-            pos += 1
+    gather_dn, slice_sizes = inverse_gather(dimension_numbers, ct.shape, jnp.shape(updates))
     dupdates = lax.gather(
         ct,
         indices,
         dimension_numbers=gather_dn,
-        slice_sizes=tuple(slice_sizes),
+        slice_sizes=slice_sizes,
         mode=mode,
         fill_value=0,
         indices_are_sorted=indices_are_sorted,

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
 from jaxparadigm.autodiff.tape_formulas import (
     DIV_SAVE,
     NO_SAVE,
@@ -444,17 +445,11 @@ def grad(f: Callable, argnums=0) -> Callable:
     """``tape.grad(f)(x)``: run ``f`` on leaf Vars, backward, return the leaves' ``.grad``. C3.1."""
     if not callable(f):
         raise TypeError(f"tape.grad: f={f!r} is not callable")
-    if isinstance(argnums, bool) or not isinstance(argnums, (int, tuple)):
-        raise TypeError(f"tape.grad: argnums={argnums!r}; expected an int or a tuple of ints")
-    nums = (argnums,) if isinstance(argnums, int) else argnums
+    argnums = normalize_argnums(argnums, "tape.grad")
 
     def grad_f(*args):
-        for a in nums:
-            if not -len(args) <= a < len(args):
-                raise ValueError(
-                    f"tape.grad: argnums={argnums!r} out of range for {len(args)} argument(s)"
-                )
-        idx = {a % len(args) for a in nums}
+        order = resolve_argnums(argnums, len(args), "tape.grad")
+        idx = set(order)
         vs = [Var(x, requires_grad=True) if i in idx else x for i, x in enumerate(args)]
         out = f(*vs)
         if not isinstance(out, Var) or out.value.size != 1:
@@ -467,7 +462,6 @@ def grad(f: Callable, argnums=0) -> Callable:
         ]
         if isinstance(argnums, int):
             return gs[0]
-        order = [a % len(args) for a in nums]
         by_index = dict(zip(sorted(idx), gs, strict=True))
         return tuple(by_index[i] for i in order)
 

@@ -13,6 +13,7 @@ import json
 import time
 from pathlib import Path
 
+from jaxparadigm.errors import ConfigError
 from jaxparadigm.retrieval.dot_vs_cosine import dot_vs_cosine
 from jaxparadigm.retrieval.keyword import keyword_search
 from jaxparadigm.retrieval.metrics_plot import plot_metrics
@@ -67,7 +68,7 @@ def pydoc_evaluation_set(
     if cfg_topics:
         unknown = sorted(set(cfg_topics) - set(names))
         if unknown:
-            raise ValueError(
+            raise ConfigError(
                 f"config key 'retrieval.topics': unknown topic(s) {unknown}; expected names from "
                 "pydoc_data.topics"
             )
@@ -75,7 +76,7 @@ def pydoc_evaluation_set(
         names, texts = [names[i] for i in keep], [texts[i] for i in keep]
     queries = [q for q in PYDOC_QUERIES if set(q.targets) & set(names)]
     if not queries:
-        raise ValueError(f"config key 'retrieval.topics': no labelled query targets {cfg_topics}")
+        raise ConfigError(f"config key 'retrieval.topics': no labelled query targets {cfg_topics}")
     return names, texts, queries
 
 
@@ -100,7 +101,7 @@ def run_experiment(cfg) -> Path:
     """Run the retrieval evaluation for ``cfg.retrieval``; returns ``<out_dir>/<name>/report.md``."""
     rc = cfg.retrieval
     if rc.corpus != "pydoc":
-        raise ValueError(
+        raise ConfigError(
             f"config key 'retrieval.corpus': got {rc.corpus!r}, expected 'pydoc' (the labelled "
             "queries target pydoc topics; use `jaxparadigm search --corpus FILE` for other corpora)"
         )
