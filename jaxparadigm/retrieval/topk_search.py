@@ -11,12 +11,12 @@ lower row id whatever the block size or device count. On ``D`` devices a *placem
 rows is laid out with ``NamedSharding(mesh, P("rows"))`` (device ``i`` holds rows
 ``[i R, (i+1) R)``); each device scans its rows under ``shard_map`` and the ``D`` per-device top-k
 are merged in device (= row) order. A corpus larger than memory is searched as a stream of
-placements (:meth:`VectorSearcher` with ``resident=False``).
+placements (:class:`VectorSearcher` with ``resident=False``).
 
 Search dtypes: ``float32`` (exact); ``bfloat16`` (rows stored as bfloat16, widened exactly to
 float32 per block by a 16-bit shift, :func:`bfloat16_bits_to_float32`, then a float32 matmul);
 ``int8`` (per-row symmetric ``X_r ~= scale_r c_r`` with ``c_r = round(127 X_r / max|X_r|)``, scored
-as ``scale_r (Q . c_r)``). A compact dtype returns ``k * rescore`` candidates that
+as ``scale_r (Q . c_r)``). A compact dtype returns ``k * rescore_factor`` candidates that
 :func:`rescore` scores again in float32 from the float32 rows. ``approx=True`` uses
 ``lax.approx_max_k(recall_target)`` per block; XLA:CPU lowers it to the exact TopK (same result,
 no speed-up), other backends may trade recall for speed.
@@ -299,6 +299,12 @@ class VectorSearcher:
             raise InputError(f"queries: got shape {queries.shape}, expected (n, {self.source.dim})")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InputError(f"k: got {k!r}, expected an int >= 1")
+        if (
+            isinstance(rescore_factor, bool)
+            or not isinstance(rescore_factor, int)
+            or rescore_factor < 1
+        ):
+            raise InputError(f"rescore_factor: got {rescore_factor!r}, expected an int >= 1")
         if not 0.0 < recall_target <= 1.0:
             raise InputError(f"recall_target: got {recall_target!r}, expected a float in (0, 1]")
         k = min(k, self.source.rows)

@@ -169,6 +169,8 @@ def test_bad_arguments():
         s.search(np.zeros((1, 3)), 1)
     with pytest.raises(InputError, match="k: got 0"):
         s.search(np.eye(4)[:1], 0)
+    with pytest.raises(InputError, match="rescore_factor: got 0"):
+        s.search(np.eye(4)[:1], 1, rescore_factor=0)
     with pytest.raises(InputError, match="recall_target"):
         s.search(np.eye(4)[:1], 1, recall_target=0.0)
     with pytest.raises(InputError, match="dtype"):
