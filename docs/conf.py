@@ -1,13 +1,17 @@
 """Sphinx configuration: MyST notebooks executed at build time (myst-nb), furo, autodoc + napoleon.
 
-``make docs`` builds into docs/_build/html with the execution cache (jupyter-cache, under
-docs/_build/.jupyter_cache, keyed on each notebook's source); ``make docs-check`` re-executes every
-notebook (``-D nb_execution_mode=force``). A cell error fails the build (nb_execution_raise_on_error).
+``make docs`` builds into docs/_build/html with the execution cache (jupyter-cache): a notebook is
+re-executed when its code cells change, and every notebook when a ``.py`` file of ``jaxparadigm/``
+or ``docs/_support/`` changes (the cache lives in a folder named by a digest of those sources).
+``make docs-check`` re-executes every notebook (``-D nb_execution_mode=force``). A cell error fails
+the build (nb_execution_raise_on_error).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -41,8 +45,25 @@ source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-n
 # --- MyST and notebook execution -----------------------------------------------------------------
 myst_enable_extensions = ["colon_fence", "dollarmath", "deflist"]
 myst_heading_anchors = 3
+
+
+def _sources_digest() -> str:
+    """sha256 (16 hex digits) over the paths and bytes of the library's and docs/_support's .py files."""
+    digest = hashlib.sha256()
+    for path in sorted([*(ROOT / "jaxparadigm").rglob("*.py"), *(DOCS / "_support").rglob("*.py")]):
+        digest.update(str(path.relative_to(ROOT)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+_CACHES = DOCS / "_build" / ".jupyter_cache"
+_CACHE = _CACHES / _sources_digest()
+for _stale in _CACHES.glob("*"):  # caches of other library sources can never be hit again
+    if _stale != _CACHE:
+        shutil.rmtree(_stale, ignore_errors=True)
+
 nb_execution_mode = "cache"
-nb_execution_cache_path = str(DOCS / "_build" / ".jupyter_cache")
+nb_execution_cache_path = str(_CACHE)
 nb_execution_timeout = 600  # per cell: the claims report runs the whole ledger in one cell
 nb_execution_raise_on_error = True  # a cell error fails the build
 nb_execution_show_tb = True

@@ -72,14 +72,15 @@ def show_report(report: str | Path) -> None:
     """Display ``report.md`` (from ``write_report``) as Markdown outputs and embedded figures.
 
     The report's own title is dropped (the page has one); a pipe inside a summary cell of its
-    verdict table is escaped so the row keeps three cells; each ``![name](file)`` line becomes an
-    embedded PNG.
+    verdict table is escaped so the row keeps three cells; each claim's JSON evidence is folded
+    into a ``<details>`` element; each ``![name](file)`` line becomes an embedded PNG.
     """
     report = Path(report)
     lines = report.read_text(encoding="utf-8").splitlines()
     if lines and lines[0].startswith("# "):
         lines = lines[1:]
     chunk: list[str] = []
+    in_json = False
 
     def flush() -> None:
         if any(line.strip() for line in chunk):
@@ -96,5 +97,11 @@ def show_report(report: str | Path) -> None:
         row = _ROW.match(line)
         if row:
             line = f"| {row['id']} | {_BADGE[row['status']]} | {_cell(row['summary'])} |"
+        if line == "```json":  # each claim's evidence record: folded, one click away
+            in_json = True
+            chunk += ["<details><summary>evidence (JSON)</summary>", ""]
         chunk.append(line)
+        if in_json and line == "```":
+            in_json = False
+            chunk += ["", "</details>"]
     flush()

@@ -26,6 +26,18 @@ def directives() -> dict[str, set[str]]:
     return found
 
 
+def autodata_names() -> set[str]:
+    """Full names given an explicit ``autodata`` directive (autodoc's automodule skips module data
+    that has no doc comment, even with ``:undoc-members:``)."""
+    return {
+        m[1]
+        for page in API.glob("*.rst")
+        for m in re.finditer(
+            r"^\.\. autodata:: (\S+)$", page.read_text(encoding="utf-8"), flags=re.M
+        )
+    }
+
+
 def packages() -> list[str]:
     return sorted(
         ".".join(init.parent.relative_to(ROOT).parts)
@@ -57,7 +69,8 @@ def own_docstring(obj) -> str:
 
 
 def needs_docstring(obj) -> bool:
-    """Classes and functions need a docstring; data (constants, type aliases) is shown by value."""
+    """Classes and functions need a docstring; data (constants, type aliases) is shown by value
+    through an ``autodata`` directive."""
     if inspect.isclass(obj):
         return True
     if getattr(obj, "__origin__", None) is not None:  # typing alias such as Callable[[Any], Any]

@@ -4,8 +4,10 @@ Rule: every package of ``jaxparadigm`` (a directory with ``__init__.py``) has an
 directive under docs/api/, and every module given one is rendered with ``:members:`` and
 ``:undoc-members:``, so autodoc renders each name of its ``__all__`` (public classes and functions
 defined in it when it has none). Each such function or class must carry its own docstring (a
-formula, semantics, claim ID), a submodule in ``__all__`` needs its own directive, and every
-API page is in the reference's toctree. test_built_site.py then checks the built pages.
+formula, semantics, claim ID); data (a constant, a type alias) needs an explicit ``autodata``
+directive, which automodule does not render by itself; a submodule in ``__all__`` needs its own
+``automodule``; every API page is in the reference's toctree. test_built_site.py then checks that
+the built pages really hold an entry for every one of these names.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from tests.docs.api_pages import (
     API,
     DIRECTIVE,
+    autodata_names,
     directives,
     needs_docstring,
     own_docstring,
@@ -48,16 +51,20 @@ def test_every_public_name_is_rendered_with_a_docstring(module_name):
         f"public name; has {sorted(options)}"
     )
     module = importlib.import_module(module_name)
-    undocumented, submodules = [], []
+    undocumented, submodules, data = [], [], []
     for name in public_names(module):
         obj = getattr(module, name)
         if inspect.ismodule(obj):  # autodoc skips submodules: they need their own directive
             if obj.__name__ not in directives():
                 submodules.append(obj.__name__)
-        elif needs_docstring(obj) and not own_docstring(obj):
+        elif not needs_docstring(obj):
+            if f"{module_name}.{name}" not in autodata_names():
+                data.append(name)
+        elif not own_docstring(obj):
             undocumented.append(name)
     assert not submodules, f"{module_name}.__all__ has submodules without an API page: {submodules}"
     assert not undocumented, f"{module_name}: public names without a docstring: {undocumented}"
+    assert not data, f"{module_name}: data names without an `.. autodata::` directive: {data}"
 
 
 def test_every_api_page_is_in_the_toctree():
