@@ -1,7 +1,7 @@
 """A BERT encoder in Flax NNX with mean pooling: the all-MiniLM-L6-v2 sentence pipeline (C1.1, C1.2).
 
 The forward pass is the HuggingFace ``BertModel`` that sentence-transformers runs, followed by its
-``Pooling(mean)`` and ``Normalize`` modules:
+``Pooling(mean)`` and ``Normalize`` modules::
 
     h_0 = LayerNorm(E_word[ids] + E_pos[0..T) + E_type[type_ids])
     h_l = LayerNorm(a + FFN(a)),  a = LayerNorm(h_{l-1} + Attn(h_{l-1}))   (post-norm, l = 1..L)
