@@ -13,7 +13,7 @@ def dot_vs_cosine(index: SemanticIndex, queries: list[str], n_raw: int = 8) -> d
     """C1.2: for normalised embeddings ``q . d`` equals cosine; measure it, and the unnormalised case.
 
     The unnormalised check uses the first ``n_raw`` queries and documents without the final L2
-    normalisation: their norms, max |dot - cosine| and how often dot and cosine pick the same top doc.
+    normalisation: their norms, max ``|dot - cosine|`` and how often dot and cosine pick the same top doc.
     """
     q = index.encoder.encode(queries, normalize=True).astype(np.float64)
     d = index.embeddings.astype(np.float64)
