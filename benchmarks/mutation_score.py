@@ -151,7 +151,25 @@ def prepare_workspace(name: str, target: Target) -> Path:
     pyproject = (ROOT / "pyproject.toml").read_text() + _mutmut_config(target)
     if not (ws / "pyproject.toml").exists() or (ws / "pyproject.toml").read_text() != pyproject:
         (ws / "pyproject.toml").write_text(pyproject)
+    _drop_stale_copies(ws)
     return ws
+
+
+def _drop_stale_copies(ws: Path) -> None:
+    """mutmut copies ``tests/`` over its old copy and keeps copies of deleted sources: remove the
+    copied tests (copied afresh on every run) and copies whose source no longer exists."""
+    shutil.rmtree(ws / "mutants" / "tests", ignore_errors=True)
+    package = ws / "mutants" / "jaxparadigm"
+    if not package.is_dir():
+        return
+    for path in sorted(package.rglob("*"), reverse=True):
+        rel = path.relative_to(ws / "mutants")
+        source = ROOT / str(rel).removesuffix(".meta").removesuffix(".spans")
+        if path.is_dir():
+            if not source.is_dir():
+                shutil.rmtree(path)
+        elif not source.exists() and "__pycache__" not in rel.parts:
+            path.unlink()
 
 
 def _test_files(target: Target) -> list[Path]:
@@ -179,6 +197,16 @@ def _meta_files(ws: Path):
     yield from sorted((ws / "mutants").rglob("*.py.meta"))
 
 
+def _decided(ws: Path) -> set[str]:
+    """Mutants with a verdict in the cache."""
+    return {
+        key
+        for meta_path in _meta_files(ws)
+        for key, code in json.loads(meta_path.read_text())["exit_code_by_key"].items()
+        if code is not None
+    }
+
+
 def recheck_survivors(ws: Path) -> int:
     """Mark survived and no-test mutants "not checked", so mutmut tests them again."""
     count = 0
@@ -204,6 +232,7 @@ def run_module(name: str, max_children: int, fresh: bool) -> int:
     digest = tests_digest(target)
     if digest_file.exists() and digest_file.read_text() != digest:
         print(f"[{name}] tests changed: {recheck_survivors(ws)} survivors will be tested again")
+    decided_before = _decided(ws)
     mutmut = Path(sys.executable).parent / "mutmut"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     # Programs a mutant does not change are compiled once per workspace, not once per mutant
@@ -225,7 +254,9 @@ def run_module(name: str, max_children: int, fresh: bool) -> int:
     seconds = (datetime.datetime.now() - started).total_seconds()
     if rc == 0:
         digest_file.write_text(digest)
-    (ws / "wall_seconds").write_text(f"{seconds:.0f}\n")
+    tested = len(_decided(ws) - decided_before)
+    last = {"wall_s": round(seconds), "tested": tested, "max_children": max_children, "exit": rc}
+    (ws / "last_run.json").write_text(json.dumps(last) + "\n")
     print(f"[{name}] exit {rc} after {seconds:.0f} s (log: {log.relative_to(ROOT)})")
     return rc
 
@@ -324,7 +355,7 @@ def module_result(name: str) -> dict | None:
     counts["no_tests"] = sum(s["verdict"] == "no tests" for s in survivors)
     denominator = counts["mutants"] - len(equivalents)
     detected = counts["killed"] + counts["timeout"]
-    wall = ws / "wall_seconds"
+    last = ws / "last_run.json"
     return {
         **counts,
         "equivalent": len(equivalents),
@@ -335,7 +366,7 @@ def module_result(name: str) -> dict | None:
         "unclear": unclear,
         "mutate": list(target.mutate),
         "tests": list(target.tests),
-        "last_run_wall_s": int(wall.read_text()) if wall.exists() else None,
+        "last_run": json.loads(last.read_text()) if last.exists() else None,
         "measured": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": _git_head(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}",
@@ -347,6 +378,15 @@ def _git_head() -> str:
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     )
     return out.stdout.strip()
+
+
+def _last_run_text(last: dict | None) -> str:
+    if not last:
+        return "no run recorded"
+    return (
+        f"last run tested {last['tested']} mutants in {last['wall_s']} s "
+        f"({last['max_children']} worker{'s' if last['max_children'] > 1 else ''})"
+    )
 
 
 def markdown(results: dict[str, dict]) -> str:
@@ -375,7 +415,7 @@ def markdown(results: dict[str, dict]) -> str:
             f"{', '.join(f'`{t}`' for t in r['tests'])} | "
             f"{r['killed'] + r['timeout']}/{r['mutants']}{pending} | {r['timeout']} | "
             f"{r['equivalent']} | {r['survived']} | {score} | {r['measured']} at {r['commit']}, "
-            f"{r['machine']}, {r['last_run_wall_s']} s |"
+            f"{r['machine']}; {_last_run_text(r['last_run'])} |"
         )
     for name in MODULES:
         r = results.get(name)
