@@ -378,3 +378,22 @@ class RepeatedAdvancedIndexTest(parameterized.TestCase):
         for r, c, v in zip(rows, cols, values, strict=True):
             last[r, c] = v
         np.testing.assert_array_equal(ours, [[last[r, c] for c in range(4)] for r in range(3)])
+
+
+# -- issue 17 --------------------------------------------------------------------------------------
+
+
+def test_repr_lists_each_storage_dtype_and_size():
+    mem, _ = Memory().tensor(np.zeros((2, 3), np.float32))
+    mem, _ = mem.tensor(np.arange(4, dtype=np.int32))
+    assert repr(mem) == "Memory(float32[6], int32[4])"
+    assert repr(Memory()) == "Memory()"
+
+
+def test_storage_is_the_whole_flat_storage_and_checks_the_handle():
+    mem, a = Memory().tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    b = mem.as_strided(a, (2,), (2,), 1)  # elements 1 and 3 of the storage
+    np.testing.assert_array_equal(np.asarray(mem.storage(b)), np.arange(6.0))
+    other, _ = Memory().tensor(np.zeros(6, np.float32))
+    with pytest.raises(ValueError, match="h is a handle from another Memory"):
+        other.storage(a)
