@@ -1,6 +1,7 @@
 """transfer_profile: measured host<->device figures (C2.3)."""
 
 import jax
+import numpy as np
 import pytest
 
 from jaxparadigm.tensor import transfer, transfer_profile
@@ -79,3 +80,104 @@ def test_explicit_device():
 def test_bad_input(nbytes, device, error, pattern):
     with pytest.raises(error, match=pattern):
         transfer_profile(nbytes, device)
+
+
+# -- issue 17: what the profile transfers, and its checks, seen through a spy on jax.device_put ---
+
+
+def _spy_device_put(monkeypatch, wrap=lambda arr: arr, corrupt=False):
+    """Replace ``jax.device_put`` by one that records ``(dtype, shape, device)`` of each call,
+    optionally damages the last byte it transfers, and wraps the array it returns."""
+    real = jax.device_put
+    calls = []
+
+    def device_put(x, device=None):
+        calls.append((x.dtype, x.shape, device))
+        if corrupt:
+            x = x.copy()
+            x[-1] ^= 0xFF
+        return wrap(real(x, device))
+
+    monkeypatch.setattr(jax, "device_put", device_put)
+    return calls
+
+
+def test_transfers_nbytes_of_uint8_to_the_requested_device(monkeypatch):
+    device = jax.devices()[-1]
+    calls = _spy_device_put(monkeypatch)
+    transfer_profile(1, device)  # one byte is a valid size
+    assert calls == [(np.dtype(np.uint8), (1,), device)] * 6  # a warm-up and five timed copies
+
+
+def test_zero_copy_flag_agrees_with_aliasing():
+    """Independent oracle: a device buffer that *is* the host buffer sees a later host write."""
+    host = np.zeros(4096, np.uint8)
+    arr = jax.device_put(host)
+    arr.block_until_ready()
+    host[-1] = 1
+    aliased = bool(np.asarray(arr)[-1] == 1)
+    assert transfer_profile(4096)["zero_copy_h2d"] is aliased
+
+
+class _NoPointer:
+    """A device array whose raw buffer pointer cannot be read (backends without one)."""
+
+    def __init__(self, arr):
+        self._arr = arr
+
+    def __getattr__(self, name):
+        return getattr(self._arr, name)
+
+    def unsafe_buffer_pointer(self):
+        raise NotImplementedError("no raw pointers here")
+
+    def __array__(self, dtype=None, copy=None):
+        return np.array(self._arr, dtype=dtype, copy=copy)
+
+
+def test_no_raw_pointer_counts_as_a_copy(monkeypatch):
+    _spy_device_put(monkeypatch, wrap=_NoPointer)
+    assert transfer_profile(64)["zero_copy_h2d"] is False
+
+
+def test_damaged_device_to_host_copy_is_an_error(monkeypatch):
+    _spy_device_put(monkeypatch, corrupt=True)
+    with pytest.raises(RuntimeError) as info:
+        transfer_profile(64)
+    assert str(info.value) == "device->host copy returned different bytes"
+
+
+def test_zero_intervals_give_fraction_one_and_infinite_rates(monkeypatch):
+    class _StoppedClock:
+        def perf_counter(self):
+            return 5.0
+
+    monkeypatch.setattr(transfer, "time", _StoppedClock())
+    prof = transfer_profile(64)
+    assert prof["h2d_dispatch_fraction"] == 1.0
+    assert prof["h2d_gbps"] == float("inf") and prof["d2h_gbps"] == float("inf")
+    assert prof["h2d_wait_s"] == 0.0
+
+
+def test_bad_device_message_names_the_type():
+    with pytest.raises(TypeError) as info:
+        transfer_profile(16, "cpu")
+    assert str(info.value) == "device must be a jax.Device or None, got str"
+
+
+def test_device_to_host_read_is_a_real_copy(monkeypatch):
+    """On CPU ``np.asarray`` of a device array can be a view of the device buffer, which would time
+    no copy at all: each timed read must ask NumPy for a copy."""
+    copies = []
+
+    class _Recorder(_NoPointer):
+        def unsafe_buffer_pointer(self):
+            return self._arr.unsafe_buffer_pointer()
+
+        def __array__(self, dtype=None, copy=None):
+            copies.append(copy)
+            return super().__array__(dtype, copy)
+
+    _spy_device_put(monkeypatch, wrap=_Recorder)
+    transfer_profile(64)
+    assert copies == [True] * 5
