@@ -9,6 +9,10 @@ can give the name to another mutant, which then shows up as a survivor again).
 _KIND = "dtype.kind (and _numeric_kind's result) is one character and 'X' is no NumPy kind"
 _ZIP = "the zip runs only after value.ndim == len(shape) was checked: the lengths always match"
 
+_WIDTH = "the default is used only when there are no dims, and then no cell or header is padded"
+_LABELS = "labels and rows are built with one entry per shape (plus 'result' for both): same length"
+_BYTES = "the byte values are not part of the result: any nbytes of uint8 are timed the same"
+
 EQUIVALENT: dict[str, tuple[str, str]] = {
     # jaxparadigm/train/validation.py
     "jaxparadigm.train.validation.x__numeric_kind__mutmut_2": ('if dtype.kind in "XXiuXX":', _KIND),
@@ -41,6 +45,48 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "jaxparadigm.train.validation.x_validate_batch__mutmut_33": (
         "want is not None and want != got for want, got in zip(shape, value.shape, strict=False)",
         _ZIP,
+    ),
+    # jaxparadigm/tensor/broadcast.py
+    "jaxparadigm.tensor.broadcast.x_explain_broadcast__mutmut_45": (
+        "width = max([len(x) for row in rows + [header] for x in row], default=None)",
+        _WIDTH,
+    ),
+    "jaxparadigm.tensor.broadcast.x_explain_broadcast__mutmut_49": (
+        "width = max([len(x) for row in rows + [header] for x in row], default=2)",
+        _WIDTH,
+    ),
+    "jaxparadigm.tensor.broadcast.x_explain_broadcast__mutmut_69": (
+        "for label, row in zip(labels, rows, strict=None):",
+        _LABELS,
+    ),
+    "jaxparadigm.tensor.broadcast.x_explain_broadcast__mutmut_72": (
+        "for label, row in zip(labels, rows, ):",
+        _LABELS,
+    ),
+    "jaxparadigm.tensor.broadcast.x_explain_broadcast__mutmut_73": (
+        "for label, row in zip(labels, rows, strict=False):",
+        _LABELS,
+    ),
+    # jaxparadigm/tensor/transfer.py
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_17": (
+        "host = (np.arange(nbytes, dtype=np.int64) / 251).astype(np.uint8)",
+        _BYTES,
+    ),
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_19": (
+        "host = (np.arange(nbytes, dtype=None) % 251).astype(np.uint8)",
+        "np.arange of ints is int64 without a dtype",
+    ),
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_21": (
+        "host = (np.arange(nbytes, ) % 251).astype(np.uint8)",
+        "np.arange of ints is int64 without a dtype",
+    ),
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_22": (
+        "host = (np.arange(nbytes, dtype=np.int64) % 252).astype(np.uint8)",
+        _BYTES,
+    ),
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_51": (
+        "back = np.array(arr, )",
+        "copy=True is np.array's default",
     ),
     # jaxparadigm/retrieval/ranking_metrics.py
     "jaxparadigm.retrieval.ranking_metrics.x_ranking_from_scores__mutmut_12": (
