@@ -186,11 +186,20 @@ def _test_files(target: Target) -> list[Path]:
     return sorted(files)
 
 
-def tests_digest(target: Target) -> str:
+def _digest(paths) -> str:
     h = hashlib.sha256()
-    for path in _test_files(target):
+    for path in paths:
         h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
+
+
+def tests_digest(target: Target) -> str:
+    return _digest(_test_files(target))
+
+
+def sources_digest() -> str:
+    """Every source of the package: a mutant's tests run the whole package, mutated or not."""
+    return _digest(sorted((ROOT / "jaxparadigm").rglob("*.py")))
 
 
 def _meta_files(ws: Path):
@@ -241,6 +250,13 @@ def run_module(name: str, max_children: int, fresh: bool) -> int:
     env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
     env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
     print(f"[{name}] mutmut run --max-children {max_children} in {ws.relative_to(ROOT)}")
+    last = {
+        "commit": _git_head(),
+        "tests_digest": digest,
+        "sources_digest": sources_digest(),
+        "load_1min_at_start": round(os.getloadavg()[0], 1),
+        "max_children": max_children,
+    }
     started = datetime.datetime.now()
     log = ws / "run.log"
     with log.open("w") as out:
@@ -254,8 +270,12 @@ def run_module(name: str, max_children: int, fresh: bool) -> int:
     seconds = (datetime.datetime.now() - started).total_seconds()
     if rc == 0:
         digest_file.write_text(digest)
-    tested = len(_decided(ws) - decided_before)
-    last = {"wall_s": round(seconds), "tested": tested, "max_children": max_children, "exit": rc}
+    last.update(
+        finished=_utc_now(),
+        wall_s=round(seconds),
+        tested=len(_decided(ws) - decided_before),
+        exit=rc,
+    )
     (ws / "last_run.json").write_text(json.dumps(last) + "\n")
     print(f"[{name}] exit {rc} after {seconds:.0f} s (log: {log.relative_to(ROOT)})")
     return rc
@@ -356,6 +376,7 @@ def module_result(name: str) -> dict | None:
     denominator = counts["mutants"] - len(equivalents)
     detected = counts["killed"] + counts["timeout"]
     last = ws / "last_run.json"
+    run = json.loads(last.read_text()) if last.exists() else None
     return {
         **counts,
         "equivalent": len(equivalents),
@@ -366,27 +387,55 @@ def module_result(name: str) -> dict | None:
         "unclear": unclear,
         "mutate": list(target.mutate),
         "tests": list(target.tests),
-        "last_run": json.loads(last.read_text()) if last.exists() else None,
-        "measured": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": _git_head(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}",
+        "last_run": run,
+        "stale": _stale(run, target),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
     }
 
 
+def _stale(run: dict | None, target: Target) -> str | None:
+    """Why the cached verdicts may not hold for the code and tests as they are now."""
+    if not run or "tests_digest" not in run:
+        return "no run recorded by this script"
+    changed = [
+        what
+        for what, now, then in (
+            ("tests", tests_digest(target), run["tests_digest"]),
+            ("sources", sources_digest(), run["sources_digest"]),
+        )
+        if now != then
+    ]
+    return f"{' and '.join(changed)} changed since the last run" if changed else None
+
+
 def _git_head() -> str:
-    out = subprocess.run(
+    """The commit measured, ``+changes`` when the working tree differs from it."""
+    head = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    )
-    return out.stdout.strip()
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--", "jaxparadigm", "tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return head + ("+changes" if dirty else "")
 
 
-def _last_run_text(last: dict | None) -> str:
-    if not last:
-        return "no run recorded"
-    return (
-        f"last run tested {last['tested']} mutants in {last['wall_s']} s "
-        f"({last['max_children']} worker{'s' if last['max_children'] > 1 else ''})"
+def _utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _last_run_text(r: dict) -> str:
+    last = r["last_run"]
+    if not last or "finished" not in last:
+        return "no run recorded by this script"
+    workers = f"{last['max_children']} worker{'s' if last['max_children'] > 1 else ''}"
+    text = (
+        f"{last['finished']} at {last['commit']} ({r['machine']}, load {last['load_1min_at_start']}"
+        f"): tested {last['tested']} mutants in {last['wall_s']} s, {workers}"
     )
+    return text + (f"; **stale: {r['stale']}**" if r["stale"] else "")
 
 
 def markdown(results: dict[str, dict]) -> str:
@@ -398,9 +447,10 @@ def markdown(results: dict[str, dict]) -> str:
         "mutmut 3 mutates one module at a time and runs each mutant against the module's own tests.",
         "Score = (killed + timeout) / (mutants - equivalent). Equivalent mutants, with the reason",
         "no test can kill them, are listed in `benchmarks/mutation_equivalents.py`; every other",
-        "survivor is listed below. Figures per module are from the run named in its row.",
+        "survivor is listed below. A module's figures are its cache after the run named in its row",
+        "(a run re-tests only what changed, so it may test few mutants).",
         "",
-        "| module | mutated files | tests | killed/total | timeout | equivalent | survived | score | measured |",
+        "| module | mutated files | tests | killed/total | timeout | equivalent | survived | score | last run |",
         "|---|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for name in MODULES:
@@ -414,8 +464,7 @@ def markdown(results: dict[str, dict]) -> str:
             f"| {name} | {', '.join(f'`{m}`' for m in r['mutate'])} | "
             f"{', '.join(f'`{t}`' for t in r['tests'])} | "
             f"{r['killed'] + r['timeout']}/{r['mutants']}{pending} | {r['timeout']} | "
-            f"{r['equivalent']} | {r['survived']} | {score} | {r['measured']} at {r['commit']}, "
-            f"{r['machine']}; {_last_run_text(r['last_run'])} |"
+            f"{r['equivalent']} | {r['survived']} | {score} | {_last_run_text(r)} |"
         )
     for name in MODULES:
         r = results.get(name)
