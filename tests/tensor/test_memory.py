@@ -397,3 +397,41 @@ def test_storage_is_the_whole_flat_storage_and_checks_the_handle():
     other, _ = Memory().tensor(np.zeros(6, np.float32))
     with pytest.raises(ValueError, match="h is a handle from another Memory"):
         other.storage(a)
+
+
+def test_set_with_shape_and_no_strides_is_row_major():
+    """torch: ``b.set_(a.untyped_storage(), 1, (2, 2))`` views a's storage from element 1 with the
+    row-major strides (2, 1): [[1, 2], [3, 4]] of [0, 1, 2, 3, 4, 5]."""
+    mem, a = Memory().tensor(np.arange(6.0, dtype=np.float32))
+    mem, b = mem.tensor(np.zeros(2, np.float32))
+    mem, b = mem.set_(b, a, 1, (2, 2))
+    assert b.view.strides == (2, 1) and b.view.offset == 1
+    np.testing.assert_array_equal(np.asarray(mem.read(b)), [[1.0, 2.0], [3.0, 4.0]])
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (
+            {"offset": 1.5, "shape": (2,)},
+            TypeError,
+            "offset must be a Python int, got 1.5 of type float",
+        ),
+        (
+            {"shape": (2, "x")},
+            TypeError,
+            "shape[1] must be a Python int, got 'x' of type str",
+        ),
+        (
+            {"offset": 2},
+            ValueError,
+            "set_ with offset=2 or strides=None needs shape (torch's "
+            "set_(source, storage_offset, size, stride))",
+        ),
+    ],
+)
+def test_set_errors_name_the_argument(kwargs, error, message):
+    mem, a = Memory().tensor(np.arange(6.0, dtype=np.float32))
+    with pytest.raises(error) as info:
+        mem.set_(a, a, **kwargs)
+    assert str(info.value) == message

@@ -267,3 +267,11 @@ def test_view_strides_match_torch():
             np.testing.assert_array_equal(
                 v.view(*new_shape).materialize(jnp.arange(t.numel())), t2.numpy()
             )
+
+
+def test_empty_views_are_contiguous_whatever_their_strides():
+    """PyTorch's rule: a view with no elements is contiguous (``torch.empty_strided((0, 3), (1, 5))
+    .is_contiguous()`` is True)."""
+    assert View((0, 3), (1, 5)).is_contiguous()
+    assert View((3, 0), (7, 2)).is_contiguous()
+    assert not View((2, 3), (1, 5)).is_contiguous()
