@@ -231,7 +231,16 @@ def recheck_survivors(ws: Path) -> int:
     return count
 
 
-def run_module(name: str, max_children: int, fresh: bool) -> int:
+def _survivors(ws: Path) -> list[str]:
+    return sorted(
+        key
+        for meta_path in _meta_files(ws)
+        for key, code in json.loads(meta_path.read_text())["exit_code_by_key"].items()
+        if code in _SURVIVED | _NO_TESTS
+    )
+
+
+def run_module(name: str, max_children: int, fresh: bool, survivors_only: bool = False) -> int:
     target = MODULES[name]
     ws = WORKSPACES / name
     if fresh and ws.exists():
@@ -239,7 +248,12 @@ def run_module(name: str, max_children: int, fresh: bool) -> int:
     ws = prepare_workspace(name, target)
     digest_file = ws / "tests.sha256"
     digest = tests_digest(target)
-    if digest_file.exists() and digest_file.read_text() != digest:
+    # mutmut re-tests the mutants named on its command line, and only those.
+    names = _survivors(ws) if survivors_only else []
+    if survivors_only and not names:
+        print(f"[{name}] no survivors to test again")
+        return 0
+    if not survivors_only and digest_file.exists() and digest_file.read_text() != digest:
         print(f"[{name}] tests changed: {recheck_survivors(ws)} survivors will be tested again")
     decided_before = _decided(ws)
     mutmut = Path(sys.executable).parent / "mutmut"
@@ -261,14 +275,14 @@ def run_module(name: str, max_children: int, fresh: bool) -> int:
     log = ws / "run.log"
     with log.open("w") as out:
         rc = subprocess.call(
-            [str(mutmut), "run", "--max-children", str(max_children)],
+            [str(mutmut), "run", "--max-children", str(max_children), *names],
             cwd=ws,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
         )
     seconds = (datetime.datetime.now() - started).total_seconds()
-    if rc == 0:
+    if rc == 0 and not survivors_only:  # a survivors-only run leaves the rest unchecked
         digest_file.write_text(digest)
     last.update(
         finished=_utc_now(),
@@ -503,6 +517,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("modules", nargs="*", metavar="MODULE")
     run.add_argument("--max-children", type=int, default=1)
     run.add_argument("--fresh", action="store_true", help="drop the module's cache first")
+    run.add_argument(
+        "--survivors", action="store_true", help="test again only the survivors (after new tests)"
+    )
     rep = sub.add_parser("report", help="print (and with --write record) the figures")
     rep.add_argument("modules", nargs="*", metavar="MODULE")
     rep.add_argument("--write", action="store_true")
@@ -512,7 +529,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown module(s) {unknown}; expected some of {list(MODULES)}")
     modules = args.modules or list(MODULES)
     if args.command == "run":
-        failed = [m for m in modules if run_module(m, args.max_children, args.fresh) != 0]
+        failed = [
+            m for m in modules if run_module(m, args.max_children, args.fresh, args.survivors) != 0
+        ]
         if failed:
             print(f"mutmut failed for {failed}: see .mutation/<module>/run.log")
         return 1 if failed else 0
