@@ -13,6 +13,9 @@ _WIDTH = "the default is used only when there are no dims, and then no cell or h
 _LABELS = "labels and rows are built with one entry per shape (plus 'result' for both): same length"
 _BYTES = "the byte values are not part of the result: any nbytes of uint8 are timed the same"
 
+_DIMS_ARG = "dims_arg does not use its name argument (it only unwraps f((2, 3)) to (2, 3))"
+_EXPAND = "expand fills every entry from the right before reading it: the initial values are unread"
+
 EQUIVALENT: dict[str, tuple[str, str]] = {
     # jaxparadigm/train/validation.py
     "jaxparadigm.train.validation.x__numeric_kind__mutmut_2": ('if dtype.kind in "XXiuXX":', _KIND),
@@ -67,6 +70,21 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "for label, row in zip(labels, rows, strict=False):",
         _LABELS,
     ),
+    # jaxparadigm/tensor/view.py
+    "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_7": (
+        'target = as_int_tuple(dims_arg(shape, None), "shape")',
+        _DIMS_ARG,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_10": (
+        'target = as_int_tuple(dims_arg(shape, "XXshapeXX"), "shape")',
+        _DIMS_ARG,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_11": (
+        'target = as_int_tuple(dims_arg(shape, "SHAPE"), "shape")',
+        _DIMS_ARG,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_18": ("sizes = [1] * len(target)", _EXPAND),
+    "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_21": ("strides = [1] * len(target)", _EXPAND),
     # jaxparadigm/tensor/transfer.py
     "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_17": (
         "host = (np.arange(nbytes, dtype=np.int64) / 251).astype(np.uint8)",

@@ -275,3 +275,43 @@ def test_empty_views_are_contiguous_whatever_their_strides():
     assert View((0, 3), (1, 5)).is_contiguous()
     assert View((3, 0), (7, 2)).is_contiguous()
     assert not View((2, 3), (1, 5)).is_contiguous()
+
+
+@pytest.mark.parametrize(
+    "target, strides",
+    [
+        # torch.empty(2, 3).expand(*target).stride(): a new size-1 leading dim takes the stride
+        # that would step over the dims to its right (PyTorch's inferExpandGeometry).
+        ((1, 1, 2, 3), (6, 6, 3, 1)),
+        ((4, 1, 2, 3), (0, 6, 3, 1)),
+        ((1, 4, 2, 3), (0, 0, 3, 1)),
+    ],
+)
+def test_expand_new_leading_dims_strides_match_torch(target, strides):
+    assert View.contiguous((2, 3)).expand(*target).strides == strides
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (
+            lambda v: v.transpose(5, 0),
+            ValueError,
+            "d0 = 5 is out of range for a 2-d view of shape (2, 3); expected a dim in [-2, 1]",
+        ),
+        (
+            lambda v: v.transpose(0, -3),
+            ValueError,
+            "d1 = -3 is out of range for a 2-d view of shape (2, 3); expected a dim in [-2, 1]",
+        ),
+        (
+            lambda v: v.expand(2.5),
+            TypeError,
+            "shape[0] must be a Python int, got 2.5 of type float",
+        ),
+    ],
+)
+def test_movement_errors_name_the_argument(call, error, message):
+    with pytest.raises(error) as info:
+        call(View.contiguous((2, 3)))
+    assert str(info.value) == message
