@@ -309,6 +309,26 @@ def test_expand_new_leading_dims_strides_match_torch(target, strides):
             TypeError,
             "shape[0] must be a Python int, got 2.5 of type float",
         ),
+        (
+            lambda v: v.slice(1, 0, 2, 0),
+            ValueError,
+            "slice step = 0 must be positive (views cannot reverse)",
+        ),
+        (
+            lambda v: v.slice(1, 0, 2, 1.5),
+            TypeError,
+            "step must be a Python int, got 1.5 of type float",
+        ),
+        (
+            lambda v: v.slice(1, 0.5, 2),
+            TypeError,
+            "start must be a Python int, got 0.5 of type float",
+        ),
+        (
+            lambda v: v.slice(1, 0, "2"),
+            TypeError,
+            "stop must be a Python int, got '2' of type str",
+        ),
     ],
 )
 def test_movement_errors_name_the_argument(call, error, message):
