@@ -70,6 +70,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "for label, row in zip(labels, rows, strict=False):",
         _LABELS,
     ),
+    # jaxparadigm/tensor/memory.py
+    "jaxparadigm.tensor.memory.xǁMemoryǁfill___mutmut_9": (
+        'return self._write(h, h.view.storage_indices(), value, add=None, what="fill_")',
+        "_write only tests add for truth: None and False behave alike",
+    ),
     # jaxparadigm/tensor/view.py
     "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_7": (
         'target = as_int_tuple(dims_arg(shape, None), "shape")',

@@ -435,3 +435,13 @@ def test_set_errors_name_the_argument(kwargs, error, message):
     with pytest.raises(error) as info:
         mem.set_(a, a, **kwargs)
     assert str(info.value) == message
+
+
+def test_fill_errors_name_the_op():
+    mem, a = Memory().tensor(np.zeros(3, np.float32))
+    with pytest.raises(ValueError) as info:
+        mem.fill_(a, np.ones(2))
+    assert str(info.value) == "fill_ value must be a scalar, got shape (2,)"
+    wide = mem.as_strided(a, (2, 2), (0, 1))  # both rows are elements 0 and 1
+    with pytest.raises(ValueError, match=r"^fill_: more than one element of the written-to view"):
+        mem.fill_(wide, 1.0)

@@ -325,6 +325,17 @@ def test_expand_new_leading_dims_strides_match_torch(target, strides):
             "start must be a Python int, got 0.5 of type float",
         ),
         (
+            lambda v: v.select(0, 1.5),
+            TypeError,
+            "index must be a Python int, got 1.5 of type float",
+        ),
+        (
+            lambda v: v.select(0, 5),
+            ValueError,
+            "select index = 5 is out of range for dim 0 of size 2 (view shape (2, 3)); expected "
+            "an index in [-2, 1]",
+        ),
+        (
             lambda v: v.slice(1, 0, "2"),
             TypeError,
             "stop must be a Python int, got '2' of type str",
