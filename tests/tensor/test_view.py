@@ -106,6 +106,9 @@ class MetadataTest(parameterized.TestCase):
         ("step_slice", View((2, 3), (8, 2), 1), False),
         ("interleaved_unique", View((3, 2), (2, 3)), False),
         ("size_one_zero_stride", View((1, 3), (0, 1)), False),
+        ("two_elements_one_place", View((2,), (0,)), True),
+        ("one_element", View((1, 1), (0, 0)), False),
+        ("scalar", View((), ()), False),
     )
     def test_internal_overlap(self, view, expected):
         self.assertEqual(view.has_internal_overlap(), expected)
@@ -325,6 +328,21 @@ def test_expand_new_leading_dims_strides_match_torch(target, strides):
             "start must be a Python int, got 0.5 of type float",
         ),
         (
+            lambda v: v.slice(5, 0, 1),
+            ValueError,
+            "dim = 5 is out of range for a 2-d view of shape (2, 3); expected a dim in [-2, 1]",
+        ),
+        (
+            lambda v: v.slice(1.5, 0, 1),
+            TypeError,
+            "dim must be a Python int, got 1.5 of type float",
+        ),
+        (
+            lambda v: v.permute(0, 5),
+            ValueError,
+            "dims[1] = 5 is out of range for a 2-d view of shape (2, 3); expected a dim in [-2, 1]",
+        ),
+        (
             lambda v: v.select(0, 1.5),
             TypeError,
             "index must be a Python int, got 1.5 of type float",
@@ -346,3 +364,16 @@ def test_movement_errors_name_the_argument(call, error, message):
     with pytest.raises(error) as info:
         call(View.contiguous((2, 3)))
     assert str(info.value) == message
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shape=st.lists(st.integers(0, 4), min_size=0, max_size=3),
+    strides=st.lists(st.integers(0, 6), min_size=3, max_size=3),
+    offset=st.integers(0, 3),
+)
+def test_internal_overlap_matches_brute_force(shape, strides, offset):
+    """Oracle: two elements overlap exactly when the storage indices are not all distinct."""
+    view = View(tuple(shape), tuple(strides[: len(shape)]), offset)
+    indices = view.storage_indices().reshape(-1)
+    assert view.has_internal_overlap() == (np.unique(indices).size != indices.size)
