@@ -14,9 +14,10 @@ module's survivors "not checked" so they are tested again (``--fresh`` starts fr
 
 ``report`` reads the caches and prints, per module, ``killed/total`` and the score
 
-    score = (killed + timeout) / (mutants - equivalent)
+    score = (killed + timeout) / (mutants - equivalent - not checked)
 
-(a timeout is a mutant that made its tests hang: detected). Equivalent mutants, which no test can
+(a timeout is a mutant that made its tests hang: detected; "not checked" are mutants an interrupted
+run did not reach, which the table counts separately). Equivalent mutants, which no test can
 kill because they do not change behaviour, are listed with a reason in
 ``benchmarks/mutation_equivalents.py``; an entry counts only while the mutant still makes the
 change recorded there. ``--write`` merges the measured modules into
@@ -387,7 +388,9 @@ def module_result(name: str) -> dict | None:
                 counts["other"] += 1
                 unclear.append({"name": key, "file": source, "exit_code": code})
     counts["no_tests"] = sum(s["verdict"] == "no tests" for s in survivors)
-    denominator = counts["mutants"] - len(equivalents)
+    # Over the mutants with a verdict: a partial run scores what it tested (the table says how
+    # many are not checked yet).
+    denominator = counts["mutants"] - len(equivalents) - counts["not_checked"]
     detected = counts["killed"] + counts["timeout"]
     last = ws / "last_run.json"
     run = json.loads(last.read_text()) if last.exists() else None
@@ -459,7 +462,7 @@ def markdown(results: dict[str, dict]) -> str:
         "Mutation score of the core (issue 17): `make mutation` (all modules) or",
         "`make mutation MODULE=tensor`, i.e. `benchmarks/mutation_score.py run` then `report --write`;",
         "mutmut 3 mutates one module at a time and runs each mutant against the module's own tests.",
-        "Score = (killed + timeout) / (mutants - equivalent). Equivalent mutants, with the reason",
+        "Score = (killed + timeout) / (mutants - equivalent - not checked). Equivalent mutants, with the reason",
         "no test can kill them, are listed in `benchmarks/mutation_equivalents.py`; every other",
         "survivor is listed below. A module's figures are its cache after the run named in its row",
         "(a run re-tests only what changed, so it may test few mutants).",
