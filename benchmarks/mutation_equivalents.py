@@ -23,6 +23,9 @@ _OVERLAP = (
 
 _VIEW_ZIP = "a View's shape and strides have the same length (__post_init__ refuses others)"
 
+_SLICE = "for a positive step (checked just before) slice.indices clamps start and stop the same"
+_INF = 'float() reads "INF" case-insensitively: it is inf'
+
 EQUIVALENT: dict[str, tuple[str, str]] = {
     # jaxparadigm/train/validation.py
     "jaxparadigm.train.validation.x__numeric_kind__mutmut_2": ('if dtype.kind in "XXiuXX":', _KIND),
@@ -147,6 +150,19 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "dims = sorted((s, n) for n, s in zip(self.shape, self.strides, strict=False) if n > 1)",
         _VIEW_ZIP,
     ),
+    "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_53": (
+        "stride = sizes[i + 1] * strides[i + 1] if i + 1 < len(target) else 2",
+        "only a scalar view expanded to (1,) reaches it: the stride of a size-1 dim, which addresses "
+        "nothing (torch itself reports 0 there)",
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁslice__mutmut_38": (
+        "lo, hi, _ = slice(start, stop, None).indices(self.shape[d])",
+        _SLICE,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁslice__mutmut_41": (
+        "lo, hi, _ = slice(start, stop, ).indices(self.shape[d])",
+        _SLICE,
+    ),
     # jaxparadigm/tensor/transfer.py
     "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_17": (
         "host = (np.arange(nbytes, dtype=np.int64) / 251).astype(np.uint8)",
@@ -167,6 +183,14 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_51": (
         "back = np.array(arr, )",
         "copy=True is np.array's default",
+    ),
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_114": (
+        '"h2d_gbps": nbytes / h2d_ready / 1e9 if h2d_ready > 0 else float("INF"),',
+        _INF,
+    ),
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_131": (
+        '"d2h_gbps": nbytes / d2h_s / 1e9 if d2h_s > 0 else float("INF"),',
+        _INF,
     ),
     # jaxparadigm/retrieval/ranking_metrics.py
     "jaxparadigm.retrieval.ranking_metrics.x_ranking_from_scores__mutmut_12": (

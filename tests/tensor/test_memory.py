@@ -423,6 +423,17 @@ def test_set_with_shape_and_no_strides_is_row_major():
             "shape[1] must be a Python int, got 'x' of type str",
         ),
         (
+            {"shape": (2,), "strides": (1.5,)},
+            TypeError,
+            "strides[0] must be a Python int, got 1.5 of type float",
+        ),
+        (
+            {"offset": 4, "shape": (3,)},
+            ValueError,
+            "element (2,) of the view (shape (3,), strides (1,), offset 4) addresses storage "
+            "index 6, but the source storage has only 6 elements (valid indices 0..5)",
+        ),
+        (
             {"offset": 2},
             ValueError,
             "set_ with offset=2 or strides=None needs shape (torch's "
@@ -445,3 +456,13 @@ def test_fill_errors_name_the_op():
     wide = mem.as_strided(a, (2, 2), (0, 1))  # both rows are elements 0 and 1
     with pytest.raises(ValueError, match=r"^fill_: more than one element of the written-to view"):
         mem.fill_(wide, 1.0)
+
+
+def test_add_refuses_a_float_into_an_int_storage_naming_the_op():
+    mem, a = Memory().tensor(np.arange(6, dtype=np.int32))
+    with pytest.raises(TypeError) as info:
+        mem.add_(a, 0.5)
+    assert str(info.value) == (
+        "add_: result type float32 can't be cast to the storage dtype int32 (as torch's in-place "
+        "add)"
+    )

@@ -37,7 +37,7 @@ class _ScriptedClock:
         ms = 1e-3
         self.times = []
         for r in range(5):
-            base = 1000.0 * r
+            base = 1.0 * r  # small bases: the intervals come out within 1e-14 of the script
             t3 = base + 100 * ms
             self.times += [base, base + self.d[r] * ms, base + self.R[r] * ms]
             self.times += [t3, t3 + self.a[r] * ms, t3 + self.D[r] * ms]
@@ -57,10 +57,10 @@ def test_figures_are_medians_of_the_timed_intervals(monkeypatch):
     assert prof["h2d_ready_s"] == pytest.approx(30e-3)
     assert prof["h2d_wait_s"] == pytest.approx(27e-3)
     assert prof["h2d_dispatch_fraction"] == pytest.approx(0.1)
-    assert prof["h2d_gbps"] == pytest.approx(2.1845333e-3)
+    assert prof["h2d_gbps"] == pytest.approx(2.1845333333333333e-3, rel=1e-11)
     assert prof["d2h_dispatch_s"] == pytest.approx(0.3e-3)
     assert prof["d2h_s"] == pytest.approx(4e-3)
-    assert prof["d2h_gbps"] == pytest.approx(16.384e-3)
+    assert prof["d2h_gbps"] == pytest.approx(16.384e-3, rel=1e-11)
 
 
 def test_explicit_device():

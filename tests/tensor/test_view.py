@@ -294,6 +294,15 @@ def test_expand_new_leading_dims_strides_match_torch(target, strides):
     assert View.contiguous((2, 3)).expand(*target).strides == strides
 
 
+def test_expand_edge_sizes_match_torch():
+    # torch.empty(3).expand(1, 3).stride() == (3, 1); torch.empty(1).expand(0): shape (0,), stride 0
+    assert View.contiguous((3,)).expand(1, 3).strides == (3, 1)
+    assert View.contiguous((1,)).expand(0) == View((0,), (0,))
+    with pytest.raises(ValueError) as info:
+        View.contiguous((1,)).expand(-2)
+    assert str(info.value) == "expand shape (-2,): size -2 at dim 0 is negative"
+
+
 @pytest.mark.parametrize(
     "call, error, message",
     [
