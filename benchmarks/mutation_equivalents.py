@@ -26,6 +26,8 @@ _VIEW_ZIP = "a View's shape and strides have the same length (__post_init__ refu
 _SLICE = "for a positive step (checked just before) slice.indices clamps start and stop the same"
 _INF = 'float() reads "INF" case-insensitively: it is inf'
 
+_ADD_NONE = "_write only tests add for truth: None and False behave alike"
+
 EQUIVALENT: dict[str, tuple[str, str]] = {
     # jaxparadigm/train/validation.py
     "jaxparadigm.train.validation.x__numeric_kind__mutmut_2": ('if dtype.kind in "XXiuXX":', _KIND),
@@ -83,7 +85,27 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     # jaxparadigm/tensor/memory.py
     "jaxparadigm.tensor.memory.xǁMemoryǁfill___mutmut_9": (
         'return self._write(h, h.view.storage_indices(), value, add=None, what="fill_")',
-        "_write only tests add for truth: None and False behave alike",
+        _ADD_NONE,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁview__mutmut_7": (
+        "return dataclasses.replace(h, view=h.view.view(*dims_arg(shape, None)))",
+        _DIMS_ARG,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁview__mutmut_10": (
+        'return dataclasses.replace(h, view=h.view.view(*dims_arg(shape, "XXshapeXX")))',
+        _DIMS_ARG,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁview__mutmut_11": (
+        'return dataclasses.replace(h, view=h.view.view(*dims_arg(shape, "SHAPE")))',
+        _DIMS_ARG,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁcopy___mutmut_4": (
+        'return self._write(h, h.view.storage_indices(), values, add=None, what="copy_")',
+        _ADD_NONE,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁsetitem___mutmut_17": (
+        'return self._write(h, positions, values, add=None, what="setitem_", repeats=advanced)',
+        _ADD_NONE,
     ),
     # jaxparadigm/tensor/view.py
     "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_7": (

@@ -466,3 +466,60 @@ def test_add_refuses_a_float_into_an_int_storage_naming_the_op():
         "add_: result type float32 can't be cast to the storage dtype int32 (as torch's in-place "
         "add)"
     )
+
+
+def _errors(mem, a, e):
+    """(call, error, whole message) for ``a`` = tensor([0, 1, 2]) and ``e`` = its rows repeated."""
+    overlap = "(shape (2, 3), strides (0, 1))"
+    one_place = (
+        f"more than one element of the written-to view {overlap} refers to a single storage "
+        "element; read() and tensor() a copy first (PyTorch: clone())"
+    )
+    return [
+        # None and Ellipsis keep an index basic: a basic index into an overlapping view is a write
+        # through overlapping elements, not an advanced index.
+        (lambda: mem.setitem_(e, (None, slice(None)), 5.0), ValueError, "setitem_: " + one_place),
+        (lambda: mem.setitem_(e, (Ellipsis, 0), 5.0), ValueError, "setitem_: " + one_place),
+        (
+            lambda: mem.setitem_(e, np.array([0, 1]), 5.0),
+            ValueError,
+            f"setitem_: advanced index into an overlapping view {overlap}; read() and tensor() a "
+            "copy first (PyTorch: clone(); it deprecates index_put_ on expanded tensors)",
+        ),
+        (
+            lambda: mem.setitem_(a, slice(None), np.ones(4)),
+            ValueError,
+            "setitem_: values of shape (4,) cannot be broadcast to the written shape (3,)",
+        ),
+        (
+            lambda: mem.copy_(a, np.ones(4)),
+            ValueError,
+            "copy_: values of shape (4,) cannot be broadcast to the written shape (3,)",
+        ),
+        (
+            lambda: mem.as_strided(a, (2.5,), (1,)),
+            TypeError,
+            "shape[0] must be a Python int, got 2.5 of type float",
+        ),
+        (
+            lambda: mem.as_strided(a, (2,), (1.5,)),
+            TypeError,
+            "strides[0] must be a Python int, got 1.5 of type float",
+        ),
+    ]
+
+
+@pytest.mark.parametrize("case", range(7))
+def test_write_and_alias_errors_give_the_whole_message(case):
+    mem, a = Memory().tensor(np.arange(3.0, dtype=np.float32))
+    call, error, message = _errors(mem, a, mem.as_strided(a, (2, 3), (0, 1)))[case]
+    with pytest.raises(error) as info:
+        call()
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("wrap", [lambda i: i, lambda i: (i,), lambda i: (i, slice(None))])
+def test_traced_index_is_refused_alone_or_in_a_tuple(wrap):
+    mem, a = Memory().tensor(np.zeros((2, 2), np.float32))
+    with pytest.raises(TypeError, match=r"^setitem_ index must be static \(ints, slices, numpy"):
+        jax.jit(lambda i: mem.setitem_(a, wrap(i), 1.0).storages[0])(0)
