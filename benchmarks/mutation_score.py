@@ -233,11 +233,13 @@ def recheck_survivors(ws: Path) -> int:
 
 
 def _survivors(ws: Path) -> list[str]:
+    """Survived and no-test mutants, less those listed as equivalent (no test can kill them)."""
+    equivalent = _equivalents()
     return sorted(
         key
         for meta_path in _meta_files(ws)
         for key, code in json.loads(meta_path.read_text())["exit_code_by_key"].items()
-        if code in _SURVIVED | _NO_TESTS
+        if code in _SURVIVED | _NO_TESTS and key not in equivalent
     )
 
 
