@@ -28,6 +28,17 @@ _INF = 'float() reads "INF" case-insensitively: it is inf'
 
 _ADD_NONE = "_write only tests add for truth: None and False behave alike"
 
+_POS_ROWS = (
+    "an out-of-range row gets position rows (out of bounds) whatever its components or validity "
+    "flag became, and the scatter drops position rows"
+)
+_CPU_ORDER = (
+    "XLA:CPU applies duplicate scatter rows in order (checked with 100,000 rows into 10 slots), "
+    "so the last-wins pass is invisible on CPU; it matters where XLA scatters in parallel"
+)
+_BOOL = "a float 1.0 concatenated to the bool mask is set back into a bool array: True either way"
+_DROP = "'drop' is the default mode of a jnp .at[].set scatter"
+
 EQUIVALENT: dict[str, tuple[str, str]] = {
     # jaxparadigm/train/validation.py
     "jaxparadigm.train.validation.x__numeric_kind__mutmut_2": ('if dtype.kind in "XXiuXX":', _KIND),
@@ -184,6 +195,51 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "jaxparadigm.tensor.view.xǁViewǁslice__mutmut_41": (
         "lo, hi, _ = slice(start, stop, ).indices(self.shape[d])",
         _SLICE,
+    ),
+    # jaxparadigm/tensor/scatter.py
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_47": (
+        "idx = jnp.where(valid[:, None], idx, 1).astype(dtype)  # in range, so the cast is exact",
+        _POS_ROWS,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_67": (
+        "if n >= 1:",
+        "one row has nothing to deduplicate: the pass keeps it",
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_68": (
+        "if n > 2:",
+        _CPU_ORDER,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_73": (
+        "order = jnp.argsort(flat, )",
+        "stable=True is jnp.argsort's default",
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_80": (
+        "last_sorted = jnp.concatenate([ranked[1:] != ranked[:+1], jnp.ones((1,), bool)])",
+        _CPU_ORDER,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_83": (
+        "last_sorted = jnp.concatenate([ranked[1:] != ranked[:-1], jnp.ones((1,), None)])",
+        _BOOL,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_85": (
+        "last_sorted = jnp.concatenate([ranked[1:] != ranked[:-1], jnp.ones((1,), )])",
+        _BOOL,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_87": (
+        "valid = jnp.zeros(n, bool).at[order].set(last_sorted)",
+        _POS_ROWS,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_88": (
+        "valid |= jnp.zeros(n, bool).at[order].set(last_sorted)",
+        _CPU_ORDER,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_103": (
+        "out = x.reshape((rows,) + x.shape[k:]).at[target].set(upd, mode=None)",
+        _DROP,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_105": (
+        "out = x.reshape((rows,) + x.shape[k:]).at[target].set(upd, )",
+        _DROP,
     ),
     # jaxparadigm/tensor/transfer.py
     "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_17": (
