@@ -275,3 +275,35 @@ def test_positions_are_sized_by_the_addressed_slices_only():
         jax.ShapeDtypeStruct((1, 2**31), jnp.int8),
     )
     assert out.shape == (2, 2**31)
+
+
+def test_one_dimensional_indices_are_one_row():
+    """TF: indices of shape [k] address one slice; updates then have shape x.shape[k:]."""
+    out = scatter_nd_update(np.zeros((2, 3), np.float32), np.array([1]), np.ones(3, np.float32))
+    np.testing.assert_array_equal(np.asarray(out), [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+
+
+def test_batched_indices_under_vmap():
+    """vmap tracers hold no trace-time constant: the indices are treated as traced."""
+    scatter_each = jax.vmap(lambda i, u: scatter_nd_update(jnp.zeros(3), i, u))
+    out = scatter_each(jnp.array([[[0]], [[1]]]), jnp.ones((2, 1)))
+    np.testing.assert_array_equal(np.asarray(out), [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("a", [[0]], [1.0]), "x must be array-like, got str"),
+        ((np.zeros(3), "b", [1.0]), "indices must be array-like, got str"),
+        ((np.zeros(3), [[0]], "c"), "updates must be array-like, got str"),
+        # the dtype named is the caller's (float64), not the float32 jnp.asarray made of it
+        (
+            (np.zeros(3), np.array([[0.5]]), np.ones(1)),
+            "indices must have an integer dtype, got float64",
+        ),
+    ],
+)
+def test_argument_errors_give_the_whole_message(args, message):
+    with pytest.raises(TypeError) as info:
+        scatter_nd_update(*args)
+    assert str(info.value) == message
