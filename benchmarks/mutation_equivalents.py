@@ -241,6 +241,14 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "out = x.reshape((rows,) + x.shape[k:]).at[target].set(upd, )",
         _DROP,
     ),
+    "jaxparadigm.tensor.broadcast.x_explain_broadcast__mutmut_54": (
+        'label_w = max([len(x) for x in labels + ["AXIS"]])',
+        "only the length of the word is used: len('AXIS') == len('axis')",
+    ),
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_43": (
+        "zero_copy.append(None)",
+        "the flags are only read through all(), for which None is as false as False",
+    ),
     # jaxparadigm/tensor/transfer.py
     "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_17": (
         "host = (np.arange(nbytes, dtype=np.int64) / 251).astype(np.uint8)",

@@ -290,7 +290,7 @@ def run_module(name: str, max_children: int, fresh: bool, survivors_only: bool =
     last.update(
         finished=_utc_now(),
         wall_s=round(seconds),
-        tested=len(_decided(ws) - decided_before),
+        tested=len(names) if survivors_only else len(_decided(ws) - decided_before),
         exit=rc,
     )
     (ws / "last_run.json").write_text(json.dumps(last) + "\n")

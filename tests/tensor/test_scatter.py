@@ -307,3 +307,15 @@ def test_argument_errors_give_the_whole_message(args, message):
     with pytest.raises(TypeError) as info:
         scatter_nd_update(*args)
     assert str(info.value) == message
+
+
+def test_out_of_range_row_is_named_by_its_full_batch_position():
+    """indices of shape [1, 2, k]: the bad row is indices[0, 1], not indices[0]."""
+    with pytest.raises(ValueError) as info:
+        scatter_nd_update(
+            np.zeros((3, 2), np.float32), np.array([[[0, 0], [5, 1]]]), np.ones((1, 2), np.float32)
+        )
+    assert str(info.value) == (
+        "indices[0, 1] = [5, 1] is out of range for x of shape (3, 2): component 0 must lie in "
+        "[0, 2]"
+    )
