@@ -39,6 +39,11 @@ _CPU_ORDER = (
 _BOOL = "a float 1.0 concatenated to the bool mask is set back into a bool array: True either way"
 _DROP = "'drop' is the default mode of a jnp .at[].set scatter"
 
+_HINT = (
+    "unique_indices only tells XLA the positions are unique (a speed hint); here they are: repeats "
+    "were refused or reduced to the last write before"
+)
+
 EQUIVALENT: dict[str, tuple[str, str]] = {
     # jaxparadigm/train/validation.py
     "jaxparadigm.train.validation.x__numeric_kind__mutmut_2": ('if dtype.kind in "XXiuXX":', _KIND),
@@ -117,6 +122,38 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "jaxparadigm.tensor.memory.xǁMemoryǁsetitem___mutmut_17": (
         'return self._write(h, positions, values, add=None, what="setitem_", repeats=advanced)',
         _ADD_NONE,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_7": (
+        "unique = positions.size < 1 or np.unique(positions).size == positions.size",
+        "a one-position write is unique either way (np.unique of one element)",
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_26": (
+        'out_shape = ""',
+        '"" differs from the target shape exactly as None does: the same error follows',
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_56": (
+        "flat = positions.reshape(-2)",
+        "NumPy reads any negative size in reshape as the one inferred dim",
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_59": (
+        "if unique:",
+        _CPU_ORDER,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_91": (
+        "new = storage.at[flat].add(values, )",
+        _HINT,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_92": (
+        "new = storage.at[flat].add(values, unique_indices=False)",
+        _HINT,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_97": (
+        "new = storage.at[flat].set(values, )",
+        _HINT,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_98": (
+        "new = storage.at[flat].set(values, unique_indices=False)",
+        _HINT,
     ),
     # jaxparadigm/tensor/view.py
     "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_7": (

@@ -523,3 +523,33 @@ def test_traced_index_is_refused_alone_or_in_a_tuple(wrap):
     mem, a = Memory().tensor(np.zeros((2, 2), np.float32))
     with pytest.raises(TypeError, match=r"^setitem_ index must be static \(ints, slices, numpy"):
         jax.jit(lambda i: mem.setitem_(a, wrap(i), 1.0).storages[0])(0)
+
+
+def test_new_storages_get_fresh_ids_and_the_ids_must_match():
+    a = jnp.zeros(2)
+    m1, m2 = Memory((a,)), Memory((a,))
+    assert m1.uids[0] >= 1 and m2.uids[0] > m1.uids[0]
+    with pytest.raises(ValueError) as info:
+        Memory((a,), (1, 2))
+    assert str(info.value) == "uids: got 2 ids for 1 storages"
+
+
+def test_handle_errors_give_the_whole_message():
+    mem, a = Memory().tensor(np.zeros(3, np.float32))
+    with pytest.raises(TypeError) as info:
+        mem.read("a")
+    assert str(info.value) == "h must be a Handle, got str"
+    other, _ = Memory().tensor(np.zeros(3, np.float32))
+    with pytest.raises(ValueError) as info:
+        other.read(a)
+    assert str(info.value) == (
+        f"h is a handle from another Memory: its storage 0 has id {a.uid}, this Memory's storage "
+        f"0 has id {other.uids[0]}; use the handles this Memory's tensor()/set_() returned"
+    )
+
+
+def test_add_of_a_wider_float_into_a_half_storage_is_allowed():
+    """torch: ``half_tensor += float_tensor`` is an in-place add (same kind); only a kind change
+    (float into int) is refused."""
+    mem, a = Memory().tensor(np.zeros(3, np.float16))
+    np.testing.assert_array_equal(np.asarray(mem.add_(a, np.ones(3, np.float32)).read(a)), 1.0)
