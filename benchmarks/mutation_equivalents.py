@@ -286,6 +286,14 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "zero_copy.append(None)",
         "the flags are only read through all(), for which None is as false as False",
     ),
+    "jaxparadigm.tensor.view.x__compute_view_strides__mutmut_12": (
+        "new_strides = [1] * len(new_shape)",
+        "every entry is written before the strides are returned (else None is returned)",
+    ),
+    "jaxparadigm.tensor.view.x__compute_view_strides__mutmut_64": (
+        "if tensor_d >= 0:",
+        "at tensor_d == 0 the loop ends: the reset is never read",
+    ),
     # jaxparadigm/tensor/transfer.py
     "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_17": (
         "host = (np.arange(nbytes, dtype=np.int64) / 251).astype(np.uint8)",

@@ -553,3 +553,10 @@ def test_add_of_a_wider_float_into_a_half_storage_is_allowed():
     (float into int) is refused."""
     mem, a = Memory().tensor(np.zeros(3, np.float16))
     np.testing.assert_array_equal(np.asarray(mem.add_(a, np.ones(3, np.float32)).read(a)), 1.0)
+
+
+def test_tensor_of_a_handle_is_refused_with_the_whole_message():
+    mem, a = Memory().tensor(np.zeros(3, np.float32))
+    with pytest.raises(TypeError) as info:
+        mem.tensor(a)
+    assert str(info.value) == "data must be array-like values, got a Handle (use view/read)"

@@ -386,3 +386,18 @@ def test_internal_overlap_matches_brute_force(shape, strides, offset):
     view = View(tuple(shape), tuple(strides[: len(shape)]), offset)
     indices = view.storage_indices().reshape(-1)
     assert view.has_internal_overlap() == (np.unique(indices).size != indices.size)
+
+
+@pytest.mark.parametrize(
+    "view, target, strides",
+    [
+        # torch: tensor(5.).view(1, 1), empty(0, 3).view(3, 0), empty_strided((1,), (5,)).view(1, 1),
+        # empty_strided((0, 3), (1, 5)).view(0, 3): strides (1, 1), (1, 1), (5, 5), (1, 5).
+        (View((), ()), (1, 1), (1, 1)),
+        (View.contiguous((0, 3)), (3, 0), (1, 1)),
+        (View((1,), (5,)), (1, 1), (5, 5)),
+        (View((0, 3), (1, 5)), (0, 3), (1, 5)),
+    ],
+)
+def test_view_strides_of_scalar_single_and_empty_views_match_torch(view, target, strides):
+    assert view.view(*target).strides == strides
