@@ -8,7 +8,7 @@ ORACLES := $(VENV)/.oracles
 # Reference libraries of the MiniLM parity tests (tests/data/regenerate_minilm_reference.py too).
 PARITY := transformers==5.24.0 sentence-transformers==6.2.0
 
-.PHONY: install oracles demo test test-all lint format crosscheck crosscheck-slow bench claims clean docs docs-check
+.PHONY: install oracles demo test test-all lint format crosscheck crosscheck-slow mutation bench claims clean docs docs-check
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -57,6 +57,16 @@ crosscheck: $(ORACLES)
 # The slow crosscheck tests only (MiniLM parity); CI runs them after `make test`.
 crosscheck-slow: $(ORACLES)
 	$(BIN)/python -m pytest -q -m 'crosscheck and slow'
+
+# Mutation score of the core modules (issue 17; not part of CI). MODULE=tensor (or several,
+# space-separated) picks modules; reruns are incremental (cache in .mutation/). One worker, niced:
+# MUTATION_CHILDREN=2 on an idle machine.
+MODULE ?=
+MUTATION_CHILDREN ?= 1
+mutation: $(STAMP)
+	$(BIN)/pip install -q -e '.[test,mutation]'
+	nice -n 10 $(BIN)/python benchmarks/mutation_score.py run --max-children $(MUTATION_CHILDREN) $(MODULE)
+	$(BIN)/python benchmarks/mutation_score.py report --write $(MODULE)
 
 claims: $(STAMP)
 	$(BIN)/jaxparadigm claims

@@ -127,6 +127,18 @@ class TinyBertTest(chex.TestCase):
         m = MASK.astype(bool)
         np.testing.assert_allclose(got[m], want[m], atol=2e-5, rtol=1e-5)
 
+    def test_layer_norm_epsilon_is_the_configs(self):
+        """Weights scaled by 1e-3 put every LayerNorm's input variance near 1e-6, where the
+        epsilon matters: each of the three norms (embeddings, attention, feed-forward) using
+        flax's default 1e-6 or 1e-5 instead of the config's 1e-12 moves the output by ~30%."""
+        w = {k: 1e-3 * v for k, v in tiny_weights(3).items()}
+        model = load_bert(write_model(self.tmp_path, w))
+        got = np.asarray(model(jnp.asarray(IDS), jnp.asarray(MASK)))
+        want = numpy_bert(w, IDS, MASK)
+        m = MASK.astype(bool)
+        assert np.abs(want[m]).max() < 1e-2  # the regime described above
+        np.testing.assert_allclose(got[m], want[m], rtol=1e-3, atol=1e-7)
+
     def test_qkv_is_fused_from_three_projections(self):
         w = tiny_weights(2)
         model = load_bert(write_model(self.tmp_path, w))
@@ -197,6 +209,13 @@ def test_config_from_json_reads_minilm_fields(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(TINY))
     cfg = BertConfig.from_json(tmp_path / "config.json")
     assert cfg.hidden_size == 8 and cfg.layer_norm_eps == 1e-12
+
+
+def test_config_defaults_are_all_minilm_l6_v2():
+    """``BertConfig()`` is the config.json shipped with all-MiniLM-L6-v2."""
+    from jaxparadigm.retrieval.sentence_encoder import minilm_path
+
+    assert BertConfig() == BertConfig.from_json(minilm_path() / "config.json")
 
 
 @pytest.mark.parametrize(
