@@ -14,26 +14,9 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxparadigm.autodiff.registry import register_vjp
+from jaxparadigm.autodiff.unbroadcast import unbroadcast
 
 __all__ = ["unbroadcast"]
-
-
-def unbroadcast(ct, like):
-    """Sum ``ct`` over the dims that broadcasting added to ``like``; cast to its dtype. C2.4/C3.2.
-
-    ``like`` has shape ``s``; ``ct`` has the broadcast shape ``b`` (aligned from the right).
-    The result has shape ``s``: leading dims of ``b`` and dims where ``s`` is 1 are summed.
-    """
-    shape = tuple(jnp.shape(like))
-    if tuple(ct.shape) != shape:
-        lead = ct.ndim - len(shape)
-        axes = tuple(range(lead)) + tuple(
-            lead + i for i, d in enumerate(shape) if d == 1 and ct.shape[lead + i] != 1
-        )
-        ct = jnp.sum(ct, axis=axes) if axes else ct
-        ct = jnp.reshape(ct, shape)
-    dtype = jnp.result_type(like)
-    return ct if ct.dtype == dtype else ct.astype(dtype)
 
 
 def _zero_rule(ct, *primals, **params):
