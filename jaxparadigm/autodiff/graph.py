@@ -8,11 +8,17 @@ VJP registry and calls the rule; cotangents of a variable used by several equati
 (fan-out accumulation):
 
     ct[v] = sum over uses u of v of  rule_u(ct[outputs of u], primals of u)[position of v in u]
+
+An equation whose primitive has a forward rule (``registry.register_forward``: ``jit``,
+``custom_vjp_call``, ``scan``) keeps residuals in the environment under its ``Node``; the reverse
+sweep hands them to the VJP rule (``residuals=``) instead of recomputing the inner forward. A call's
+residuals are a :class:`Saved` environment: the inner graph plus the values its reverse sweep reads.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,9 +28,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jcore
 
-from jaxparadigm.autodiff.registry import get_vjp
+from jaxparadigm.autodiff.registry import get_forward, get_vjp, has_forward
 
-__all__ = ["Graph", "Node", "topological_order", "trace", "count_equations"]
+__all__ = ["Graph", "Node", "Saved", "topological_order", "trace", "count_equations"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -151,10 +157,13 @@ class Graph:
         env.update(zip(self.inputs, flat_args, strict=True))
         for node in self.nodes:
             invals = [_read(env, v) for v in node.inputs]
-            bind_params = node.eqn.primitive.get_bind_params(node.params)
-            outs = node.eqn.primitive.bind(*invals, **bind_params)
-            if not node.eqn.primitive.multiple_results:
-                outs = (outs,)
+            if has_forward(node.name):
+                outs, env[node] = get_forward(node.name)(*invals, **node.params)
+            else:
+                bind_params = node.eqn.primitive.get_bind_params(node.params)
+                outs = node.eqn.primitive.bind(*invals, **bind_params)
+                if not node.eqn.primitive.multiple_results:
+                    outs = (outs,)
             for v, val in zip(node.outputs, outs, strict=True):
                 if not isinstance(v, jcore.DropVar):
                     env[v] = val
@@ -204,7 +213,10 @@ class Graph:
             rule = get_vjp(node.name)
             primals = [_read(env, v) for v in node.inputs]
             ct = cts if node.eqn.primitive.multiple_results else cts[0]
-            in_cts = rule(ct, *primals, **node.params)
+            if node in env:  # residuals kept by the primitive's forward rule
+                in_cts = rule(ct, *primals, residuals=env[node], **node.params)
+            else:
+                in_cts = rule(ct, *primals, **node.params)
             if len(in_cts) != len(node.inputs):
                 raise TypeError(
                     f"VJP rule for {node.name!r} returned {len(in_cts)} cotangents "
@@ -219,6 +231,18 @@ class Graph:
                         )
                 accumulate(v, c)
         return [ct_env.get(v) if w else None for v, w in zip(self.inputs, wrt, strict=True)]
+
+    @functools.cached_property
+    def read_by_backward(self) -> tuple:
+        """Environment keys the reverse sweep may read: consumed variables, then residual keys."""
+        consts = set(self.jaxpr.constvars)
+        keys: dict = {}
+        for node in self.nodes:
+            for v in node.inputs:
+                if isinstance(v, jcore.Var) and v not in consts:
+                    keys[v] = None
+        keys.update((node, None) for node in self.nodes if has_forward(node.name))
+        return tuple(keys)
 
     def vjp(self, flat_args: Sequence, wrt: Sequence[bool] | None = None):
         """``(flat_outputs, backward)`` where ``backward(out_cts) -> input cotangents``. C3.2."""
@@ -256,6 +280,46 @@ class Graph:
                 lines.append(f'  {source[v]} -> out{i} [label="{name(v)}"];')
         lines.append("}")
         return "\n".join(lines)
+
+
+@jax.tree_util.register_pytree_node_class
+class Saved:
+    """Residuals of a call: its ``graph`` and the forward values its reverse sweep reads. C2.2.
+
+    ``Saved.of(graph, env)`` keeps only ``graph.read_by_backward`` (closed-over constants are
+    restored from the graph, ``drop`` names variables the caller restores itself, e.g. a scan's
+    per-iteration inputs). It is a pytree whose leaves are the kept values, so a ``lax.scan`` can
+    stack one per iteration; ``backward(cts)`` runs the graph's reverse sweep on it.
+    """
+
+    def __init__(self, graph: Graph, env: dict):
+        self.graph = graph
+        self.env = env
+
+    @classmethod
+    def of(cls, graph: Graph, env: dict, drop=()) -> Saved:
+        drop = set(drop)
+        return cls(graph, {k: env[k] for k in graph.read_by_backward if k in env and k not in drop})
+
+    def full_env(self, restored: dict | None = None) -> dict:
+        """The environment for the reverse sweep: constants, ``restored`` values, saved values."""
+        env = dict(zip(self.graph.jaxpr.constvars, self.graph.consts, strict=True))
+        env.update(restored or {})
+        env.update(self.env)
+        return env
+
+    def backward(self, cts: Sequence, restored: dict | None = None) -> list:
+        """Input cotangents of the saved call given its output cotangents (``None`` = zero)."""
+        return self.graph.backward(self.full_env(restored), list(cts))
+
+    def tree_flatten(self):
+        keys = tuple(self.env)
+        return [self.env[k] for k in keys], (self.graph, keys)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        graph, keys = aux
+        return cls(graph, dict(zip(keys, children, strict=True)))
 
 
 def flat_trace(f: Callable, args: tuple, kwargs: dict | None = None, has_aux: bool = False):
