@@ -87,10 +87,10 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False) -> Callable:
         out_leaves, out_tree = jax.tree_util.tree_flatten(out)
         jac_per_out = []
         for k, leaf in enumerate(out_leaves):
-            size = int(jnp.size(leaf))
-            basis = jnp.eye(size, dtype=leaf.dtype).reshape((size, *jnp.shape(leaf)))
+            size = int(jnp.size(leaf))  # leaves may be Python floats passed through unchanged
+            basis = jnp.eye(size, dtype=jnp.result_type(leaf)).reshape((size, *jnp.shape(leaf)))
             cts = [
-                basis if j == k else jnp.zeros((size, *jnp.shape(o)), o.dtype)
+                basis if j == k else jnp.zeros((size, *jnp.shape(o)), jnp.result_type(o))
                 for j, o in enumerate(out_leaves)
             ]
             batched = jax.vmap(lambda *c: vjp_fn(jax.tree_util.tree_unflatten(out_tree, c)))(*cts)

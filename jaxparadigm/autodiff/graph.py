@@ -198,6 +198,12 @@ class Graph:
         def accumulate(v, ct):
             if ct is None or not isinstance(v, jcore.Var) or v not in active:
                 return
+            if jnp.issubdtype(v.aval.dtype, jnp.complexfloating):
+                raise TypeError(
+                    f"backward: a cotangent reaches the complex value {v}: {v.aval.str_short()}; "
+                    "jaxparadigm.autodiff does not differentiate complex numbers (a deliberate "
+                    "difference from jax); split the value into real and imaginary parts"
+                )
             if ct.dtype != v.aval.dtype:
                 ct = ct.astype(v.aval.dtype)
             ct_env[v] = ct_env[v] + ct if v in ct_env else ct

@@ -4,6 +4,11 @@ Claims C3.2/C3.3. ``f`` is traced to a ``Graph`` (define-then-run), run forward,
 reverse through the registry -- ``jax.grad`` is never called. Rules are ``jnp`` code, so the
 backward pass is an ordinary traceable program: it works under ``jax.jit``/``jax.vmap``, and
 ``grad(grad(f))`` re-enters the engine on the first backward's own graph (one graph per level).
+
+Complex numbers are refused, deliberately: a complex differentiated input, a complex output of
+``vjp`` or a cotangent reaching a complex intermediate raises ``TypeError`` naming it. (jax
+differentiates them with its conjugate-cotangent convention; we do not implement it, and silently
+dropping the imaginary part is the one outcome we rule out.)
 """
 
 from __future__ import annotations
@@ -45,21 +50,49 @@ def _resolve_argnums(argnums, n_args: int, fn_name: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+COMPLEX_REFUSED = (
+    "jaxparadigm.autodiff does not differentiate complex numbers (a deliberate difference from "
+    "jax's conjugate-cotangent convention); split the value into real and imaginary parts"
+)
+
+
+def _refuse_complex(dtype, what: str, fn_name: str) -> None:
+    """``TypeError`` naming ``what`` when ``dtype`` is complex (see the module docstring)."""
+    if jnp.issubdtype(dtype, jnp.complexfloating):
+        raise TypeError(f"{fn_name}: {what} has dtype {dtype}; {COMPLEX_REFUSED}")
+
+
 def _wrt_mask(args: tuple, argnums: Sequence[int], fn_name: str) -> list[bool]:
-    """One flag per flat leaf: True for leaves of the differentiated arguments (must be float)."""
+    """One flag per flat leaf: True for leaves of the differentiated arguments (must be real float)."""
     mask: list[bool] = []
     for i, arg in enumerate(args):
         leaves = jax.tree_util.tree_leaves(arg)
         if i in argnums:
             for leaf in leaves:
                 dtype = jnp.result_type(leaf)
-                if not jnp.issubdtype(dtype, jnp.inexact):
+                _refuse_complex(dtype, f"argument {i} (argnums) has a leaf that", fn_name)
+                if not jnp.issubdtype(dtype, jnp.floating):
                     raise TypeError(
                         f"{fn_name}: argument {i} (argnums) has a leaf of dtype {dtype}; "
-                        "differentiation requires float or complex inputs"
+                        "differentiation requires floating-point inputs"
                     )
         mask.extend([i in argnums] * len(leaves))
     return mask
+
+
+def _check_cotangent(k: int, ct, aval) -> None:
+    """``ValueError`` unless cotangent ``k`` has the output's shape and dtype (as jax's vjp does).
+
+    Weak types are ignored (a Python float is a float32 cotangent); a non-float output's cotangent
+    is ignored, so any dtype (or float0) of the right shape is accepted for it.
+    """
+    shape, dtype = tuple(jnp.shape(ct)), jnp.result_type(ct)
+    float_out = jnp.issubdtype(aval.dtype, jnp.inexact)
+    if shape != tuple(aval.shape) or (float_out and dtype != aval.dtype):
+        raise ValueError(
+            f"vjp_fn: cotangent {k} has type {dtype}{list(shape)}; expected "
+            f"{aval.dtype}{list(aval.shape)}, the type of output {k} of the differentiated function"
+        )
 
 
 def _grads_for(args, argnums, flat_args, wrt, in_cts):
@@ -140,10 +173,14 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     """
     if not callable(f):
         raise TypeError(f"vjp: f={f!r} is not callable")
-    wrt = [
-        jnp.issubdtype(jnp.result_type(x), jnp.inexact) for x in jax.tree_util.tree_leaves(primals)
-    ]
+    wrt = []
+    for i, p in enumerate(primals):
+        for x in jax.tree_util.tree_leaves(p):
+            _refuse_complex(jnp.result_type(x), f"primal {i} has a leaf that", "vjp")
+            wrt.append(jnp.issubdtype(jnp.result_type(x), jnp.floating))
     graph, flat_args, n_out, aux_tree = flat_trace(f, primals, None, has_aux)
+    for k, v in enumerate(graph.outputs[:n_out]):
+        _refuse_complex(v.aval.dtype, f"output {k}", "vjp")
     env = graph.forward(flat_args)
     outs = graph.outputs_of(env)
     out = jax.tree_util.tree_unflatten(graph.out_tree, outs[:n_out])
@@ -154,12 +191,12 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
             raise TypeError(
                 f"vjp_fn: cotangent structure {ct_tree} does not match the output {graph.out_tree}"
             )
-        for c, v in zip(ct_leaves, graph.outputs[:n_out], strict=True):
-            if tuple(jnp.shape(c)) != tuple(v.aval.shape):
-                raise ValueError(
-                    f"vjp_fn: cotangent shape {jnp.shape(c)} does not match output shape "
-                    f"{tuple(v.aval.shape)}"
-                )
+        for k, (c, v) in enumerate(zip(ct_leaves, graph.outputs[:n_out], strict=True)):
+            _check_cotangent(k, c, v.aval)
+        ct_leaves = [
+            jnp.asarray(c, v.aval.dtype) if jnp.issubdtype(v.aval.dtype, jnp.inexact) else None
+            for c, v in zip(ct_leaves, graph.outputs[:n_out], strict=True)
+        ]
         in_cts = graph.backward(env, list(ct_leaves) + [None] * (len(outs) - n_out), wrt)
         per_arg = _grads_for(primals, None, flat_args, wrt, in_cts)
         return tuple(per_arg)

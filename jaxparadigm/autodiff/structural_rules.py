@@ -101,10 +101,22 @@ def _broadcast_in_dim_vjp(ct, x, *dyn_shape, shape, broadcast_dimensions, **para
     return (_cast_like(jnp.reshape(out, x_shape), x), *([None] * len(dyn_shape)))
 
 
-@register_vjp("reshape", "squeeze", "expand_dims")
-def _reshape_vjp(ct, x, *dyn_shape, **params):
-    """Reshape-like ops move no data: reshape ct back to x's shape."""
-    return (jnp.reshape(ct, jnp.shape(x)), *([None] * len(dyn_shape)))
+@register_vjp("reshape")
+def _reshape_vjp(ct, x, *dyn_shape, dimensions=None, **params):
+    """y = reshape(transpose(x, dimensions), new_sizes): reshape ct to the transposed shape of x,
+    then apply the inverse permutation (``dimensions=None`` is the identity)."""
+    shape = jnp.shape(x)
+    if dimensions is None:
+        return (jnp.reshape(ct, shape), *([None] * len(dyn_shape)))
+    perm = tuple(int(d) for d in dimensions)
+    ct = jnp.reshape(ct, tuple(shape[d] for d in perm))
+    return (lax.transpose(ct, tuple(int(a) for a in np.argsort(perm))), *([None] * len(dyn_shape)))
+
+
+@register_vjp("squeeze", "expand_dims")
+def _squeeze_vjp(ct, x, **params):
+    """Squeezing moves no data: reshape ct back to x's shape."""
+    return (jnp.reshape(ct, jnp.shape(x)),)
 
 
 @register_vjp("transpose")
@@ -170,20 +182,35 @@ def _pad_vjp(ct, x, padding_value, *, padding_config, **params):
     return dx, dpad.astype(jnp.result_type(padding_value))
 
 
+def _clamped_starts(starts, operand_shape, window_shape):
+    """The start indices XLA really uses: each clamped to ``[0, dim - window]``.
+
+    The jaxpr's starts are already wrapped once by ``lax.dynamic_slice`` (``-1`` -> ``dim - 1``);
+    an index still out of range (``-8`` on a dim of 5 becomes ``-3``) is clamped by XLA, so the
+    backward must clamp too -- passing it to ``lax.dynamic_update_slice`` would wrap it again.
+    """
+    return tuple(
+        jnp.clip(s, 0, d - w) for s, d, w in zip(starts, operand_shape, window_shape, strict=True)
+    )
+
+
 @register_vjp("dynamic_slice")
 def _dynamic_slice_vjp(ct, x, *starts, slice_sizes, **params):
     """Scatter ct into zeros at the same (clamped) start indices."""
-    zeros = jnp.zeros(jnp.shape(x), ct.dtype)
-    return (lax.dynamic_update_slice(zeros, ct, starts), *([None] * len(starts)))
+    shape = jnp.shape(x)
+    zeros = jnp.zeros(shape, ct.dtype)
+    at = _clamped_starts(starts, shape, slice_sizes)
+    return (lax.dynamic_update_slice(zeros, ct, at), *([None] * len(starts)))
 
 
 @register_vjp("dynamic_update_slice")
 def _dynamic_update_slice_vjp(ct, x, update, *starts, **params):
     """x receives ct with the updated window zeroed; update receives that window of ct."""
     usize = jnp.shape(update)
-    dx = lax.dynamic_update_slice(ct, jnp.zeros(usize, ct.dtype), starts)
-    dupdate = lax.dynamic_slice(ct, starts, usize)
-    return (dx, dupdate, *([None] * len(starts)))
+    at = _clamped_starts(starts, jnp.shape(x), usize)
+    dx = lax.dynamic_update_slice(ct, jnp.zeros(usize, ct.dtype), at)
+    dupdate = lax.dynamic_slice(ct, at, usize)
+    return (dx, _cast_like(dupdate, update), *([None] * len(starts)))
 
 
 @register_vjp("gather")
