@@ -74,9 +74,15 @@ def _neg_vjp(ct, x, **params):
     return (-ct,)
 
 
-@register_vjp("copy", "copy_p", "reduce_precision", "optimization_barrier")
+@register_vjp("copy", "copy_p", "reduce_precision")
 def _identity_vjp(ct, x, **params):
     return (ct,)
+
+
+@register_vjp("optimization_barrier")
+def _optimization_barrier_vjp(cts, *xs, **params):
+    """The barrier is an identity on each of its operands (cotangents pass through unchanged)."""
+    return tuple(cts)
 
 
 @register_vjp("exp")

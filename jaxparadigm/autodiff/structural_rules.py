@@ -12,7 +12,7 @@ from jax import lax
 
 from jaxparadigm.autodiff.registry import register_vjp
 
-__all__: list[str] = []
+__all__ = ["unpad"]
 
 
 def _cast_like(ct, like):
@@ -61,34 +61,6 @@ def _dot_general_vjp(ct, x, y, *, dimension_numbers, **params):
     return _cast_like(dx, x), _cast_like(dy, y)
 
 
-@register_vjp("reduce_sum")
-def _reduce_sum_vjp(ct, x, *, axes, **params):
-    """y = sum_axes x: dx = broadcast of dy back over ``axes``."""
-    shape = jnp.shape(x)
-    kept = tuple(d for d in range(len(shape)) if d not in axes)
-    return (lax.broadcast_in_dim(ct, shape, kept),)
-
-
-def _reduce_chooser_vjp(ct, x, axes, reducer):
-    """max/min reduction: ct is shared equally among the positions that attain the extremum."""
-    shape = jnp.shape(x)
-    kept = tuple(d for d in range(len(shape)) if d not in axes)
-    ans = reducer(x, axis=tuple(axes))
-    hit = (x == lax.broadcast_in_dim(ans, shape, kept)).astype(ct.dtype)
-    counts = jnp.sum(hit, axis=tuple(axes))
-    return (lax.broadcast_in_dim(ct / counts, shape, kept) * hit,)
-
-
-@register_vjp("reduce_max")
-def _reduce_max_vjp(ct, x, *, axes, **params):
-    return _reduce_chooser_vjp(ct, x, axes, jnp.max)
-
-
-@register_vjp("reduce_min")
-def _reduce_min_vjp(ct, x, *, axes, **params):
-    return _reduce_chooser_vjp(ct, x, axes, jnp.min)
-
-
 @register_vjp("broadcast_in_dim")
 def _broadcast_in_dim_vjp(ct, x, *dyn_shape, shape, broadcast_dimensions, **params):
     """Sum ct over the new dims and over dims that were size 1 in x, then reshape to x."""
@@ -135,6 +107,14 @@ def _concatenate_vjp(ct, *xs, dimension, **params):
     return tuple(out)
 
 
+@register_vjp("stack")
+def _stack_vjp(ct, *xs, axis, **params):
+    """``stack(xs, axis)`` puts x_i at index i of a new axis: x_i's cotangent is ``ct[..., i, ...]``."""
+    return tuple(
+        _cast_like(lax.index_in_dim(ct, i, axis=axis, keepdims=False), x) for i, x in enumerate(xs)
+    )
+
+
 @register_vjp("split")
 def _split_vjp(cts, x, *, sizes, axis, **params):
     """Concatenate the pieces' cotangents (zeros for unused pieces) along ``axis``."""
@@ -168,18 +148,30 @@ def _slice_vjp(ct, x, *, start_indices, limit_indices, strides, **params):
     return (lax.pad(ct, jnp.zeros((), ct.dtype), pads),)
 
 
+def unpad(ct, padding_config):
+    """Transpose of ``lax.pad(x, v, padding_config)`` w.r.t. x: cut the edges, then the interior.
+
+    Negative padding removed edges of x, which get zero cotangent; interior padding ``i`` is
+    undone by a stride ``i + 1``.
+    """
+    edges = [(-int(lo), -int(hi), 0) for lo, hi, _ in padding_config]
+    unpadded = lax.pad(ct, jnp.zeros((), ct.dtype), edges)
+    strides = [int(i) + 1 for _, _, i in padding_config]
+    return lax.slice(unpadded, [0] * ct.ndim, unpadded.shape, strides)
+
+
 @register_vjp("pad")
 def _pad_vjp(ct, x, padding_value, *, padding_config, **params):
-    """Un-pad: negative padding removes the edges, a strided slice removes interior padding."""
-    lo = [-int(a) for a, _, _ in padding_config]
-    hi = [-int(b) for _, b, _ in padding_config]
-    unpadded = lax.pad(
-        ct, jnp.zeros((), ct.dtype), [(a, b, 0) for a, b in zip(lo, hi, strict=True)]
-    )
-    strides = [int(i) + 1 for _, _, i in padding_config]
-    dx = lax.slice(unpadded, [0] * ct.ndim, unpadded.shape, strides)
+    """Un-pad for x; the padding value receives the cotangent of every padded position."""
+    dx = unpad(ct, padding_config)
     dpad = jnp.sum(ct) - jnp.sum(dx)
     return dx, dpad.astype(jnp.result_type(padding_value))
+
+
+@register_vjp("rev")
+def _rev_vjp(ct, x, *, dimensions, **params):
+    """Reversal is its own transpose."""
+    return (lax.rev(ct, dimensions),)
 
 
 def _clamped_starts(starts, operand_shape, window_shape):
@@ -211,78 +203,3 @@ def _dynamic_update_slice_vjp(ct, x, update, *starts, **params):
     dx = lax.dynamic_update_slice(ct, jnp.zeros(usize, ct.dtype), at)
     dupdate = lax.dynamic_slice(ct, at, usize)
     return (dx, _cast_like(dupdate, update), *([None] * len(starts)))
-
-
-@register_vjp("gather")
-def _gather_vjp(
-    ct, x, indices, *, dimension_numbers, unique_indices, indices_are_sorted, mode, **params
-):
-    """The transpose of a gather is a scatter-add of ct into zeros at the same indices."""
-    dn = dimension_numbers
-    scatter_dn = lax.ScatterDimensionNumbers(
-        update_window_dims=dn.offset_dims,
-        inserted_window_dims=dn.collapsed_slice_dims,
-        scatter_dims_to_operand_dims=dn.start_index_map,
-        operand_batching_dims=dn.operand_batching_dims,
-        scatter_indices_batching_dims=dn.start_indices_batching_dims,
-    )
-    zeros = jnp.zeros(jnp.shape(x), ct.dtype)
-    dx = lax.scatter_add(
-        zeros,
-        indices,
-        ct,
-        scatter_dn,
-        indices_are_sorted=indices_are_sorted,
-        unique_indices=unique_indices,
-        mode=mode,
-    )
-    return dx, None
-
-
-@register_vjp("scatter-add", "scatter_add")
-def _scatter_add_vjp(
-    ct,
-    x,
-    indices,
-    updates,
-    *,
-    dimension_numbers,
-    indices_are_sorted,
-    unique_indices,
-    mode,
-    **params,
-):
-    """out = x + scatter(updates): dx = ct, dupdates = gather(ct) at the same indices."""
-    dn = dimension_numbers
-    gather_dn = lax.GatherDimensionNumbers(
-        offset_dims=dn.update_window_dims,
-        collapsed_slice_dims=dn.inserted_window_dims,
-        start_index_map=dn.scatter_dims_to_operand_dims,
-        operand_batching_dims=dn.operand_batching_dims,
-        start_indices_batching_dims=dn.scatter_indices_batching_dims,
-    )
-    ushape = jnp.shape(updates)
-    slice_sizes, pos = [], 0
-    for i in range(ct.ndim):
-        if i in dn.inserted_window_dims or i in dn.operand_batching_dims:
-            slice_sizes.append(1)
-        else:
-            slice_sizes.append(ushape[dn.update_window_dims[pos]])
-            pos += 1
-    dupdates = lax.gather(
-        ct,
-        indices,
-        dimension_numbers=gather_dn,
-        slice_sizes=tuple(slice_sizes),
-        mode=mode,
-        fill_value=0,
-        indices_are_sorted=indices_are_sorted,
-        unique_indices=unique_indices,
-    )
-    return ct, None, dupdates
-
-
-@register_vjp("cumsum")
-def _cumsum_vjp(ct, x, *, axis, reverse, **params):
-    """The transpose of a running sum is the running sum in the other direction."""
-    return (lax.cumsum(ct, axis=axis, reverse=not reverse),)

@@ -1,0 +1,183 @@
+"""VJP rules for reductions: full, windowed (pooling) and cumulative (claim C3.2).
+
+reduce_sum          dx = broadcast(ct) over the reduced axes
+reduce_max/min      ct shared equally among the positions attaining the extremum (jax's rule)
+reduce_prod         dx_i = ct * prod_{j != i} x_j, as (exclusive prefix) * (exclusive suffix)
+                    products, so zeros in x are exact (no division by x)
+reduce_window_sum   pad ct (interior padding undoes the strides), then a window sum with the
+                    base dilation as stride: jax's transpose rule
+reduce_window_max/min  each window's ct goes to its first extremal element (row-major window
+                    order, XLA's select-and-scatter), written with strided slices and pads
+cumsum              the cumsum of ct in the other direction
+cumprod/cummax/cummin/cumlogsumexp  the reverse sweep of our engine over the parallel-prefix
+                    implementation ``lax.associative_scan`` (jax differentiates the same
+                    implementation for their JVPs)
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxparadigm.autodiff.graph import trace
+from jaxparadigm.autodiff.registry import register_vjp
+from jaxparadigm.autodiff.structural_rules import unpad
+
+__all__: list[str] = []
+
+
+@register_vjp("reduce_sum")
+def _reduce_sum_vjp(ct, x, *, axes, **params):
+    """y = sum_axes x: dx = broadcast of dy back over ``axes``."""
+    shape = jnp.shape(x)
+    kept = tuple(d for d in range(len(shape)) if d not in axes)
+    return (lax.broadcast_in_dim(ct, shape, kept),)
+
+
+def _reduce_chooser_vjp(ct, x, axes, reducer):
+    """max/min reduction: ct is shared equally among the positions that attain the extremum."""
+    shape = jnp.shape(x)
+    kept = tuple(d for d in range(len(shape)) if d not in axes)
+    ans = reducer(x, axis=tuple(axes))
+    hit = (x == lax.broadcast_in_dim(ans, shape, kept)).astype(ct.dtype)
+    counts = jnp.sum(hit, axis=tuple(axes))
+    return (lax.broadcast_in_dim(ct / counts, shape, kept) * hit,)
+
+
+@register_vjp("reduce_max")
+def _reduce_max_vjp(ct, x, *, axes, **params):
+    return _reduce_chooser_vjp(ct, x, axes, jnp.max)
+
+
+@register_vjp("reduce_min")
+def _reduce_min_vjp(ct, x, *, axes, **params):
+    return _reduce_chooser_vjp(ct, x, axes, jnp.min)
+
+
+@register_vjp("reduce_prod")
+def _reduce_prod_vjp(ct, x, *, axes, **params):
+    """dx_i = ct * prod_{j != i} x_j over the reduced axes (flattened to one trailing axis)."""
+    shape = jnp.shape(x)
+    axes = tuple(sorted(int(a) for a in axes))
+    kept = tuple(d for d in range(len(shape)) if d not in axes)
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    if n == 0:
+        return (jnp.zeros(shape, ct.dtype),)
+    perm = kept + axes
+    flat = jnp.reshape(lax.transpose(x, perm), tuple(shape[d] for d in kept) + (n,))
+    ones = jnp.ones(flat.shape[:-1] + (1,), flat.dtype)
+    before = jnp.concatenate([ones, lax.cumprod(flat, axis=flat.ndim - 1)[..., :-1]], axis=-1)
+    after = jnp.concatenate(
+        [lax.cumprod(flat, axis=flat.ndim - 1, reverse=True)[..., 1:], ones], axis=-1
+    )
+    d = (jnp.expand_dims(ct, -1) * before * after).reshape(tuple(shape[d] for d in perm))
+    return (lax.transpose(d, tuple(int(a) for a in np.argsort(perm))),)
+
+
+def _dilate(shape, dilation):
+    return tuple(0 if d == 0 else 1 + r * (d - 1) for d, r in zip(shape, dilation, strict=True))
+
+
+@register_vjp("reduce_window_sum")
+def _reduce_window_sum_vjp(
+    ct, x, *, window_dimensions, window_strides, padding, base_dilation, window_dilation, **params
+):
+    """jax's transpose: pad ct (lo/hi from the conv-VJP padding, interior = stride - 1), then sum
+    windows of the same (dilated) size with the base dilation as stride."""
+    in_shape = jnp.shape(x)
+    lhs = _dilate(in_shape, base_dilation)
+    rhs = _dilate(window_dimensions, window_dilation)
+    out = _dilate(ct.shape, window_strides)
+    before = [r - lo - 1 for r, (lo, _) in zip(rhs, padding, strict=True)]
+    after = [a + r - 1 - o - b for a, r, o, b in zip(lhs, rhs, out, before, strict=True)]
+    config = [(b, a, s - 1) for b, a, s in zip(before, after, window_strides, strict=True)]
+    padded = lax.pad(ct, jnp.zeros((), ct.dtype), config)
+    dx = lax.reduce_window(
+        padded,
+        jnp.zeros((), ct.dtype),
+        lax.add,
+        tuple(window_dimensions),
+        tuple(base_dilation),
+        [(0, 0)] * len(in_shape),
+        base_dilation=(1,) * len(in_shape),
+        window_dilation=tuple(window_dilation),
+    )
+    return (dx,)
+
+
+def _reduce_window_chooser_vjp(ct, x, params, better, init):
+    """Route each window's ct to the window's first extremal element (``better`` = ge / le)."""
+    dims, strides = params["window_dimensions"], params["window_strides"]
+    wdil, bdil, padding = params["window_dilation"], params["base_dilation"], params["padding"]
+    config = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, bdil, strict=True)]
+    xp = lax.pad(x, jnp.asarray(init, x.dtype), config)
+    out_shape = ct.shape
+    windows = []
+    for offset in itertools.product(*[range(d) for d in dims]):
+        start = [k * w for k, w in zip(offset, wdil, strict=True)]
+        limit = [
+            s + (n - 1) * st + 1 if n else s
+            for s, n, st in zip(start, out_shape, strides, strict=True)
+        ]
+        windows.append((start, limit, lax.slice(xp, start, limit, strides)))
+    best = functools.reduce(
+        lambda a, b: jnp.where(better(b[2], a), b[2], a), windows[1:], windows[0][2]
+    )
+    taken = jnp.zeros(out_shape, bool)
+    dxp = jnp.zeros(xp.shape, ct.dtype)
+    zero = jnp.zeros((), ct.dtype)
+    for start, limit, w in windows:
+        hit = (w == best) & ~taken
+        taken = taken | hit
+        back = [
+            (s, d - lim, st - 1)
+            for s, d, lim, st in zip(start, xp.shape, limit, strides, strict=True)
+        ]
+        dxp = dxp + lax.pad(jnp.where(hit, ct, zero), zero, back)
+    return (unpad(dxp, config),)
+
+
+@register_vjp("reduce_window_max")
+def _reduce_window_max_vjp(ct, x, **params):
+    return _reduce_window_chooser_vjp(ct, x, params, lambda a, b: a > b, -jnp.inf)
+
+
+@register_vjp("reduce_window_min")
+def _reduce_window_min_vjp(ct, x, **params):
+    return _reduce_window_chooser_vjp(ct, x, params, lambda a, b: a < b, jnp.inf)
+
+
+@register_vjp("cumsum")
+def _cumsum_vjp(ct, x, *, axis, reverse, **params):
+    """The transpose of a running sum is the running sum in the other direction."""
+    return (lax.cumsum(ct, axis=axis, reverse=not reverse),)
+
+
+def _associative_scan_vjp(combine):
+    """VJP of a cumulative reduction: our reverse sweep over ``lax.associative_scan(combine)``."""
+
+    def rule(ct, x, *, axis, reverse, **params):
+        graph = trace(
+            functools.partial(lax.associative_scan, combine, axis=axis, reverse=reverse), x
+        )
+        env = graph.forward([x])
+        return tuple(graph.backward(env, [ct]))
+
+    return rule
+
+
+def _logaddexp(a, b):
+    """log(e^a + e^b) as jax's ``cumlogsumexp`` combines (its custom JVP is not needed here)."""
+    from jax._src.lax.other import logaddexp
+
+    return logaddexp(a, b)
+
+
+register_vjp("cumprod")(_associative_scan_vjp(lax.mul))
+register_vjp("cummax")(_associative_scan_vjp(lax.max))
+register_vjp("cummin")(_associative_scan_vjp(lax.min))
+register_vjp("cumlogsumexp")(_associative_scan_vjp(_logaddexp))
