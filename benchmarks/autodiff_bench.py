@@ -7,6 +7,8 @@
    (goal <= 2x), plus the tape's backward per op.
 3. ``func.hessian`` / ``func.hvp`` (reverse part through our engine) vs ``jax.hessian`` /
    ``jax.jvp(jax.grad)`` at n = 256 and 1024 on f(x) = sum(tanh(A x)) + 0.5 |x|^2.
+4. The jitted training step of ``configs/mlp_spirals.yaml`` and ``configs/charlm_pydoc.yaml`` with
+   ``train.grad: jaxparadigm`` (our value_and_grad) vs ``train.grad: jax`` (goal <= 1.05).
 
 All timings are interleaved rounds (ours, reference, ours, ...) and medians. Prints a Markdown
 section for benchmarks/RESULTS.md (``--append`` appends it).
@@ -135,6 +137,45 @@ def bench_second_order(n: int, rounds: int) -> dict:
     return {"hessian": hess, "hvp": hvp, "err": err}
 
 
+def bench_train_step(config: str, rounds: int, steps_per_round: int) -> dict:
+    """Median seconds per jitted, donating train step with each ``train.grad`` engine (interleaved)."""
+    from flax import nnx
+
+    from jaxparadigm.config import load_config
+    from jaxparadigm.optim import chain_for, schedule_for
+    from jaxparadigm.train.data import build_dataset
+    from jaxparadigm.train.loop import build_model
+    from jaxparadigm.train.objectives import loss_for
+    from jaxparadigm.train.step import init_train_state, make_train_step
+
+    cfg = load_config(Path(__file__).resolve().parents[1] / "configs" / config)
+    dataset = build_dataset(cfg.data)
+    graphdef, variables = nnx.split(build_model(cfg.model, dataset, cfg.train.seed))
+    params = nnx.to_pure_dict(variables)
+    tx = chain_for(cfg.optim)
+    batches = [jax.device_put(dataset.batch(i)) for i in range(steps_per_round)]
+    engines = ("jaxparadigm", "jax")
+    steps, states = {}, {}
+    for grad_engine in engines:
+        steps[grad_engine] = make_train_step(
+            graphdef, loss_for(dataset.kind), tx, lr_fn=schedule_for(cfg.optim), grad=grad_engine
+        )
+        state = init_train_state(jax.tree_util.tree_map(jnp.array, params), tx, cfg.train.seed)
+        state, _ = steps[grad_engine](state, batches[0])  # compile
+        states[grad_engine] = jax.block_until_ready(state)
+    times: dict = {k: [] for k in engines}
+    for _ in range(rounds):
+        for k in engines:
+            state = states[k]
+            t = time.perf_counter()
+            for b in batches:
+                state, metrics = steps[k](state, b)
+            jax.block_until_ready(metrics)
+            times[k].append((time.perf_counter() - t) / len(batches))
+            states[k] = state
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depth", type=int, default=20)
@@ -144,6 +185,7 @@ def main(argv=None) -> None:
     parser.add_argument("--compile-rounds", type=int, default=5)
     parser.add_argument("--tape-ops", type=int, default=200)
     parser.add_argument("--hessian-n", type=int, nargs="+", default=[256, 1024])
+    parser.add_argument("--train-rounds", type=int, default=15, help="train-step timing rounds")
     parser.add_argument("--append", action="store_true", help="append to benchmarks/RESULTS.md")
     args = parser.parse_args(argv)
 
@@ -199,6 +241,23 @@ def main(argv=None) -> None:
             f"{v['ours'] * 1e6:.1f} | {v['jax'] * 1e6:.1f} | {v['ours'] / v['jax']:.2f}x | "
             f"{s['err']:.1e} |"
         )
+    lines += [
+        "",
+        "Jitted training step (donated state, guard on), `train.grad: jaxparadigm` (our "
+        "value_and_grad) vs `train.grad: jax`, the shipped configs at full size; "
+        f"{args.train_rounds} interleaved rounds of 10 steps, medians:",
+        "",
+        "| config | ours (ms/step) | jax (ms/step) | ratio (goal <= 1.05) |",
+        "|---|---:|---:|---:|",
+    ]
+    for config in ("mlp_spirals.yaml", "charlm_pydoc.yaml"):
+        ts = bench_train_step(config, args.train_rounds, 10)
+        lines.append(
+            f"| {config} | {ts['jaxparadigm'] * 1e3:.2f} | {ts['jax'] * 1e3:.2f} | "
+            f"{ts['jaxparadigm'] / ts['jax']:.3f}x |"
+        )
+    load_end = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    lines += ["", f"1-min load average at the end: {load_end:.1f}."]
     lines += ["", "Reproduce: `jaxparadigm bench autodiff`.", ""]
     text = "\n".join(lines)
     print(text)

@@ -197,6 +197,7 @@ def train(
         lr_fn=lr_fn,
         loss_scale=loss_scale,
         guard=c.guard.enabled,
+        grad=c.grad,
     )
     eval_fn = make_eval_step(graphdef, lambda m, b: eval_metrics(dataset.kind, m, b))
     # A resumed run appends to the interrupted run's metrics file.

@@ -17,6 +17,9 @@ So a run that starts with too large a scale calibrates without rolling back; a n
 unscaled loss (bad data, divergence) or an overflow at the minimum scale still counts, and leaves
 the scale alone (it is not a scaling problem).
 
+``grad="jaxparadigm"`` computes ``value_and_grad`` with our own engine
+(``jaxparadigm.autodiff.value_and_grad``: graph + VJP registry) instead of ``jax.value_and_grad``.
+
 The data step ``step`` and the RNG always advance, so a skipped batch is not replayed. ``opt_steps``
 counts accepted updates (it is the schedule's argument for the logged learning rate). The state is
 donated to the step (``donate_argnums=0``): its buffers are reused for the next state.
@@ -32,10 +35,14 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
+from jaxparadigm import autodiff
 from jaxparadigm.optim import safe_increment
 from jaxparadigm.train.guard import GuardState, all_finite, guard_init, guard_update, tree_select
 
 __all__ = ["TrainState", "init_train_state", "make_eval_step", "make_train_step"]
+
+# train.grad: which engine computes (loss, grads) in the step.
+VALUE_AND_GRAD = {"jax": jax.value_and_grad, "jaxparadigm": autodiff.value_and_grad}
 
 
 class TrainState(NamedTuple):
@@ -80,6 +87,7 @@ def make_train_step(
     loss_scale=None,
     guard: bool = True,
     donate: bool = True,
+    grad: str = "jax",
 ) -> Callable:
     """Jitted ``step(state, batch) -> (state, metrics)`` (C5.1; loss scaling C4.2).
 
@@ -89,7 +97,11 @@ def make_train_step(
     Non-finite steps are skipped when ``guard`` or loss scaling is on. Metrics: ``loss`` (unscaled),
     ``grad_norm``, ``lr``, ``finite`` (the update was accepted), ``overflow`` (skipped as a
     loss-scale overflow, not a guard bad step) and, with loss scaling, ``loss_scale`` (S used).
+    ``grad`` (``train.grad``) picks the engine: ``"jax"`` or ``"jaxparadigm"`` (ours, C3.2).
     """
+    if grad not in VALUE_AND_GRAD:
+        raise ValueError(f"grad: got {grad!r}, expected one of {sorted(VALUE_AND_GRAD)}")
+    value_and_grad = VALUE_AND_GRAD[grad]
     if not callable(loss_fn):
         raise TypeError(f"loss_fn: got {type(loss_fn).__name__}, expected a callable")
     if not (hasattr(tx, "init") and hasattr(tx, "update")):
@@ -109,7 +121,7 @@ def make_train_step(
             scaled = loss_scale.scale(loss, state.loss_scale) if loss_scale is not None else loss
             return scaled, loss
 
-        (_, loss), grads = jax.value_and_grad(objective, has_aux=True)(state.params)
+        (_, loss), grads = value_and_grad(objective, has_aux=True)(state.params)
         loss_finite = jnp.isfinite(loss)
         if loss_scale is not None:
             grads, grads_finite = loss_scale.unscale(grads, state.loss_scale)
