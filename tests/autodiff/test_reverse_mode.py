@@ -233,17 +233,47 @@ def test_broadcast_shapes_property(shape, ones, drop):
     np.testing.assert_allclose(gb, rb, rtol=1e-5, atol=1e-6)
 
 
-def test_does_not_call_jax_grad(monkeypatch):
-    """The engine never falls back on jax's AD: jax.grad / jax.vjp are not used."""
+JAX_AD = (
+    "grad",
+    "vjp",
+    "value_and_grad",
+    "jacrev",
+    "jacfwd",
+    "jvp",
+    "linearize",
+    "hessian",
+    "linear_transpose",
+)
+
+
+def test_reverse_mode_never_calls_jax_ad(monkeypatch):
+    """None of our reverse-mode functions falls back on jax's AD: every public jax AD entry point
+    is patched to fail while grad / value_and_grad / vjp / func.grad / func.grad_and_value /
+    func.vjp / func.jacrev run (jit and vmap stay jax's: they are not differentiation)."""
+    from jaxparadigm.autodiff import func
 
     def boom(*a, **k):
         raise AssertionError("jax AD was called")
 
-    monkeypatch.setattr(jax, "grad", boom)
-    monkeypatch.setattr(jax, "vjp", boom)
-    monkeypatch.setattr(jax, "value_and_grad", boom)
+    for name in JAX_AD:
+        monkeypatch.setattr(jax, name, boom)
     f, params, batch = make_case("attention")
-    assert jax.tree_util.tree_leaves(jax.jit(grad(f))(params, batch))
+    w = jnp.asarray(params[0])
+    vec = lambda w: jnp.tanh(w[:2] @ w[:4, :2])
+    loss = lambda w: f((w, *params[1:]), batch)
+    outs = [
+        jax.jit(grad(f))(params, batch),
+        value_and_grad(loss)(w),
+        vjp(vec, w)[1](jnp.ones((2, 2))),
+        func.grad(loss)(w),
+        func.grad_and_value(loss)(w),
+        func.vjp(vec, w)[1](jnp.ones((2, 2))),
+        func.jacrev(vec)(w),
+    ]
+    monkeypatch.undo()
+    assert jax.grad is not boom
+    np.testing.assert_allclose(outs[6], jax.jacrev(vec)(w), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outs[3], jax.grad(loss)(w), rtol=1e-5, atol=1e-6)
 
 
 if __name__ == "__main__":
