@@ -6,6 +6,7 @@ registry maps each primitive to its gradient rule), C3.3 (grad-of-grad re-enters
 
 from jaxparadigm.autodiff import call_rules as _call_rules  # noqa: F401  (registers rules)
 from jaxparadigm.autodiff import control_flow_rules as _control_flow_rules  # noqa: F401
+from jaxparadigm.autodiff import conv_rules as _conv_rules  # noqa: F401
 from jaxparadigm.autodiff import elementwise_rules as _elementwise_rules  # noqa: F401
 from jaxparadigm.autodiff import indexing_rules as _indexing_rules  # noqa: F401
 from jaxparadigm.autodiff import reduction_rules as _reduction_rules  # noqa: F401

@@ -66,7 +66,10 @@ def _mul_vjp(ct, x, y, **params):
 
 @register_vjp("div")
 def _div_vjp(ct, x, y, **params):
-    return unbroadcast(ct / y, x), unbroadcast(-ct * x / (y * y), y)
+    """d(x/y) = dx / y - x dy y**-2, with ``integer_pow(y, -2)`` as jax writes it: repeated
+    differentiation then stays polynomial in y (``/ (y * y)`` would square y at every order and
+    overflow float32 by the 6th derivative of 1/x at x = 4: jax's testHigherOrderGradientOfReciprocal)."""
+    return unbroadcast(ct / y, x), unbroadcast(-ct * x * lax.integer_pow(y, -2), y)
 
 
 @register_vjp("neg")

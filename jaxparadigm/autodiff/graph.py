@@ -204,6 +204,8 @@ class Graph:
                     "jaxparadigm.autodiff does not differentiate complex numbers (a deliberate "
                     "difference from jax); split the value into real and imaginary parts"
                 )
+            if not hasattr(ct, "dtype"):  # a Python number from a user's custom bwd
+                ct = jnp.asarray(ct, v.aval.dtype)
             if ct.dtype != v.aval.dtype:
                 ct = ct.astype(v.aval.dtype)
             ct_env[v] = ct_env[v] + ct if v in ct_env else ct

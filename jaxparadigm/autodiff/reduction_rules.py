@@ -19,11 +19,12 @@ from __future__ import annotations
 import functools
 import itertools
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxparadigm.autodiff.graph import trace
+from jaxparadigm.autodiff.graph import Graph, trace
 from jaxparadigm.autodiff.registry import register_vjp
 from jaxparadigm.autodiff.structural_rules import unpad
 
@@ -181,3 +182,52 @@ register_vjp("cumprod")(_associative_scan_vjp(lax.mul))
 register_vjp("cummax")(_associative_scan_vjp(lax.max))
 register_vjp("cummin")(_associative_scan_vjp(lax.min))
 register_vjp("cumlogsumexp")(_associative_scan_vjp(_logaddexp))
+
+
+def _tree_reduce(graph, init_values, axes, shape):
+    """jax's ``_reduce_jvp`` tree: fold the reduced axes (moved to the front, flattened) in
+    halves with the reducer, padding odd halves with the init values."""
+    non_axes = [d for d in range(len(shape)) if d not in axes]
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    perm = tuple(axes) + tuple(non_axes)
+    new_shape = (n,) + tuple(shape[d] for d in non_axes)
+
+    def reducer(*xs):
+        return tuple(graph.outputs_of(graph.forward(list(xs))))
+
+    for _ in range(len(non_axes) + 1):
+        reducer = jax.vmap(reducer)
+
+    def tree(*xs):
+        xs = [lax.reshape(x, new_shape, perm) for x in xs]
+        while xs[0].shape[0] > 1:
+            m = xs[0].shape[0]
+            n1 = (m + 1) // 2
+            first = [lax.slice_in_dim(x, 0, n1) for x in xs]
+            second = [lax.slice_in_dim(x, n1, None) for x in xs]
+            if m - n1 != n1:
+                pads = [(0, 1, 0)] + [(0, 0, 0)] * len(non_axes)
+                second = [lax.pad(x, i, pads) for x, i in zip(second, init_values, strict=True)]
+            xs = list(reducer(*first, *second))
+        if xs[0].shape[0] == 0:
+            return [jnp.full(new_shape[1:], i) for i in init_values]
+        return [lax.squeeze(x, (0,)) for x in xs]
+
+    return tree
+
+
+@register_vjp("reduce")
+def _reduce_vjp(cts, *args, jaxpr, dimensions, **params):
+    """Variadic ``lax.reduce`` with any reducer: our reverse sweep over jax's tree reduction
+    (the implementation jax differentiates for its JVP). The init values get no cotangent: XLA
+    requires them to be the reducer's identity, and jax refuses tangents for them."""
+    n = len(args) // 2
+    xs, inits = args[:n], args[n:]
+    tree = _tree_reduce(Graph(jaxpr), inits, tuple(dimensions), jnp.shape(xs[0]))
+    graph = trace(tree, *xs)
+    out_avals = [v.aval for v in graph.outputs]
+    cts = [
+        jnp.zeros(a.shape, a.dtype) if c is None else c for c, a in zip(cts, out_avals, strict=True)
+    ]
+    in_cts = graph.backward(graph.forward(list(xs)), cts)
+    return (*in_cts, *([None] * n))

@@ -18,8 +18,10 @@ from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax import dtypes
 
-from jaxparadigm.autodiff.graph import flat_trace
+from jaxparadigm.autodiff.graph import Saved, flat_trace
 
 __all__ = ["grad", "value_and_grad", "vjp", "normalize_argnums"]
 
@@ -62,7 +64,7 @@ def _refuse_complex(dtype, what: str, fn_name: str) -> None:
         raise TypeError(f"{fn_name}: {what} has dtype {dtype}; {COMPLEX_REFUSED}")
 
 
-def _wrt_mask(args: tuple, argnums: Sequence[int], fn_name: str) -> list[bool]:
+def wrt_mask(args: tuple, argnums: Sequence[int], fn_name: str) -> list[bool]:
     """One flag per flat leaf: True for leaves of the differentiated arguments (must be real float)."""
     mask: list[bool] = []
     for i, arg in enumerate(args):
@@ -95,11 +97,16 @@ def _check_cotangent(k: int, ct, aval) -> None:
         )
 
 
-def _grads_for(args, argnums, flat_args, wrt, in_cts):
-    """Rebuild per-argument gradient pytrees (zeros where the sweep found no path)."""
+def _grads_for(args, argnums, flat_args, wrt, in_cts, float0_for_rest=False):
+    """Rebuild per-argument gradient pytrees (zeros where the sweep found no path).
+
+    Leaves not differentiated are ``None``, or with ``float0_for_rest`` (``vjp``'s integer and
+    boolean primals) ``float0`` zeros of their shape, as jax's vjp returns.
+    """
     in_tree = jax.tree_util.tree_structure(args)
+    rest = (lambda x: np.zeros(np.shape(x), dtypes.float0)) if float0_for_rest else (lambda x: None)
     leaves = [
-        (jnp.zeros_like(x) if c is None else c) if w else None
+        (jnp.zeros_like(x) if c is None else c) if w else rest(x)
         for x, w, c in zip(flat_args, wrt, in_cts, strict=True)
     ]
     per_arg = jax.tree_util.tree_unflatten(in_tree, leaves)
@@ -119,8 +126,20 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
         nums = _resolve_argnums(argnums, len(args), "grad")
-        wrt = _wrt_mask(args, nums, "grad")
-        graph, flat_args, n_out, aux_tree = flat_trace(f, args, kwargs, has_aux)
+        wrt_mask(args, nums, "grad")
+        # Only the differentiated arguments are traced; the others (and kwargs) are closed over
+        # as they are, as jax.grad does: a custom_vjp's nondiff argument or a closure_convert
+        # constant stays concrete.
+        wrt_args = tuple(args[i] for i in nums)
+
+        def f_wrt(*wrt_vals):
+            full = list(args)
+            for i, v in zip(nums, wrt_vals, strict=True):
+                full[i] = v
+            return f(*full, **kwargs)
+
+        graph, flat_args, n_out, aux_tree = flat_trace(f_wrt, wrt_args, None, has_aux)
+        wrt = [True] * len(flat_args)
         out_avals = [v.aval for v in graph.outputs[:n_out]]
         if n_out != 1 or out_avals[0].shape != ():
             shapes = [tuple(a.shape) for a in out_avals]
@@ -135,10 +154,10 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
         env = graph.forward(flat_args)
         outs = graph.outputs_of(env)
         value = outs[0]
-        out_cts = [jnp.ones((), out_avals[0].dtype)] + [None] * (len(outs) - 1)
+        out_cts = [jnp.ones_like(value)] + [None] * (len(outs) - 1)  # keeps a weak type
         in_cts = graph.backward(env, out_cts, wrt)
-        per_arg = _grads_for(args, nums, flat_args, wrt, in_cts)
-        grads = per_arg[nums[0]] if isinstance(argnums, int) else tuple(per_arg[i] for i in nums)
+        per_arg = _grads_for(wrt_args, nums, flat_args, wrt, in_cts)
+        grads = per_arg[0] if isinstance(argnums, int) else tuple(per_arg)
         if has_aux:
             aux = jax.tree_util.tree_unflatten(aux_tree, outs[n_out:])
             return (value, aux), grads
@@ -184,23 +203,31 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     env = graph.forward(flat_args)
     outs = graph.outputs_of(env)
     out = jax.tree_util.tree_unflatten(graph.out_tree, outs[:n_out])
-
-    def vjp_fn(cotangent):
-        ct_leaves, ct_tree = jax.tree_util.tree_flatten(cotangent)
-        if ct_tree != graph.out_tree:
-            raise TypeError(
-                f"vjp_fn: cotangent structure {ct_tree} does not match the output {graph.out_tree}"
-            )
-        for k, (c, v) in enumerate(zip(ct_leaves, graph.outputs[:n_out], strict=True)):
-            _check_cotangent(k, c, v.aval)
-        ct_leaves = [
-            jnp.asarray(c, v.aval.dtype) if jnp.issubdtype(v.aval.dtype, jnp.inexact) else None
-            for c, v in zip(ct_leaves, graph.outputs[:n_out], strict=True)
-        ]
-        in_cts = graph.backward(env, list(ct_leaves) + [None] * (len(outs) - n_out), wrt)
-        per_arg = _grads_for(primals, None, flat_args, wrt, in_cts)
-        return tuple(per_arg)
-
+    likes = [jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)) for x in flat_args]
+    primals_like = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(primals), likes)
+    pullback = functools.partial(_pullback, graph, n_out, tuple(wrt), primals_like, likes)
+    # A pytree (jax's Partial over the saved forward values), so like jax's vjp_fn it can be
+    # returned from and passed into jitted functions.
+    vjp_fn = jax.tree_util.Partial(pullback, Saved(graph, env))
     if has_aux:
         return out, vjp_fn, jax.tree_util.tree_unflatten(aux_tree, outs[n_out:])
     return out, vjp_fn
+
+
+def _pullback(graph, n_out, wrt, primals, likes, saved, cotangent):
+    """``vjp``'s pullback: the reverse sweep over the saved forward environment."""
+    ct_leaves, ct_tree = jax.tree_util.tree_flatten(cotangent)
+    if ct_tree != graph.out_tree:
+        raise ValueError(
+            f"vjp_fn: cotangent structure {ct_tree} does not match the output {graph.out_tree}"
+        )
+    out_vars = graph.outputs[:n_out]
+    for k, (c, v) in enumerate(zip(ct_leaves, out_vars, strict=True)):
+        _check_cotangent(k, c, v.aval)
+    ct_leaves = [
+        jnp.asarray(c, v.aval.dtype) if jnp.issubdtype(v.aval.dtype, jnp.inexact) else None
+        for c, v in zip(ct_leaves, out_vars, strict=True)
+    ]
+    n_aux = len(graph.outputs) - n_out
+    in_cts = graph.backward(saved.env, ct_leaves + [None] * n_aux, list(wrt))
+    return tuple(_grads_for(primals, None, likes, wrt, in_cts, float0_for_rest=True))

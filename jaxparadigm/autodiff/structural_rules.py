@@ -29,12 +29,13 @@ def _consecutive_ranges(*lengths):
     return out
 
 
-def _dot_transpose_lhs(ct, x_ndim, y, dimension_numbers, swap_ans=False):
+def _dot_transpose_lhs(ct, x_ndim, y, dimension_numbers, swap_ans=False, **dot_params):
     """Cotangent of the lhs of ``dot_general``: contract ct with y over y's free dims.
 
     The output of dot_general is laid out (batch, lhs free, rhs free). Contracting ``ct`` with
     ``y`` over the rhs-free dims (batched over the batch dims) gives (batch, lhs free, y contract)
-    which a transpose puts back in lhs order.
+    which a transpose puts back in lhs order. ``dot_params`` (precision, preferred element type)
+    are the forward's, as in jax's transpose rule.
     """
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     y_ndim = jnp.ndim(y)
@@ -47,17 +48,22 @@ def _dot_transpose_lhs(ct, x_ndim, y, dimension_numbers, swap_ans=False):
     dims = ((tuple(ans_y), tuple(y_kept)), (tuple(ans_batch), tuple(y_batch)))
     x_contract_sorted_by_y = [int(d) for d in np.take(x_contract, np.argsort(y_contract))]
     out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)
-    res = lax.dot_general(ct, y, dims)
+    if jnp.result_type(y) != ct.dtype:
+        y = jnp.asarray(y).astype(ct.dtype)
+    res = lax.dot_general(ct, y, dims, **dot_params)
     return lax.transpose(res, tuple(int(a) for a in out_axes))
 
 
 @register_vjp("dot_general")
-def _dot_general_vjp(ct, x, y, *, dimension_numbers, **params):
+def _dot_general_vjp(
+    ct, x, y, *, dimension_numbers, precision=None, preferred_element_type=None, **params
+):
     """C = dot(A, B): dA = dot(dC, B) over B's free dims, dB likewise (then transposed back)."""
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     swapped = ((y_contract, x_contract), (y_batch, x_batch))
-    dx = _dot_transpose_lhs(ct, jnp.ndim(x), y, dimension_numbers)
-    dy = _dot_transpose_lhs(ct, jnp.ndim(y), x, swapped, swap_ans=True)
+    kw = {"precision": precision, "preferred_element_type": preferred_element_type}
+    dx = _dot_transpose_lhs(ct, jnp.ndim(x), y, dimension_numbers, **kw)
+    dy = _dot_transpose_lhs(ct, jnp.ndim(y), x, swapped, swap_ans=True, **kw)
     return _cast_like(dx, x), _cast_like(dy, y)
 
 
@@ -113,6 +119,15 @@ def _stack_vjp(ct, *xs, axis, **params):
     return tuple(
         _cast_like(lax.index_in_dim(ct, i, axis=axis, keepdims=False), x) for i, x in enumerate(xs)
     )
+
+
+@register_vjp("tile")
+def _tile_vjp(ct, x, *, reps, **params):
+    """Each output axis holds ``reps[i]`` copies of x's axis i: sum the copies."""
+    shape = jnp.shape(x)
+    split = [n for r, d in zip(reps, shape, strict=True) for n in (r, d)]
+    summed = jnp.sum(jnp.reshape(ct, split), axis=tuple(range(0, 2 * len(shape), 2)))
+    return (_cast_like(summed, x),)
 
 
 @register_vjp("split")

@@ -53,6 +53,23 @@ def test_broadcast_along_middle_and_leading_axes(a_shape, b_shape):
     np.testing.assert_allclose(gb, rb, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "a_shape,b_shape", [((2, 3, 4), (2, 1, 4)), ((2, 3, 4), (1, 3, 1)), ((3, 1), (1, 4))]
+)
+def test_lax_level_broadcast_reaches_the_binary_rules(a_shape, b_shape):
+    """lax ops broadcast size-1 dims themselves (``mul a:f32[2,3,4] b:f32[2,1,4]``), so the
+    binary VJP rules' ``unbroadcast`` is what reduces the cotangent."""
+    a, b = _rand(*a_shape), _rand(*b_shape)
+    out_shape = np.broadcast_shapes(a_shape, b_shape)
+    w = _rand(*out_shape)
+    f = lambda a, b: jnp.sum((lax.mul(a, b) + lax.atan2(b, a)) * w)
+    ours = grad(f, argnums=(0, 1))(a, b)
+    ref = jax.grad(f, argnums=(0, 1))(a, b)
+    for o, r, shape in zip(ours, ref, (a_shape, b_shape), strict=True):
+        assert o.shape == shape
+        np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-6)
+
+
 BROADCASTS = [
     ((2, 3, 4), (2, 1, 4)),
     ((2, 3, 4), (1, 3, 4)),

@@ -193,7 +193,8 @@ def test_while_loop_reverse_mode_is_refused_like_jax():
         grad(f)(1.0)
     g = lambda x, n: lax.fori_loop(0, n, lambda i, v: v * 2.0, x)
     with pytest.raises(ValueError, match="fori_loop with static start/stop"):
-        grad(g)(1.0, 3)
+        jax.jit(grad(g))(1.0, 3)  # n is traced: a while loop
+    assert float(grad(g)(1.0, 3)) == 8.0  # n is concrete (not differentiated): a scan
     # a while loop the output does not depend on through float values is fine
     h = lambda x: x * lax.while_loop(lambda i: i < 3, lambda i: i + 1, 0).astype(jnp.float32)
     assert float(grad(h)(2.0)) == float(jax.grad(h)(2.0)) == 3.0
