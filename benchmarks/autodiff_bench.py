@@ -7,11 +7,13 @@
    (goal <= 2x), plus the tape's backward per op.
 3. ``func.hessian`` / ``func.hvp`` (reverse part through our engine) vs ``jax.hessian`` /
    ``jax.jvp(jax.grad)`` at n = 256 and 1024 on f(x) = sum(tanh(A x)) + 0.5 |x|^2.
-4. The jitted training step of ``configs/mlp_spirals.yaml`` and ``configs/charlm_pydoc.yaml`` with
-   ``train.grad: jaxparadigm`` (our value_and_grad) vs ``train.grad: jax`` (goal <= 1.05).
 
 All timings are interleaved rounds (ours, reference, ours, ...) and medians. Prints a Markdown
 section for benchmarks/RESULTS.md (``--append`` appends it).
+
+``--train-step`` runs only the training-step section (issue #12, section 4): the jitted step of
+``configs/mlp_spirals.yaml`` and ``configs/charlm_pydoc.yaml`` with ``train.grad: jaxparadigm``
+(our value_and_grad) vs ``train.grad: jax`` (goal <= 1.05).
 """
 
 from __future__ import annotations
@@ -176,6 +178,38 @@ def bench_train_step(config: str, rounds: int, steps_per_round: int) -> dict:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+def train_step_section(rounds: int) -> str:
+    """Markdown for RESULTS.md: the jitted train step with each ``train.grad`` engine."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "## autodiff: the training step on our engine (`train.grad`)",
+        "",
+        f"Measured {now} on {jax.devices()[0].platform} ({platform.machine()}, "
+        f"{os.cpu_count()} cores, jax {jax.__version__}, 1-min load average {load:.1f} at start). "
+        "The jitted, donating train step (guard on) of each shipped config at full size, "
+        "`train.grad: jaxparadigm` (our value_and_grad) vs `train.grad: jax`, in one process: "
+        f"{rounds} interleaved rounds of 10 steps each, medians per step.",
+        "",
+        "| config | ours (ms/step) | jax (ms/step) | ratio (goal <= 1.05) |",
+        "|---|---:|---:|---:|",
+    ]
+    for config in ("mlp_spirals.yaml", "charlm_pydoc.yaml"):
+        ts = bench_train_step(config, rounds, 10)
+        lines.append(
+            f"| {config} | {ts['jaxparadigm'] * 1e3:.2f} | {ts['jax'] * 1e3:.2f} | "
+            f"{ts['jaxparadigm'] / ts['jax']:.3f}x |"
+        )
+    load_end = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    lines += [
+        "",
+        f"1-min load average at the end: {load_end:.1f}. "
+        "Reproduce: `python benchmarks/autodiff_bench.py --train-step`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depth", type=int, default=20)
@@ -186,8 +220,18 @@ def main(argv=None) -> None:
     parser.add_argument("--tape-ops", type=int, default=200)
     parser.add_argument("--hessian-n", type=int, nargs="+", default=[256, 1024])
     parser.add_argument("--train-rounds", type=int, default=15, help="train-step timing rounds")
+    parser.add_argument(
+        "--train-step", action="store_true", help="only the train.grad step-time section"
+    )
     parser.add_argument("--append", action="store_true", help="append to benchmarks/RESULTS.md")
     args = parser.parse_args(argv)
+    if args.train_step:
+        text = train_step_section(args.train_rounds)
+        print(text)
+        if args.append:
+            with (Path(__file__).resolve().parent / "RESULTS.md").open("a") as fh:
+                fh.write("\n" + text)
+        return
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -241,23 +285,6 @@ def main(argv=None) -> None:
             f"{v['ours'] * 1e6:.1f} | {v['jax'] * 1e6:.1f} | {v['ours'] / v['jax']:.2f}x | "
             f"{s['err']:.1e} |"
         )
-    lines += [
-        "",
-        "Jitted training step (donated state, guard on), `train.grad: jaxparadigm` (our "
-        "value_and_grad) vs `train.grad: jax`, the shipped configs at full size; "
-        f"{args.train_rounds} interleaved rounds of 10 steps, medians:",
-        "",
-        "| config | ours (ms/step) | jax (ms/step) | ratio (goal <= 1.05) |",
-        "|---|---:|---:|---:|",
-    ]
-    for config in ("mlp_spirals.yaml", "charlm_pydoc.yaml"):
-        ts = bench_train_step(config, args.train_rounds, 10)
-        lines.append(
-            f"| {config} | {ts['jaxparadigm'] * 1e3:.2f} | {ts['jax'] * 1e3:.2f} | "
-            f"{ts['jaxparadigm'] / ts['jax']:.3f}x |"
-        )
-    load_end = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    lines += ["", f"1-min load average at the end: {load_end:.1f}."]
     lines += ["", "Reproduce: `jaxparadigm bench autodiff`.", ""]
     text = "\n".join(lines)
     print(text)

@@ -70,6 +70,26 @@ def _vjp_rhs_padding(in_shape, window, strides, out_shape, padding, lhs_dil, rhs
     return list(zip(lows, highs, strict=True))
 
 
+def _conv(a, b, p, dilations, padding, dimension_numbers, fgc, bgc, dtype):
+    """``conv_general_dilated(a, b)`` in ``dtype`` (the cotangent's) with the forward's precision
+    settings; ``dilations`` = (window strides, lhs dilation, rhs dilation) of the transposed conv."""
+    a, b = (x if jnp.result_type(x) == dtype else jnp.asarray(x).astype(dtype) for x in (a, b))
+    strides, lhs_dil, rhs_dil = dilations
+    return lax.conv_general_dilated(
+        a,
+        b,
+        window_strides=strides,
+        padding=padding,
+        lhs_dilation=lhs_dil,
+        rhs_dilation=rhs_dil,
+        dimension_numbers=dimension_numbers,
+        feature_group_count=fgc,
+        batch_group_count=bgc,
+        precision=p["precision"],
+        preferred_element_type=p["preferred_element_type"],
+    )
+
+
 def _conv_lhs_ct(ct, lhs, rhs, p):
     dn = p["dimension_numbers"]
     lhs_spec, rhs_spec, out_spec = dn.lhs_spec, dn.rhs_spec, dn.out_spec
@@ -93,21 +113,8 @@ def _conv_lhs_ct(ct, lhs, rhs, p):
         p["rhs_dilation"],
     )
     rev = lax.rev(rhs, rhs_spec[2:])
-    if rev.dtype != ct.dtype:
-        rev = rev.astype(ct.dtype)
-    out = lax.conv_general_dilated(
-        ct,
-        rev,
-        window_strides=p["lhs_dilation"],
-        padding=padding,
-        lhs_dilation=p["window_strides"],
-        rhs_dilation=p["rhs_dilation"],
-        dimension_numbers=trans,
-        feature_group_count=fgc,
-        batch_group_count=1,
-        precision=p["precision"],
-        preferred_element_type=p["preferred_element_type"],
-    )
+    swapped = (p["lhs_dilation"], p["window_strides"], p["rhs_dilation"])
+    out = _conv(ct, rev, p, swapped, padding, trans, fgc, 1, ct.dtype)
     if bgc > 1:
         out = _reshape_axis_out_of(lhs_spec[1], bgc, out)
         out = _reshape_axis_into(lhs_spec[1], lhs_spec[0], out)
@@ -136,21 +143,8 @@ def _conv_rhs_ct(ct, lhs, rhs, p):
         p["lhs_dilation"],
         p["rhs_dilation"],
     )
-    if jnp.result_type(lhs) != ct.dtype:
-        lhs = jnp.asarray(lhs).astype(ct.dtype)
-    out = lax.conv_general_dilated(
-        lhs,
-        ct,
-        window_strides=p["rhs_dilation"],
-        padding=padding,
-        lhs_dilation=p["lhs_dilation"],
-        rhs_dilation=p["window_strides"],
-        dimension_numbers=trans,
-        feature_group_count=fgc,
-        batch_group_count=bgc,
-        precision=p["precision"],
-        preferred_element_type=p["preferred_element_type"],
-    )
+    swapped = (p["rhs_dilation"], p["lhs_dilation"], p["window_strides"])
+    out = _conv(lhs, ct, p, swapped, padding, trans, fgc, bgc, ct.dtype)
     return out.astype(jnp.result_type(rhs))
 
 
