@@ -82,10 +82,17 @@ def _identity_vjp(ct, x, **params):
     return (ct,)
 
 
-@register_vjp("optimization_barrier")
+@register_vjp("optimization_barrier", "device_put")
 def _optimization_barrier_vjp(cts, *xs, **params):
-    """The barrier is an identity on each of its operands (cotangents pass through unchanged)."""
+    """An identity on each of its operands (a barrier, a device placement): cotangents pass
+    through unchanged."""
     return tuple(cts)
+
+
+@register_vjp("sharding_constraint")
+def _sharding_constraint_vjp(ct, x, **params):
+    """A layout annotation: the value is unchanged, so is its cotangent."""
+    return (ct,)
 
 
 @register_vjp("exp")

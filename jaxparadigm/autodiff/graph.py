@@ -145,19 +145,26 @@ class Graph:
         flat, tree = jax.tree_util.tree_flatten(args)
         if self.in_tree is not None and tree != self.in_tree:
             raise TypeError(f"Graph called with structure {tree}; traced with {self.in_tree}")
-        env = self.forward(flat)
+        env = self.forward(flat, [False] * len(self.inputs))  # evaluation only: no residuals
         outs = [_read(env, v) for v in self.outputs]
         return jax.tree_util.tree_unflatten(self.out_tree, outs) if self.out_tree else outs
 
-    def forward(self, flat_args: Sequence) -> dict:
-        """Evaluate every node in topological order; return the environment var -> value. C3.1."""
+    def forward(self, flat_args: Sequence, wrt: Sequence[bool] | None = None) -> dict:
+        """Evaluate every node in topological order; return the environment var -> value. C3.1.
+
+        Nodes with a forward rule keep their residuals under their ``Node``; with ``wrt`` (the
+        inputs a backward sweep will differentiate) only nodes with an active output do, the
+        others are bound plainly (so ``wrt`` all False evaluates without keeping anything).
+        """
         if len(flat_args) != len(self.inputs):
             raise TypeError(f"Graph expects {len(self.inputs)} inputs, got {len(flat_args)}")
         env: dict = dict(zip(self.jaxpr.constvars, self.consts, strict=True))
         env.update(zip(self.inputs, flat_args, strict=True))
+        active = None if wrt is None else self.active_vars(wrt)
         for node in self.nodes:
             invals = [_read(env, v) for v in node.inputs]
-            if has_forward(node.name):
+            keeps = active is None or any(v in active for v in node.outputs)
+            if keeps and has_forward(node.name):
                 outs, env[node] = get_forward(node.name)(*invals, **node.params)
             else:
                 bind_params = node.eqn.primitive.get_bind_params(node.params)
@@ -254,7 +261,7 @@ class Graph:
 
     def vjp(self, flat_args: Sequence, wrt: Sequence[bool] | None = None):
         """``(flat_outputs, backward)`` where ``backward(out_cts) -> input cotangents``. C3.2."""
-        env = self.forward(flat_args)
+        env = self.forward(flat_args, wrt)
         return self.outputs_of(env), lambda out_cts: self.backward(env, out_cts, wrt)
 
     def to_dot(self) -> str:

@@ -3,7 +3,7 @@
 A scatter is paired with the gather that reads back the windows it writes (``_inverse_gather``):
 
     gather          dx = scatter_add(zeros, idx, ct)                       (its transpose)
-    scatter-add     dx = ct,  du = gather(ct)
+    scatter-add     dx = ct,  du = gather(ct)          (scatter-sub: du = -gather(ct))
     scatter (set)   dx = ct where no update landed; du = gather(ct) for the updates that won. Which
                     update wins a duplicated index is found as jax does: scatter each update's id
                     and gather the ids back (an update keeps its cotangent iff its id survived).
@@ -87,6 +87,12 @@ def _scatter_add_into(ct_like, indices, values, dn, mode):
 def _scatter_add_vjp(ct, x, indices, updates, *, dimension_numbers, mode, **params):
     """out = x + scatter(updates): dx = ct, dupdates = gather(ct) at the same indices."""
     return ct, None, _gather_back(ct, indices, jnp.shape(updates), dimension_numbers, mode)
+
+
+@register_vjp("scatter-sub", "scatter_sub")
+def _scatter_sub_vjp(ct, x, indices, updates, *, dimension_numbers, mode, **params):
+    """out = x - scatter(updates): dx = ct, dupdates = -gather(ct)."""
+    return ct, None, -_gather_back(ct, indices, jnp.shape(updates), dimension_numbers, mode)
 
 
 @register_vjp("scatter")

@@ -151,7 +151,7 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
             raise TypeError(
                 f"grad requires a real floating-point output; got dtype {out_avals[0].dtype}"
             )
-        env = graph.forward(flat_args)
+        env = graph.forward(flat_args, wrt)
         outs = graph.outputs_of(env)
         value = outs[0]
         out_cts = [jnp.ones_like(value)] + [None] * (len(outs) - 1)  # keeps a weak type
@@ -200,7 +200,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     graph, flat_args, n_out, aux_tree = flat_trace(f, primals, None, has_aux)
     for k, v in enumerate(graph.outputs[:n_out]):
         _refuse_complex(v.aval.dtype, f"output {k}", "vjp")
-    env = graph.forward(flat_args)
+    env = graph.forward(flat_args, wrt)
     outs = graph.outputs_of(env)
     out = jax.tree_util.tree_unflatten(graph.out_tree, outs[:n_out])
     likes = [jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)) for x in flat_args]

@@ -121,6 +121,16 @@ def _stack_vjp(ct, *xs, axis, **params):
     )
 
 
+@register_vjp("unstack")
+def _unstack_vjp(cts, x, *, axis, **params):
+    """``unstack(x, axis)`` returns the slices along ``axis``: stack their cotangents back."""
+    shape = list(jnp.shape(x))
+    del shape[axis]
+    dtype = jnp.result_type(x)
+    pieces = [jnp.zeros(shape, dtype) if c is None else c for c in cts]
+    return (_cast_like(jnp.stack(pieces, axis=axis), x),)
+
+
 @register_vjp("tile")
 def _tile_vjp(ct, x, *, reps, **params):
     """Each output axis holds ``reps[i]`` copies of x's axis i: sum the copies."""

@@ -113,9 +113,18 @@ CASES = {
         lambda x, v: x.at[jnp.array([0, 2])].mul(v, unique_indices=True),
         (X, a(2, 4)),
     ),
+    "scatter_sub": (lambda x, v: x.at[IDX].subtract(v), (X, a(3, 4))),
     "scatter_max": (lambda x, v: x.at[IDX].max(v), (X, a(3, 4))),
     "scatter_min": (lambda x, v: x.at[IDX].min(v), (X, a(3, 4))),
     "scatter_max_ties": (lambda x, v: x.at[IDX].max(v), (TIES, jnp.ones((3, 4)) * 2.0)),
+    "unstack": (lambda x: jnp.unstack(x, axis=1)[1:3], (X,)),
+    "device_put": (lambda x: jax.device_put(x) * 2.0, (X,)),
+    "sharding_constraint": (
+        lambda x: lax.with_sharding_constraint(
+            x * 2.0, jax.sharding.SingleDeviceSharding(jax.devices()[0])
+        ),
+        (X,),
+    ),
     # control flow
     "cond_true": (lambda x: lax.cond(x[0, 0] < 10, jnp.sin, lambda y: y**2, x), (X,)),
     "cond_false": (lambda x: lax.cond(x[0, 0] > 10, jnp.sin, lambda y: y**2, x), (X,)),
@@ -158,8 +167,9 @@ def test_rules_under_jit(name):
 def test_every_listed_primitive_has_a_vjp_rule():
     listed = """sinh cosh asin acos atan atan2 erf_inv bessel_i0e bessel_i1e rev reduce_prod
     reduce_window_sum reduce_window_max reduce_window_min cumsum cumprod cummax cummin cumlogsumexp
-    sort top_k scatter scatter-add scatter-mul scatter-min scatter-max concatenate stack cond scan
-    while checkpoint pure_callback io_callback""".split()
+    sort top_k scatter scatter-add scatter-sub scatter-mul scatter-min scatter-max concatenate stack
+    unstack tile cond scan while checkpoint pure_callback io_callback conv_general_dilated reduce
+    device_put sharding_constraint""".split()
     names = set(registered_primitives())
     assert [n for n in listed if n not in names] == []
 
@@ -257,3 +267,18 @@ def test_checkpoint_recomputes_in_the_backward_sweep_behind_a_barrier():
     assert "optimization_barrier" in names
     after = names[names.index("optimization_barrier") :]
     assert after.count("sin") == 2  # the block's forward is recomputed after the barrier
+
+
+def test_inactive_scan_keeps_no_residuals():
+    """A scan the differentiated input does not reach is bound as it is: no residual stacking."""
+
+    def f(x, w):
+        c, _ = lax.scan(lambda c, r: (jnp.tanh(c * r), None), 1.0, w)
+        return jnp.sum(x * x) + c
+
+    x, w = jnp.ones(3), jnp.arange(4.0)
+    scans = [e for e in jax.make_jaxpr(grad(f))(x, w).jaxpr.eqns if e.primitive.name == "scan"]
+    assert len(scans) == 1 and len(scans[0].outvars) == 1  # the original scan, carry only
+    np.testing.assert_allclose(grad(f)(x, w), 2 * x)
+    active = [e for e in jax.make_jaxpr(grad(f, argnums=1))(x, w).jaxpr.eqns]
+    assert sum(e.primitive.name == "scan" for e in active) == 2  # forward with residuals, reverse
