@@ -229,10 +229,10 @@ def register_forward(primitive_name: str, *aliases: str, overwrite: bool = False
 
 
 def get_forward(primitive_name: str):
-    """The forward rule of ``primitive_name`` (``NotImplementedError`` if none)."""
+    """The forward rule of ``primitive_name`` (``NotImplementedError`` if none). C2.2/C3.2."""
     return FORWARD_RULES.get(primitive_name)
 
 
 def has_forward(primitive_name: str) -> bool:
-    """Whether ``primitive_name`` keeps residuals through a forward rule."""
+    """Whether ``primitive_name`` keeps residuals through a forward rule. C2.2/C3.2."""
     return FORWARD_RULES.has(primitive_name)

@@ -174,7 +174,7 @@ def _slice_vjp(ct, x, *, start_indices, limit_indices, strides, **params):
 
 
 def unpad(ct, padding_config):
-    """Transpose of ``lax.pad(x, v, padding_config)`` w.r.t. x: cut the edges, then the interior.
+    """Transpose of ``lax.pad(x, v, padding_config)`` w.r.t. x: cut the edges, then the interior (C3.2).
 
     Negative padding removed edges of x, which get zero cotangent; interior padding ``i`` is
     undone by a stride ``i + 1``.
