@@ -14,6 +14,10 @@ section for benchmarks/RESULTS.md (``--append`` appends it).
 ``--train-step`` runs only the training-step section (issue #12, section 4): the jitted step of
 ``configs/mlp_spirals.yaml`` and ``configs/charlm_pydoc.yaml`` with ``train.grad: jaxparadigm``
 (our value_and_grad) vs ``train.grad: jax`` (goal <= 1.05).
+
+``--jacobian-memory`` runs only the Jacobian-memory section (issue #12, section 5): the compiled
+``memory_analysis()`` of ``func.hvp`` vs ``func.hessian`` vs ``func.hessian(chunk_size=c)`` (and
+``jax.hessian``) on f(x) = sum(tanh(W x)^2) + |x|^2 / 2, W of shape (4n, n), for each n.
 """
 
 from __future__ import annotations
@@ -221,6 +225,101 @@ def train_step_section(rounds: int) -> str:
     return "\n".join(lines)
 
 
+def _hessian_memory_variants(chunks):
+    """name -> jitted-able fn(x, w, v) for the Jacobian-memory benchmark (fresh closures)."""
+    f = lambda x, w: jnp.sum(jnp.tanh(w @ x) ** 2) + 0.5 * jnp.sum(x * x)
+    variants = {
+        "func.hvp (H v)": lambda x, w, v: func.hvp(lambda y: f(y, w), (x,), (v,)),
+        "func.hessian": lambda x, w, v: func.hessian(lambda y: f(y, w))(x),
+    }
+    for c in chunks:
+        variants[f"func.hessian(chunk_size={c})"] = lambda x, w, v, c=c: func.hessian(
+            lambda y: f(y, w), chunk_size=c
+        )(x)
+    variants["jax.hessian"] = lambda x, w, v: jax.hessian(lambda y: f(y, w))(x)
+    return variants
+
+
+def bench_jacobian_memory(n: int, chunks=(16, 128), check: bool = True) -> dict:
+    """Compiled memory (MiB) of each variant at size n: temp buffers, arguments, outputs.
+
+    Lowered on ``ShapeDtypeStruct``s, so nothing of size n is allocated to measure it. With
+    ``check`` the Hessians are also computed and the chunked ones compared with the full one.
+    """
+    spec_x = jax.ShapeDtypeStruct((n,), jnp.float32)
+    spec_w = jax.ShapeDtypeStruct((4 * n, n), jnp.float32)
+    rows, fns = {}, {}
+    for name, fn in _hessian_memory_variants(chunks).items():
+        fns[name] = jax.jit(fn)
+        m = fns[name].lower(spec_x, spec_w, spec_x).compile().memory_analysis()
+        mib = lambda b: b / 2**20
+        rows[name] = {
+            "temp": mib(m.temp_size_in_bytes),
+            "args": mib(m.argument_size_in_bytes),
+            "out": mib(m.output_size_in_bytes),
+        }
+    err = None
+    if check:
+        rng = np.random.default_rng(n)
+        x = jnp.asarray(rng.standard_normal(n), jnp.float32)
+        w = jnp.asarray(rng.standard_normal((4 * n, n)) / np.sqrt(n), jnp.float32)
+        full = fns["func.hessian"](x, w, x)
+        err = max(
+            float(jnp.max(jnp.abs(fns[k](x, w, x) - full)))
+            for k in fns
+            if k.startswith("func.hessian(") or k == "jax.hessian"
+        )
+    return {"rows": rows, "err": err}
+
+
+def jacobian_memory_section(ns, chunks, check_max_n: int) -> str:
+    """Markdown for RESULTS.md: one table per n, figures from ``bench_jacobian_memory``."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "## autodiff: Jacobian peak memory (hvp vs Hessian vs chunked Hessian)",
+        "",
+        f"Measured {now} on {jax.devices()[0].platform} ({platform.machine()}, jax "
+        f"{jax.__version__}, 1-min load average {load:.1f}). f(x) = sum(tanh(W x)^2) + |x|^2/2, "
+        "W float32 of shape (4n, n); compiled `memory_analysis()` of the jitted function "
+        "(temp = XLA's scratch buffers, the part that scales with how many Hessian rows are live; "
+        "args = x, W, v; out = the result). `func.hessian` is our jacfwd of our jacrev; "
+        "`chunk_size=c` computes c rows at a time (`lax.map` over vmapped chunks).",
+        "",
+    ]
+    for n in ns:
+        res = bench_jacobian_memory(n, chunks, check=n <= check_max_n)
+        check = (
+            f"chunked and jax Hessians equal the full one to {res['err']:.1e} (max abs)"
+            if res["err"] is not None
+            else "compiled only (not executed at this size)"
+        )
+        lines += [
+            f"n = {n} ({check}):",
+            "",
+            "| variant | temp (MiB) | args (MiB) | out (MiB) | total (MiB) | temp vs full Hessian |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        full = res["rows"]["func.hessian"]["temp"]
+        for name, r in res["rows"].items():
+            total = r["temp"] + r["args"] + r["out"]
+            lines.append(
+                f"| {name} | {r['temp']:.2f} | {r['args']:.2f} | {r['out']:.2f} | {total:.2f} | "
+                f"{r['temp'] / full:.3g}x |"
+            )
+        lines.append("")
+    lines += ["Reproduce: `python benchmarks/autodiff_bench.py --jacobian-memory`.", ""]
+    return "\n".join(lines)
+
+
+def _emit(text: str, append: bool) -> None:
+    print(text)
+    if append:
+        path = Path(__file__).resolve().parent / "RESULTS.md"
+        with path.open("a") as fh:
+            fh.write("\n" + text)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depth", type=int, default=20)
@@ -235,13 +334,23 @@ def main(argv=None) -> None:
         "--train-step", action="store_true", help="only the train.grad step-time section"
     )
     parser.add_argument("--append", action="store_true", help="append to benchmarks/RESULTS.md")
+    parser.add_argument(
+        "--jacobian-memory",
+        action="store_true",
+        help="only the Jacobian-memory section (hvp vs Hessian vs chunked Hessian)",
+    )
+    parser.add_argument("--jacobian-n", type=int, nargs="+", default=[1024, 4096])
+    parser.add_argument("--jacobian-chunks", type=int, nargs="+", default=[16, 128])
+    parser.add_argument("--jacobian-check-max-n", type=int, default=1024)
     args = parser.parse_args(argv)
     if args.train_step:
-        text = train_step_section(args.train_rounds)
-        print(text)
-        if args.append:
-            with (Path(__file__).resolve().parent / "RESULTS.md").open("a") as fh:
-                fh.write("\n" + text)
+        _emit(train_step_section(args.train_rounds), args.append)
+        return
+    if args.jacobian_memory:
+        section = jacobian_memory_section(
+            args.jacobian_n, args.jacobian_chunks, args.jacobian_check_max_n
+        )
+        _emit(section, args.append)
         return
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -297,12 +406,7 @@ def main(argv=None) -> None:
             f"{s['err']:.1e} |"
         )
     lines += ["", "Reproduce: `jaxparadigm bench autodiff`.", ""]
-    text = "\n".join(lines)
-    print(text)
-    if args.append:
-        path = Path(__file__).resolve().parent / "RESULTS.md"
-        with path.open("a") as fh:
-            fh.write("\n" + text)
+    _emit("\n".join(lines), args.append)
 
 
 if __name__ == "__main__":

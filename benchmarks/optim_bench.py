@@ -1,18 +1,29 @@
-"""Optimiser step benchmark (C4.2, C4.4): jaxparadigm.optim vs optax (and torch when installed).
+"""Adam at the memory-bandwidth limit (C4.2, C4.4): jaxparadigm.optim vs optax vs torch fused Adam.
 
-10M float32 parameters in 50 leaves. Each variant is one jitted step ``(params, state, grads) ->
-(params, state)`` with params and state donated, timed after a warm-up, interleaved in one process
-(order shuffled every round) so machine load hits every variant alike; we report medians and
-minima, ratios to the matching reference and effective bandwidth (7 float32 reads/writes per
-parameter per step: read p, g, m, v; write p, m, v = 28 bytes/param).
+One process, interleaved: a STREAM-style triad (jitted ``a + s*b`` over ``--params`` float32, the
+output donated into ``a`` like STREAM's preallocated array: 12 bytes/element) measures the
+machine's practical bandwidth; then every Adam variant is one jitted step ``(params, state,
+grads) -> (params, state)`` with params and state donated, timed in shuffled rounds (so load hits
+every variant alike). Reported per variant: median and minimum time, effective GB/s at 28
+bytes/param (read p, g, m, v; write p, m, v) and its fraction of the triad, and, for JAX, XLA's
+own accounting of the compiled program (``cost_analysis`` bytes accessed per param and the loop
+fusion count): the evidence of how many passes XLA:CPU makes over the parameters.
 
-Usage: python benchmarks/optim_bench.py [--params N] [--leaves L] [--reps R] [--json PATH]
+Variants: our ``adam`` and ``optax.adam`` on ``--leaves`` leaves; our ``adam`` on the same
+parameters held as one flat buffer by the caller, and inside ``optax.flatten`` (which
+concatenates the leaves every step); our ``chain_for`` (clip + warmup-cosine + adam) and optax's
+equivalent; ``torch.optim.Adam(fused=True)`` and torch's ``clip_grad_norm_`` + fused Adam.
+
+Usage: python benchmarks/optim_bench.py [--params N] [--leaves L] [--reps R] [--runs K]
+       [--short] [--no-torch] [--json PATH]     (or: jaxparadigm bench optim ...)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import random
 import re
 import statistics
@@ -26,7 +37,8 @@ import optax
 from jaxparadigm.config import ClipConfig, OptimConfig, ScheduleConfig
 from jaxparadigm.optim import adam, chain_for
 
-BYTES_PER_PARAM = 7 * 4
+BYTES_PER_PARAM = 7 * 4  # read p, g, m, v; write p, m, v (float32)
+TRIAD_BYTES = 3 * 4  # read a, b; write a
 
 
 def _leaf_sizes(total: int, leaves: int) -> list[int]:
@@ -34,9 +46,27 @@ def _leaf_sizes(total: int, leaves: int) -> list[int]:
     return [base + (1 if i < total - base * leaves else 0) for i in range(leaves)]
 
 
-def _jax_runner(
-    tx: optax.GradientTransformation, sizes: list[int], seed: int
-) -> Callable[[], None]:
+def _step_fn(tx: optax.GradientTransformation):
+    def step(params, state, grads):
+        updates, state = tx.update(grads, state, params)
+        return optax.apply_updates(params, updates), state
+
+    return step
+
+
+def _xla_evidence(compiled) -> dict:
+    """Loop fusions in the entry computation and XLA's bytes accessed per step."""
+    text = compiled.as_text()
+    entry = text[text.index("\nENTRY") :]
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    return {
+        "loop_fusions": len(re.findall(r"kind=kLoop", entry)),
+        "bytes_accessed": float(cost.get("bytes accessed", float("nan"))),
+    }
+
+
+def _jax_runner(tx, sizes: list[int], seed: int) -> tuple[Callable[[], None], dict]:
     keys = jax.random.split(jax.random.key(seed), 2 * len(sizes))
     params = [
         jax.random.normal(k, (n,), jnp.float32) for k, n in zip(keys[::2], sizes, strict=True)
@@ -45,35 +75,43 @@ def _jax_runner(
         0.01 * jax.random.normal(k, (n,), jnp.float32)
         for k, n in zip(keys[1::2], sizes, strict=True)
     ]
-
-    def step(params, state, grads):
-        updates, state = tx.update(grads, state, params)
-        return optax.apply_updates(params, updates), state
-
-    step = jax.jit(step, donate_argnums=(0, 1))
-    box = {"params": params, "state": tx.init(params)}
+    state = tx.init(params)
+    step = jax.jit(_step_fn(tx), donate_argnums=(0, 1))
+    evidence = _xla_evidence(step.lower(params, state, grads).compile())
+    box = {"params": params, "state": state}
 
     def run() -> None:
         box["params"], box["state"] = step(box["params"], box["state"], grads)
         jax.block_until_ready(box["params"])
 
-    return run
+    return run, evidence
+
+
+def _triad_runner(n: int) -> tuple[Callable[[], None], dict]:
+    """STREAM triad ``a <- a + s * b`` with ``a`` donated (written in place, 12 bytes/element)."""
+    b = jnp.full((n,), 0.5, jnp.float32)
+    triad = jax.jit(lambda a, b: a + 1.0000001 * b, donate_argnums=0)
+    box = {"a": jnp.ones((n,), jnp.float32)}
+    evidence = _xla_evidence(triad.lower(box["a"], b).compile())
+
+    def run() -> None:
+        box["a"] = triad(box["a"], b)
+        box["a"].block_until_ready()
+
+    return run, evidence
 
 
 def _program_text(tx: optax.GradientTransformation, leaves: int) -> str:
     """Compiled HLO of the donated step on small leaves, with source metadata stripped."""
     params = [jnp.ones((128,), jnp.float32) for _ in range(leaves)]
-
-    def step(params, state, grads):
-        updates, state = tx.update(grads, state, params)
-        return optax.apply_updates(params, updates), state
-
-    text = jax.jit(step, donate_argnums=(0, 1)).lower(params, tx.init(params), params)
-    text = text.compile().as_text()
+    lowered = jax.jit(_step_fn(tx), donate_argnums=(0, 1)).lower(params, tx.init(params), params)
+    text = lowered.compile().as_text()
     return re.sub(r", metadata=\{[^}]*\}", "", text[text.index("%") :])
 
 
-def _torch_runners(sizes: list[int], lr: float, max_norm: float) -> dict[str, Callable[[], None]]:
+def _torch_runners(
+    sizes: list[int], n: int, lr: float, max_norm: float
+) -> dict[str, Callable[[], None]]:
     try:
         import torch
     except ImportError:
@@ -81,7 +119,7 @@ def _torch_runners(sizes: list[int], lr: float, max_norm: float) -> dict[str, Ca
     torch.manual_seed(0)
     runners = {}
     for name, clip in (("torch fused adam", False), ("torch clip + fused adam", True)):
-        params = [torch.nn.Parameter(torch.randn(n)) for n in sizes]
+        params = [torch.nn.Parameter(torch.randn(k)) for k in sizes]
         for p in params:
             p.grad = 0.01 * torch.randn(p.shape)
         opt = torch.optim.Adam(params, lr=lr, fused=True)
@@ -92,6 +130,8 @@ def _torch_runners(sizes: list[int], lr: float, max_norm: float) -> dict[str, Ca
             opt.step()
 
         runners[name] = run
+    a, b = torch.ones(n), torch.full((n,), 0.5)
+    runners["torch triad"] = lambda: torch.add(a, b, alpha=1.0000001, out=a)
     return runners
 
 
@@ -118,18 +158,73 @@ def measure(
     return times
 
 
+def _summarise(times: dict[str, list[float]], evidence: dict, n: int) -> dict:
+    med = {k: statistics.median(v) for k, v in times.items()}
+    triad_gbps = n * TRIAD_BYTES / med["triad"] / 1e9
+    rows = {}
+    for name, m in med.items():
+        row = {"median_ms": 1e3 * m, "min_ms": 1e3 * min(times[name])}
+        if name not in ("triad", "torch triad"):
+            gbps = n * BYTES_PER_PARAM / m / 1e9
+            row.update(effective_GBps=gbps, fraction_of_triad=gbps / triad_gbps)
+        if name in evidence:
+            per_param = evidence[name]["bytes_accessed"] / n
+            row.update(
+                xla_bytes_per_param=per_param,
+                xla_achieved_GBps=n * per_param / m / 1e9,
+                loop_fusions=evidence[name]["loop_fusions"],
+            )
+        rows[name] = row
+    pairs = [
+        ("ours adam", "optax adam"),
+        ("ours adam (flat buffer)", "ours adam"),
+        ("optax.flatten(ours adam)", "ours adam"),
+        ("ours chain (clip+schedule+adam)", "optax chain (clip+schedule+adam)"),
+        ("ours adam", "torch fused adam"),
+        ("ours adam (flat buffer)", "torch fused adam"),
+        ("ours chain (clip+schedule+adam)", "torch clip + fused adam"),
+    ]
+    ratios = {f"{a} / {b}": med[a] / med[b] for a, b in pairs if a in med and b in med}
+    return {"triad_GBps": triad_gbps, "variants": rows, "ratios": ratios}
+
+
+def _print_run(index: int, summary: dict) -> None:
+    print(f"run {index}: triad {summary['triad_GBps']:.1f} GB/s (12 B/element, donated output)")
+    head = f"{'variant':34s} {'median ms':>9s} {'min ms':>7s} {'GB/s@28B':>8s} {'of triad':>8s}"
+    print(head + f" {'XLA B/param':>11s} {'XLA GB/s':>8s} {'fusions':>7s}")
+    for name, row in summary["variants"].items():
+        line = f"{name:34s} {row['median_ms']:9.2f} {row['min_ms']:7.2f}"
+        if "effective_GBps" in row:
+            line += f" {row['effective_GBps']:8.1f} {row['fraction_of_triad']:8.2f}"
+        else:
+            line += f" {'':8s} {'':8s}"
+        if "xla_bytes_per_param" in row:
+            line += (
+                f" {row['xla_bytes_per_param']:11.1f} {row['xla_achieved_GBps']:8.1f}"
+                f" {row['loop_fusions']:7d}"
+            )
+        print(line)
+    for name, value in summary["ratios"].items():
+        print(f"  {name:70s} {value:6.3f}x")
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--params", type=int, default=10_000_000)
     parser.add_argument("--leaves", type=int, default=50)
-    parser.add_argument("--reps", type=int, default=25)
+    parser.add_argument("--reps", type=int, default=25, help="shuffled rounds per run")
+    parser.add_argument("--runs", type=int, default=1, help="measurement runs in this process")
+    parser.add_argument("--short", action="store_true", help="1M params, 10 leaves, 7 rounds")
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args(argv)
-    if args.params < args.leaves or args.leaves < 1 or args.reps < 1:
-        parser.error("need --leaves >= 1, --params >= --leaves, --reps >= 1")
+    if args.short:
+        args.params, args.leaves, args.reps = 1_000_000, 10, 7
+    if args.params < args.leaves or args.leaves < 1 or args.reps < 1 or args.runs < 1:
+        parser.error("need --leaves >= 1, --params >= --leaves, --reps >= 1, --runs >= 1")
 
-    sizes = _leaf_sizes(args.params, args.leaves)
+    load_start = os.getloadavg()
+    n, sizes = args.params, _leaf_sizes(args.params, args.leaves)
     lr, max_norm, warmup, decay = 1e-3, 1.0, 100, 10_000
     cfg = OptimConfig(
         name="adam",
@@ -141,53 +236,57 @@ def main(argv: list[str] | None = None) -> dict:
         optax.clip_by_global_norm(max_norm),
         optax.adam(optax.warmup_cosine_decay_schedule(0.0, lr, warmup, decay)),
     )
-    runners = {
-        "ours adam": _jax_runner(adam(lr), sizes, 0),
-        "optax adam": _jax_runner(optax.adam(lr), sizes, 0),
-        "ours chain (clip+schedule+adam)": _jax_runner(chain_for(cfg), sizes, 0),
-        "optax chain (clip+schedule+adam)": _jax_runner(optax_chain, sizes, 0),
+    jax_variants = {
+        "ours adam": (adam(lr), sizes),
+        "optax adam": (optax.adam(lr), sizes),
+        "ours adam (flat buffer)": (adam(lr), [n]),
+        "optax.flatten(ours adam)": (optax.flatten(adam(lr)), sizes),
+        "ours chain (clip+schedule+adam)": (chain_for(cfg), sizes),
+        "optax chain (clip+schedule+adam)": (optax_chain, sizes),
     }
+    runners, evidence = {}, {}
+    runners["triad"], evidence["triad"] = _triad_runner(n)
+    for name, (tx, leaf_sizes) in jax_variants.items():
+        runners[name], evidence[name] = _jax_runner(tx, leaf_sizes, 0)
     if not args.no_torch:
-        runners.update(_torch_runners(sizes, lr, max_norm))
+        runners.update(_torch_runners(sizes, n, lr, max_norm))
 
     # Same op sequence => XLA should emit the same program; if so, any timing gap between the
     # two is measurement noise on a shared machine, not a property of the code.
-    identical = _program_text(adam(lr), args.leaves) == _program_text(optax.adam(lr), args.leaves)
-    times = measure(runners, args.reps)
-    med = {name: statistics.median(ts) for name, ts in times.items()}
-    gbps = {name: args.params * BYTES_PER_PARAM / m / 1e9 for name, m in med.items()}
-    pairs = [
-        ("ours adam", "optax adam"),
-        ("ours chain (clip+schedule+adam)", "optax chain (clip+schedule+adam)"),
-        ("ours adam", "torch fused adam"),
-        ("ours chain (clip+schedule+adam)", "torch clip + fused adam"),
-    ]
-    pairs = [(a, b) for a, b in pairs if a in med and b in med]
-    ratios = {f"{a} / {b}": med[a] / med[b] for a, b in pairs}
-    ratios_of_min = {f"{a} / {b}": min(times[a]) / min(times[b]) for a, b in pairs}
+    identical = _program_text(adam(lr), 3) == _program_text(optax.adam(lr), 3)
+    summaries = []
+    for index in range(1, args.runs + 1):
+        summaries.append(_summarise(measure(runners, args.reps, seed=index), evidence, n))
+    load_end = os.getloadavg()
+
+    torch_threads = None
+    if not args.no_torch:
+        import torch
+
+        torch_threads = torch.get_num_threads()
     result = {
-        "params": args.params,
+        "params": n,
         "leaves": args.leaves,
         "reps": args.reps,
+        "runs": summaries,
         "backend": jax.default_backend(),
-        "devices": len(jax.devices()),
-        "median_ms": {k: 1e3 * v for k, v in med.items()},
-        "min_ms": {k: 1e3 * min(v) for k, v in times.items()},
-        "effective_GBps": gbps,
-        "ratios": ratios,
-        "ratios_of_min": ratios_of_min,
+        "jax": jax.__version__,
+        "machine": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch_threads,
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "load_average_start": load_start,
+        "load_average_end": load_end,
         "ours_adam_program_identical_to_optax": identical,
     }
-    print(f"{args.params:,} float32 params in {args.leaves} leaves, {args.reps} interleaved reps")
-    print(f"{'variant':40s} {'median ms':>10s} {'min ms':>8s} {'GB/s':>7s}")
-    for name in runners:
-        print(
-            f"{name:40s} {result['median_ms'][name]:10.2f} {result['min_ms'][name]:8.2f} "
-            f"{gbps[name]:7.2f}"
-        )
-    print(f"{'ratio':66s} {'medians':>8s} {'minima':>8s}")
-    for name, value in ratios.items():
-        print(f"{name:66s} {value:7.3f}x {ratios_of_min[name]:7.3f}x")
+    print(
+        f"{n:,} float32 params in {args.leaves} leaves, {args.reps} shuffled rounds x "
+        f"{args.runs} run(s); jax {jax.__version__} on {jax.default_backend()}, "
+        f"{os.cpu_count()} CPUs, torch threads {torch_threads}, XLA_FLAGS={result['xla_flags']!r}"
+    )
+    print(f"1-min load average: {load_start[0]:.2f} at start, {load_end[0]:.2f} at end")
+    for index, summary in enumerate(summaries, start=1):
+        _print_run(index, summary)
     print(f"ours adam compiles to the same XLA program as optax adam: {identical}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

@@ -1,13 +1,21 @@
 """Command line: parses arguments and calls the library; nothing else lives here.
 
     jaxparadigm run CONFIG [key.path=value ...]     run an experiment config (train, retrieval, ...)
-    jaxparadigm claims [--only ID ...] [--json] [--report DIR]
+    jaxparadigm claims [--only ID ...] [--json] [--report DIR] [--config FILE] [claims.key=value ...]
     jaxparadigm search "query" [--corpus FILE|pydoc] [--top-k 5]
+    jaxparadigm search "query" --index DIR [--top-k 5] [--dtype float32|bfloat16|int8] [--approx]
+                       [--stream]
+    jaxparadigm index build PATH... --out DIR [--chunk-tokens N] [--overlap 32]
+    jaxparadigm index add PATH... --index DIR
+    jaxparadigm index info DIR
     jaxparadigm bench NAME [args ...]                run benchmarks/NAME_bench.py (source checkout)
     jaxparadigm --version
 
-A bad config or bad input is printed as one line on stderr and exits with status 2 (set
-``JAXPARADIGM_DEBUG=1`` to see the traceback instead).
+Exit status: 0 done; 2 bad input (:class:`~jaxparadigm.errors.InputError`, e.g. a config
+problem: one stderr line per problem naming the key path or file); 3 a training run gave up
+(:class:`~jaxparadigm.errors.TrainingAborted`: one line with the step, counts and last finite
+loss). Any other exception is a bug and keeps its traceback. ``JAXPARADIGM_DEBUG=1`` shows the
+traceback of input errors too.
 """
 
 from __future__ import annotations
@@ -18,9 +26,11 @@ import json
 import os
 import runpy
 import sys
+import warnings
 from pathlib import Path
 
 from jaxparadigm import __version__
+from jaxparadigm.errors import InputError, TrainingAborted
 
 # task name -> "module:function"; each function takes a Config and returns the report's Path.
 TASKS = {
@@ -47,8 +57,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_claims(args: argparse.Namespace) -> int:
     from jaxparadigm import claims
+    from jaxparadigm.config import config_from_dict, load_config
 
-    verdicts = claims.run_claims(only=args.only or None)
+    if args.update_readme and not Path(args.update_readme).is_file():
+        raise InputError(f"--update-readme {args.update_readme!r}: no such file")
+    if args.report and Path(args.report).exists() and not Path(args.report).is_dir():
+        raise InputError(f"--report {args.report!r}: is a file, expected a directory")
+    if args.config:
+        cfg = load_config(args.config, args.overrides)
+    else:  # the article's numbers, plus any claims.* overrides
+        cfg = config_from_dict({"name": "claims"}, args.overrides)
+    verdicts = claims.run_claims(only=args.only or None, config=cfg.claims)
     if args.json:
         print(json.dumps(claims.verdicts_to_json(verdicts), indent=2))
     else:
@@ -63,7 +82,29 @@ def _cmd_claims(args: argparse.Namespace) -> int:
 def _cmd_search(args: argparse.Namespace) -> int:
     from jaxparadigm.retrieval.evaluation import format_search
 
-    print(format_search(args.query, corpus=args.corpus, top_k=args.top_k))
+    if args.index:
+        from jaxparadigm.retrieval.index_text import index_search_text
+
+        kw = {"dtype": args.dtype, "approx": args.approx, "stream": args.stream}
+        out = index_search_text(args.query, args.index, args.top_k, **kw)
+    else:
+        out = format_search(args.query, corpus=args.corpus, top_k=args.top_k)
+    print(out)  # warnings (e.g. an all-[UNK] query) were printed by main(), one line each
+    return 0
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    from jaxparadigm.retrieval import index_text
+
+    progress = not getattr(args, "no_progress", True)
+    if args.index_command == "build":
+        kw = {"chunk_tokens": args.chunk_tokens, "overlap": args.overlap}
+        kw |= {"shard_rows": args.shard_rows, "batch_size": args.batch_size}
+        print(index_text.index_build_text(args.paths, args.out, progress=progress, **kw))
+    elif args.index_command == "add":
+        print(index_text.index_add_text(args.paths, args.index, progress=progress))
+    else:
+        print(index_text.index_info_text(args.index_dir))
     return 0
 
 
@@ -72,7 +113,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     script = root / f"{args.name}_bench.py"
     if not script.is_file():
         have = sorted(p.name[: -len("_bench.py")] for p in root.glob("*_bench.py"))
-        raise ValueError(
+        raise InputError(
             f"bench name {args.name!r}: no {script} (benchmarks live in a source checkout); "
             f"expected one of {', '.join(have) or '(none found)'}"
         )
@@ -98,13 +139,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--update-readme", metavar="FILE", help="rewrite the 'What the article gets wrong' section"
     )
+    p.add_argument("--config", metavar="FILE", help="YAML config whose claims section is used")
+    p.add_argument("overrides", nargs="*", help="key.path=value, e.g. claims.c5_2.p99_ms=500")
     p.set_defaults(func=_cmd_claims)
 
     p = sub.add_parser("search", help="keyword vs semantic search over a corpus")
     p.add_argument("query")
     p.add_argument("--corpus", default="pydoc", help="'pydoc' or a text file, one document a line")
     p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("--index", metavar="DIR", help="search an index built by `index build`")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "int8"])
+    p.add_argument("--approx", action="store_true", help="lax.approx_max_k per block")
+    p.add_argument("--stream", action="store_true", help="read shards per search (low memory)")
     p.set_defaults(func=_cmd_search)
+
+    p = sub.add_parser("index", help="build, extend or describe a persistent passage index")
+    isub = p.add_subparsers(dest="index_command", required=True)
+    b = isub.add_parser("build", help="index text/Markdown/JSONL files or folders")
+    b.add_argument("paths", nargs="+", metavar="PATH")
+    b.add_argument("--out", required=True, metavar="DIR")
+    b.add_argument("--chunk-tokens", type=int, default=None, help="default max_seq_length - 2")
+    b.add_argument("--overlap", type=int, default=32)
+    b.add_argument("--shard-rows", type=int, default=4096)
+    b.add_argument("--batch-size", type=int, default=32)
+    b.add_argument("--no-progress", action="store_true")
+    a = isub.add_parser("add", help="append files to an index")
+    a.add_argument("paths", nargs="+", metavar="PATH")
+    a.add_argument("--index", required=True, metavar="DIR")
+    a.add_argument("--no-progress", action="store_true")
+    i = isub.add_parser("info", help="print an index's manifest")
+    i.add_argument("index_dir", metavar="DIR")
+    p.set_defaults(func=_cmd_index)
 
     p = sub.add_parser("bench", help="run benchmarks/NAME_bench.py")
     p.add_argument("name", help="e.g. optim, tensor, autodiff, retrieval, train")
@@ -116,13 +181,27 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
+        with warnings.catch_warnings():  # restores showwarning on exit
+            warnings.showwarning = lambda message, *_, **__: print(
+                f"jaxparadigm {args.command}: warning: {' '.join(str(message).split())}",
+                file=sys.stderr,
+            )
+            return args.func(args)
+    except (InputError, TrainingAborted) as exc:
         if os.environ.get("JAXPARADIGM_DEBUG"):
             raise
-        msg = " ".join(str(exc).split())
-        print(f"jaxparadigm {args.command}: error: {msg}", file=sys.stderr)
-        return 2
+        _print_error(args.command, exc)
+        return 2 if isinstance(exc, InputError) else 3
+
+
+def _print_error(command: str, exc: Exception) -> None:
+    """Each line of the message on one stderr line (whitespace runs collapsed)."""
+    head, *rest = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()] or [
+        type(exc).__name__
+    ]
+    print(f"jaxparadigm {command}: error: {head}", file=sys.stderr)
+    for line in rest:
+        print(f"  {line}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,34 +1,51 @@
 """Typed, frozen experiment configs loaded from YAML (the project's one config loader).
 
-A config file is YAML read with ``yaml.safe_load`` and converted, field by field, into the frozen
-dataclasses below. Conversion is strict:
-
-* an unknown key, a value of the wrong type, or a missing required key raises one ``ValueError``
-  that names the dotted key path (e.g. ``optim.schedule.warmup_steps``), the value found and the
-  type expected;
-* ``int`` accepts only integers (not ``True``, not ``1.5``); ``float`` accepts integers and floats
-  (YAML's ``1e-3`` without a dot is read as a string by PyYAML and is accepted when it parses as a
-  float); ``bool`` accepts only ``true``/``false``; ``Literal`` fields accept only the listed values;
-  ``tuple[int, ...]`` accepts a YAML list.
+A config file is UTF-8 YAML (a key given twice in one mapping is refused, naming both lines)
+converted, field by field, into the frozen dataclasses below by :mod:`jaxparadigm.config_schema`:
+strict types, ``Annotated`` bounds (``Bounds``, ``Length``), and *every* problem reported at once,
+in the style of pydantic's error list: one :class:`~jaxparadigm.errors.ConfigError` with one line
+per problem (unknown keys first, each with a did-you-mean suggestion), each naming the dotted key
+path (e.g. ``optim.schedule.warmup_steps``), the value found and what was expected; a single
+problem is one line. After the fields, the relations between them (:data:`RELATIONS`) are checked
+(``data.batch_size`` against ``data.n_samples``, ``name`` is a plain directory name, ``out_dir`` is
+a directory ...). A file that is a directory, unreadable or not UTF-8 is named in the error.
 
 Overrides ``key.path=value`` (from the CLI) are applied to the raw mapping before conversion, the
-value itself parsed with ``yaml.safe_load`` so ``optim.learning_rate=3e-4`` and ``model.hidden=[8,8]``
-work. Serves C5.1 ("validate against a schema" starts with the config itself).
+value itself parsed as YAML so ``optim.learning_rate=3e-4`` and ``model.hidden=[8,8]`` work.
+Serves C5.1 ("validate against a schema" starts with the config itself).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import types
-import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
 import yaml
 
+from jaxparadigm.config_schema import (
+    INVALID,
+    Bounds,
+    Length,
+    Problem,
+    build,
+    parse_yaml,
+    problems_error,
+)
+from jaxparadigm.errors import ConfigError
+
+INT32_MAX = 2**31 - 1  # the step counters are int32
 StorageDtype = Literal["float32", "bfloat16", "float16"]  # optimiser-state storage dtypes
+
+Count = Annotated[int, Bounds(ge=1, le=INT32_MAX)]  # a positive step count / interval
+StepIndex = Annotated[int, Bounds(ge=0, le=INT32_MAX - 1)]  # a 0-based data step
+Seed = Annotated[int, Bounds(ge=0, le=2**32 - 1)]  # PRNGKey(2**32) would equal PRNGKey(0)
+Rate = Annotated[float, Bounds(ge=0.0, lt=1.0)]  # decay rates, dropout
+NonNegative = Annotated[float, Bounds(ge=0.0)]
+Positive = Annotated[float, Bounds(gt=0.0)]
 
 # ---------------------------------------------------------------------------------------------
 # Sections. Defaults are the values a short CPU run should use.
@@ -42,14 +59,14 @@ class ScheduleConfig:
     name: Literal[
         "constant", "linear", "polynomial", "cosine_decay", "warmup_cosine_decay", "linear_lr"
     ] = "constant"
-    warmup_steps: int = 0
-    decay_steps: int = 1000
-    end_value: float = 0.0
-    power: float = 1.0
-    alpha: float = 0.0
-    start_factor: float = 1.0 / 3.0
-    end_factor: float = 1.0
-    total_iters: int = 5
+    warmup_steps: Annotated[int, Bounds(ge=0, le=INT32_MAX)] = 0
+    decay_steps: Count = 1000
+    end_value: NonNegative = 0.0
+    power: Positive = 1.0
+    alpha: Annotated[float, Bounds(ge=0.0, le=1.0)] = 0.0
+    start_factor: Annotated[float, Bounds(gt=0.0, le=1.0)] = 1.0 / 3.0
+    end_factor: Annotated[float, Bounds(ge=0.0, le=1.0)] = 1.0
+    total_iters: Count = 5
 
 
 @dataclass(frozen=True)
@@ -57,7 +74,7 @@ class ClipConfig:
     """Gradient clipping style (C4.4): optax/TF global norm, torch-style, per-leaf, or none."""
 
     style: Literal["none", "global", "torch", "tf", "per_leaf"] = "global"
-    max_norm: float = 1.0
+    max_norm: Positive = 1.0
 
 
 @dataclass(frozen=True)
@@ -65,8 +82,8 @@ class LossScaleConfig:
     """Dynamic loss scaling for float16 training (C4.2)."""
 
     enabled: bool = False
-    init_scale: float = 2.0**15
-    growth_interval: int = 2000
+    init_scale: Annotated[float, Bounds(ge=1.0)] = 2.0**15
+    growth_interval: Count = 2000
 
 
 @dataclass(frozen=True)
@@ -74,13 +91,13 @@ class OptimConfig:
     """Optimiser chain: clip -> scale_by_adam (or sgd) -> schedule -> weight decay (C4.1-C4.4)."""
 
     name: Literal["adam", "adamw", "sgd", "adam_torch"] = "adam"
-    learning_rate: float = 1e-3
-    b1: float = 0.9
-    b2: float = 0.999
-    eps: float = 1e-8
-    momentum: float = 0.0
+    learning_rate: NonNegative = 1e-3
+    b1: Rate = 0.9
+    b2: Rate = 0.999
+    eps: Positive = 1e-8
+    momentum: Rate = 0.0
     nesterov: bool = False
-    weight_decay: float = 0.0
+    weight_decay: NonNegative = 0.0
     mu_dtype: StorageDtype | None = None
     nu_dtype: StorageDtype | None = None
     clip: ClipConfig = field(default_factory=ClipConfig)
@@ -93,16 +110,16 @@ class ModelConfig:
     """Model: an MLP classifier/regressor or a small decoder-only transformer LM."""
 
     kind: Literal["mlp", "transformer"] = "mlp"
-    hidden: tuple[int, ...] = (64, 64)
-    num_outputs: int = 2
-    vocab_size: int = 256
-    d_model: int = 64
-    num_layers: int = 2
-    num_heads: int = 4
-    context: int = 64
+    hidden: tuple[Annotated[int, Bounds(ge=1)], ...] = (64, 64)
+    num_outputs: Annotated[int, Bounds(ge=1)] = 2
+    vocab_size: Annotated[int, Bounds(ge=1)] = 256
+    d_model: Annotated[int, Bounds(ge=1)] = 64
+    num_layers: Annotated[int, Bounds(ge=1)] = 2
+    num_heads: Annotated[int, Bounds(ge=1)] = 4
+    context: Annotated[int, Bounds(ge=1)] = 64
     tie_embeddings: bool = True
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
-    dropout: float = 0.0
+    dropout: Rate = 0.0
 
 
 @dataclass(frozen=True)
@@ -110,21 +127,27 @@ class DataConfig:
     """Data source: synthetic sets or the byte-level ``pydoc_data.topics`` corpus (no downloads)."""
 
     kind: Literal["spirals", "regression", "pydoc_chars"] = "spirals"
-    n_samples: int = 2048
-    noise: float = 0.1
-    seq_len: int = 64
-    batch_size: int = 64
-    val_fraction: float = 0.1
-    seed: int = 0
+    n_samples: Annotated[int, Bounds(ge=2)] = 2048
+    noise: NonNegative = 0.1
+    seq_len: Annotated[int, Bounds(ge=1, le=4096)] = 64
+    batch_size: Annotated[int, Bounds(ge=1)] = 64
+    val_fraction: Annotated[float, Bounds(gt=0.0, lt=1.0)] = 0.1
+    seed: Seed = 0
 
 
 @dataclass(frozen=True)
 class GuardConfig:
-    """Skip non-finite steps; roll back after ``max_bad_steps`` consecutive bad steps (C5.1)."""
+    """Skip non-finite steps; roll back after ``max_bad_steps`` consecutive bad steps (C5.1).
+
+    Give-up rule: a rollback that would be number ``max_rollbacks + 1``, or would lower the
+    learning-rate scale below ``min_lr_scale``, ends the run with ``TrainingAborted`` instead (so
+    the scale never reaches 0)."""
 
     enabled: bool = True
-    max_bad_steps: int = 3
-    lr_decay_on_rollback: float = 0.5
+    max_bad_steps: Annotated[int, Bounds(ge=1)] = 3
+    lr_decay_on_rollback: Annotated[float, Bounds(gt=0.0, le=1.0)] = 0.5
+    max_rollbacks: Annotated[int, Bounds(ge=0)] = 10
+    min_lr_scale: Annotated[float, Bounds(ge=1e-30, le=1.0)] = 1e-3
 
 
 @dataclass(frozen=True)
@@ -134,9 +157,24 @@ class CheckpointConfig:
     ``resume``: continue from the newest checkpoint in the run directory (false: start afresh and
     delete the run's old checkpoints)."""
 
-    every: int = 0
-    keep: int = 3
+    every: Annotated[int, Bounds(ge=0, le=INT32_MAX)] = 0
+    keep: Annotated[int, Bounds(ge=1)] = 3
     resume: bool = True
+
+
+@dataclass(frozen=True)
+class FaultsConfig:
+    """Fault injection for drills of the guard, rollback and resume (C5.1); off by default.
+
+    ``nan_batch``/``inf_batch``: data steps whose float batch fields become NaN/Inf;
+    ``nan_grads``/``inf_grads``: data steps whose gradients become NaN/Inf (inside the jitted
+    step); ``kill_at``: the process sends itself SIGKILL before running this data step."""
+
+    nan_batch: tuple[StepIndex, ...] = ()
+    inf_batch: tuple[StepIndex, ...] = ()
+    nan_grads: tuple[StepIndex, ...] = ()
+    inf_grads: tuple[StepIndex, ...] = ()
+    kill_at: StepIndex | None = None
 
 
 @dataclass(frozen=True)
@@ -151,31 +189,36 @@ class DistributedConfig:
     """Multi-host setup passed to ``jax.distributed.initialize`` when ``coordinator_address`` is set."""
 
     coordinator_address: str | None = None
-    num_processes: int = 1
-    process_id: int = 0
+    num_processes: Annotated[int, Bounds(ge=1)] = 1
+    process_id: Annotated[int, Bounds(ge=0)] = 0
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """Train loop settings."""
 
-    steps: int = 200
-    eval_every: int = 50
-    log_every: int = 10
-    seed: int = 0
+    steps: Count = 200
+    eval_every: Count = 50
+    log_every: Count = 10
+    seed: Seed = 0
     plots: bool = True
     grad: Literal["jax", "jaxparadigm"] = "jax"  # value_and_grad: jax's, or our autodiff engine
     guard: GuardConfig = field(default_factory=GuardConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     sharding: ShardingConfig = field(default_factory=ShardingConfig)
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
+    faults: FaultsConfig = field(default_factory=FaultsConfig)
 
 
 @dataclass(frozen=True)
 class MixedPrecisionConfig:
     """Compare Adam's second-moment storage dtypes on one task (C4.2)."""
 
-    nu_dtypes: tuple[StorageDtype, ...] = ("float32", "bfloat16", "float16")
+    nu_dtypes: Annotated[tuple[StorageDtype, ...], Length(ge=1)] = (
+        "float32",
+        "bfloat16",
+        "float16",
+    )
     loss_scaling: bool = True
 
 
@@ -183,8 +226,8 @@ class MixedPrecisionConfig:
 class OverflowConfig:
     """Evaluate a schedule around ``center`` with naive vs saturating int32 counters (C4.3)."""
 
-    center: int = 2**31 - 1
-    window: int = 64
+    center: Annotated[int, Bounds(ge=1, le=INT32_MAX)] = INT32_MAX
+    window: Annotated[int, Bounds(ge=1)] = 64
 
 
 @dataclass(frozen=True)
@@ -192,11 +235,41 @@ class RetrievalConfig:
     """Keyword vs semantic retrieval evaluation (C1.1, C1.2)."""
 
     corpus: str = "pydoc"
-    top_k: int = 5
-    batch_size: int = 32
+    top_k: Annotated[int, Bounds(ge=1)] = 5
+    batch_size: Annotated[int, Bounds(ge=1)] = 32
     model_path: str | None = None
-    chunk_words: int = 100  # pydoc topics are cut into passages of this many words
+    chunk_words: Annotated[int, Bounds(ge=1)] = 100  # pydoc topics are cut into passages
     topics: tuple[str, ...] = ()  # evaluate on these pydoc topics only (empty: all 79)
+
+
+@dataclass(frozen=True)
+class ServiceReadinessConfig:
+    """C5.2: the readiness bar (defaults: the article's numbers) and the bounded load that measures it.
+
+    ``p99_ms``/``qps``/``trace_completeness`` are the thresholds; ``qps_backends`` are the JAX backends
+    the QPS bar is applied to (the article gives no hardware: on others a QPS miss is conditional).
+    The load: ``requests`` sent by ``concurrency`` clients, stopped after ``duration_s``; a share
+    ``malformed_fraction`` is malformed and ``timeout_fraction`` asks for a server delay longer than the
+    client's ``timeout_s``.
+    """
+
+    p99_ms: float = 350.0
+    qps: float = 12_000.0
+    trace_completeness: float = 0.9997
+    qps_backends: tuple[str, ...] = ("gpu", "tpu")
+    requests: int = 240
+    concurrency: int = 4
+    duration_s: float = 120.0
+    malformed_fraction: float = 0.05
+    timeout_fraction: float = 0.02
+    timeout_s: float = 2.0
+
+
+@dataclass(frozen=True)
+class ClaimsConfig:
+    """Settings of the claims ledger (``jaxparadigm claims --config FILE claims.c5_2.p99_ms=500``)."""
+
+    c5_2: ServiceReadinessConfig = field(default_factory=ServiceReadinessConfig)
 
 
 @dataclass(frozen=True)
@@ -213,133 +286,136 @@ class Config:
     mixed_precision: MixedPrecisionConfig = field(default_factory=MixedPrecisionConfig)
     overflow: OverflowConfig = field(default_factory=OverflowConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    claims: ClaimsConfig = field(default_factory=ClaimsConfig)
 
 
 # ---------------------------------------------------------------------------------------------
-# Conversion.
+# Relations between fields (checked once every field is valid on its own).
 # ---------------------------------------------------------------------------------------------
 
-_MISSING = object()
 
-
-def _type_name(tp: Any) -> str:
-    origin = typing.get_origin(tp)
-    if origin is Literal:
-        return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
-    if origin in (Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        inner = " or ".join(_type_name(a) for a in args)
-        return f"{inner} or null" if len(args) < len(typing.get_args(tp)) else inner
-    if origin is tuple:
-        args = typing.get_args(tp)
-        return f"list of {_type_name(args[0])}"
-    if dataclasses.is_dataclass(tp):
-        return f"mapping ({tp.__name__})"
-    return getattr(tp, "__name__", str(tp))
-
-
-def _fail(path: str, value: Any, tp: Any) -> ValueError:
-    return ValueError(
-        f"config key '{path}': got {value!r} ({type(value).__name__}), expected {_type_name(tp)}"
-    )
-
-
-def _convert(value: Any, tp: Any, path: str) -> Any:
-    origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
-        return _build(tp, value, path)
-    if origin is Literal:
-        if value in typing.get_args(tp) and not isinstance(value, bool):
-            return value
-        raise _fail(path, value, tp)
-    if origin in (Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None:
-            if type(None) in args:
-                return None
-            raise _fail(path, value, tp)
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _convert(value, arg, path)
-            except ValueError:
-                continue
-        raise _fail(path, value, tp)
-    if origin is tuple:
-        (elem, *rest) = typing.get_args(tp)
-        if not isinstance(value, (list, tuple)):
-            raise _fail(path, value, tp)
-        return tuple(_convert(v, elem, f"{path}[{i}]") for i, v in enumerate(value))
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        raise _fail(path, value, tp)
-    if tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise _fail(path, value, tp)
-    if tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise _fail(path, value, tp)
-    if tp is str:
-        if isinstance(value, str):
-            return value
-        raise _fail(path, value, tp)
-    raise TypeError(f"config key '{path}': unsupported field type {tp!r}")  # programming error
-
-
-def _build(cls: type, raw: Any, prefix: str) -> Any:
-    where = prefix or "<root>"
-    if not isinstance(raw, Mapping):
-        raise ValueError(
-            f"config key '{where}': got {raw!r} ({type(raw).__name__}), "
-            f"expected a mapping ({cls.__name__})"
+def _check_name(cfg: Config) -> Iterator[Problem]:
+    n = cfg.name
+    if not n or n in (".", "..") or any(c in n for c in "/\\\0") or n != n.strip():
+        yield Problem(
+            "name",
+            f"got {n!r}, expected a plain directory name (not empty, no '/', '\\', "
+            "surrounding spaces, '.' or '..'): the run writes into out_dir/name",
         )
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(map(str, raw)) - set(fields))
-    if unknown:
-        key = f"{prefix}.{unknown[0]}" if prefix else unknown[0]
-        raise ValueError(
-            f"config key '{key}': unknown key; expected one of {', '.join(sorted(fields))}"
+
+
+def _check_out_dir(cfg: Config) -> Iterator[Problem]:
+    run_dir = Path(cfg.out_dir) / cfg.name
+    for p in (run_dir, *run_dir.parents):
+        if p.exists():
+            if not p.is_dir():
+                key = "out_dir" if p != run_dir else "name"
+                value = cfg.out_dir if key == "out_dir" else cfg.name
+                yield Problem(key, f"got {value!r}, but {str(p)!r} is a file, not a directory")
+            return
+
+
+def _check_data(cfg: Config) -> Iterator[Problem]:
+    d = cfg.data
+    if d.kind == "pydoc_chars":
+        return
+    n_val = max(d.batch_size, round(d.val_fraction * d.n_samples))
+    if 2 * d.batch_size > d.n_samples:
+        yield Problem(
+            "data.batch_size",
+            f"got {d.batch_size}, expected <= data.n_samples // 2 = {d.n_samples // 2} "
+            "(one batch to train on and one to validate)",
         )
-    kwargs = {}
-    for name, f in fields.items():
-        path = f"{prefix}.{name}" if prefix else name
-        if name in raw:
-            kwargs[name] = _convert(raw[name], hints[name], path)
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise ValueError(
-                f"config key '{path}': required key is missing ({_type_name(hints[name])})"
+    elif d.n_samples - n_val < d.batch_size:
+        yield Problem(
+            "data.val_fraction",
+            f"got {d.val_fraction:g}, which leaves {d.n_samples - n_val} training rows of "
+            f"data.n_samples={d.n_samples}, fewer than one batch (data.batch_size="
+            f"{d.batch_size}); expected at most {1 - d.batch_size / d.n_samples:.3g}",
+        )
+
+
+def _check_schedule(cfg: Config) -> Iterator[Problem]:
+    sc = cfg.optim.schedule
+    if sc.name == "warmup_cosine_decay" and sc.decay_steps <= sc.warmup_steps:
+        yield Problem(
+            "optim.schedule.decay_steps",
+            f"got {sc.decay_steps}, expected > optim.schedule.warmup_steps "
+            f"({sc.warmup_steps}) for warmup_cosine_decay",
+        )
+    if sc.name == "linear_lr" and sc.warmup_steps != 0:
+        yield Problem(
+            "optim.schedule.warmup_steps",
+            f"got {sc.warmup_steps}, expected 0: linear_lr has its own warmup "
+            "(start_factor, total_iters)",
+        )
+
+
+def _check_train(cfg: Config) -> Iterator[Problem]:
+    t = cfg.train
+    if t.distributed.process_id >= t.distributed.num_processes:
+        yield Problem(
+            "train.distributed.process_id",
+            f"got {t.distributed.process_id}, expected < train.distributed.num_processes "
+            f"({t.distributed.num_processes})",
+        )
+    f = t.faults
+    for key in ("nan_batch", "inf_batch", "nan_grads", "inf_grads", "kill_at"):
+        value = getattr(f, key)
+        late = [s for s in (value if isinstance(value, tuple) else [value]) if s is not None]
+        late = [s for s in late if s >= t.steps]
+        if late:
+            yield Problem(
+                f"train.faults.{key}",
+                f"got step {late[0]}, expected a data step < train.steps ({t.steps})",
             )
-    return cls(**kwargs)
+    if (f.nan_batch or f.inf_batch) and cfg.data.kind == "pydoc_chars":
+        yield Problem(
+            f"train.faults.{'nan_batch' if f.nan_batch else 'inf_batch'}",
+            "data.kind 'pydoc_chars' has only integer fields (tokens) to poison; use "
+            "train.faults.nan_grads / inf_grads",
+        )
+
+
+# Each takes a field-valid Config and yields its problems. Add a check here for a new relation.
+RELATIONS: tuple[Callable[[Config], Iterator[Problem]], ...] = (
+    _check_name,
+    _check_out_dir,
+    _check_data,
+    _check_schedule,
+    _check_train,
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# YAML, overrides, files.
+# ---------------------------------------------------------------------------------------------
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
 
 
 def apply_override(raw: dict, override: str) -> dict:
-    """Return a copy of ``raw`` with ``key.path=value`` set (value parsed by ``yaml.safe_load``)."""
+    """Return a copy of ``raw`` with ``key.path=value`` set (value parsed as YAML)."""
     if "=" not in override:
-        raise ValueError(f"override {override!r}: expected the form key.path=value")
+        raise ConfigError(f"override {override!r}: expected the form key.path=value")
     key, _, text = override.partition("=")
     parts = key.strip().split(".")
     if not all(parts):
-        raise ValueError(f"override {override!r}: empty component in key path {key!r}")
+        raise ConfigError(f"override {override!r}: empty component in key path {key!r}")
     try:
-        value = yaml.safe_load(text)
+        value = parse_yaml(text)
     except yaml.YAMLError as exc:
-        raise ValueError(f"override {override!r}: value is not valid YAML ({exc})") from None
+        raise ConfigError(
+            f"override {override!r}: value is not valid YAML ({_one_line(exc)})"
+        ) from None
     out = dict(raw)
     node = out
     for i, part in enumerate(parts[:-1]):
         child = node.get(part, {})
         if not isinstance(child, Mapping):
-            raise ValueError(
+            raise ConfigError(
                 f"config key '{'.'.join(parts[: i + 1])}': cannot set a sub-key of a "
                 f"non-mapping value {child!r}"
             )
@@ -349,30 +425,64 @@ def apply_override(raw: dict, override: str) -> dict:
     return out
 
 
-def config_from_dict(raw: Mapping[str, Any], overrides: Sequence[str] = ()) -> Config:
-    """Build a :class:`Config` from a mapping, after applying ``key.path=value`` overrides."""
+def config_from_dict(
+    raw: Mapping[str, Any], overrides: Sequence[str] = (), *, source: str | None = None
+) -> Config:
+    """Build a :class:`Config` from a mapping, after applying ``key.path=value`` overrides.
+
+    Raises one :class:`ConfigError` listing every problem (``source`` names the file in it).
+    """
     data = dict(raw)
     for override in overrides:
         data = apply_override(data, override)
-    return _build(Config, data, "")
+    problems: list[Problem] = []
+    cfg = build(Config, data, "", problems)
+    if cfg is not INVALID:
+        for check in RELATIONS:
+            problems.extend(check(cfg))
+    if problems:
+        raise problems_error(problems, source)
+    return cfg
+
+
+def _read_text(path: str | os.PathLike) -> str:
+    name = os.fspath(path)
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {name!r}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {name!r}: is a directory, expected a YAML file") from None
+    except PermissionError:
+        raise ConfigError(f"config file {name!r}: not readable (permission denied)") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {name!r}: cannot be read ({exc.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {name!r}: not a UTF-8 text file (byte 0x{data[exc.start]:02x} at "
+            f"offset {exc.start}); expected YAML"
+        ) from None
 
 
 def load_config(path: str | os.PathLike, overrides: Sequence[str] = ()) -> Config:
-    """Load a YAML config file (``yaml.safe_load`` only) into a frozen :class:`Config`."""
+    """Load a YAML config file (strict safe loader) into a frozen :class:`Config`.
+
+    Every failure is a :class:`ConfigError` naming the file or the key path.
+    """
+    name = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as fh:
-            raw = yaml.safe_load(fh)
-    except FileNotFoundError:
-        raise ValueError(f"config file {os.fspath(path)!r}: no such file") from None
+        raw = parse_yaml(_read_text(path))
     except yaml.YAMLError as exc:
-        raise ValueError(f"config file {os.fspath(path)!r}: invalid YAML ({exc})") from None
+        raise ConfigError(f"config file {name!r}: invalid YAML ({_one_line(exc)})") from None
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
-        raise ValueError(
-            f"config file {os.fspath(path)!r}: top level is {type(raw).__name__}, expected a mapping"
+        raise ConfigError(
+            f"config file {name!r}: top level is {type(raw).__name__}, expected a mapping"
         )
-    return config_from_dict(raw, overrides)
+    return config_from_dict(raw, overrides, source=name)
 
 
 def to_dict(cfg: Any) -> dict:

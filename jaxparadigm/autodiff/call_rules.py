@@ -12,16 +12,23 @@ grad-of-grad and jit-inside-grad compose (claim C3.3).
 * ``custom_vjp_call`` (``jax.custom_vjp``, ``Function``): the forward rule calls the user's
   ``fwd`` once and keeps its residuals (``Function``: the saved tensors, claim C2.2); the VJP rule
   calls the user's ``bwd`` on them. The user's forward is never re-run during backward.
-* ``custom_jvp_call``: differentiated through the inner function.
+* ``custom_jvp_call`` (``jax.custom_jvp``: ``jax.nn.relu``, ``softplus``): the function's own JVP
+  rule is linearised and transposed (Autodidax's linearize + transpose): our reverse sweep over
+  the rule's program ``(x, t) -> (f(x), J t)`` with only ``t`` differentiated gives ``J^T ct``,
+  so the rule, not the body, decides (``grad(jax.nn.relu)(0.0) == 0``).
 """
 
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax._src import ad_util
 from jax._src.custom_derivatives import custom_vjp_call_p
+from jax.dtypes import float0
+from jax.extend import core as jcore
 
+from jaxparadigm.autodiff.control_flow_jvp_rules import custom_rule_jvp_program
 from jaxparadigm.autodiff.graph import Graph, Saved
 from jaxparadigm.autodiff.registry import register_forward, register_vjp
 
@@ -60,9 +67,37 @@ def _remat_vjp(cts, *primals, jaxpr, prevent_cse=True, **params):
 
 
 @register_vjp("custom_jvp_call")
-def _custom_jvp_call_vjp(cts, *primals, call_jaxpr, **params):
-    """Differentiate through the inner function (the custom JVP is not a VJP rule)."""
-    return _inner_vjp(call_jaxpr, cts, primals)
+def _custom_jvp_call_vjp(
+    cts, *primals, call_jaxpr, jvp_jaxpr_fun, num_consts, symbolic_zeros, **params
+):
+    """Transpose the function's OWN JVP rule (Autodidax's linearize + transpose).
+
+    The rule's program ``(x, t) -> (f(x), J(x) t)`` is linear in the tangent inputs ``t``; our
+    reverse sweep over it, with ``x`` held constant and only ``t`` differentiated, returns
+    ``J(x)^T ct`` (evaluated at ``t = 0``; linearity makes the point irrelevant). So
+    ``grad(jax.nn.relu)(0.0) == 0`` as the rule says, not 1/2 from the body's ``max``.
+    Closed-over values (which jax refuses to differentiate) get the body's derivative.
+    """
+    args = primals[num_consts:]
+    floats = [jnp.issubdtype(jnp.result_type(a), jnp.inexact) for a in args]
+    jaxpr, consts, out_zeros, flags = custom_rule_jvp_program(
+        args, jvp_jaxpr_fun, symbolic_zeros, floats
+    )
+    tangents = [
+        jnp.zeros(jnp.shape(a), jnp.result_type(a)) if fl else np.zeros(np.shape(a), float0)
+        for a, fl, f in zip(args, floats, flags, strict=True)
+        if f
+    ]
+    wrt = [False] * len(args) + [fl for fl, f in zip(floats, flags, strict=True) if f]
+    nz_cts = [c for c, z in zip(cts, out_zeros, strict=True) if not z]
+    graph = Graph(jcore.ClosedJaxpr(jaxpr, consts))
+    _, backward = graph.vjp([*args, *tangents], wrt)
+    t_cts = iter(backward([None] * len(out_zeros) + nz_cts)[len(args) :])
+    arg_cts = [next(t_cts) if f else None for f in flags]
+    const_cts = [None] * num_consts
+    if any(jnp.issubdtype(jnp.result_type(c), jnp.inexact) for c in primals[:num_consts]):
+        const_cts = list(_inner_vjp(call_jaxpr, cts, primals)[:num_consts])
+    return (*const_cts, *arg_cts)
 
 
 def _is_zero(x) -> bool:

@@ -13,6 +13,7 @@ import math
 import jax.numpy as jnp
 from jax import lax
 
+from jaxparadigm.autodiff.complex_refusal import COMPLEX_REFUSED
 from jaxparadigm.autodiff.registry import register_vjp
 from jaxparadigm.autodiff.unbroadcast import unbroadcast
 
@@ -278,9 +279,8 @@ def _convert_element_type_vjp(ct, x, **params):
 
 @register_vjp("real", "imag", "conj", "complex")
 def _complex_refused_vjp(ct, *primals, **params):
-    """Complex numbers are refused (see ``reverse_mode``): a clear error, never a dropped part."""
+    """Complex numbers are refused (``complex_refusal``): a clear error, never a dropped part."""
     raise TypeError(
         "backward: a cotangent reaches a complex-number primitive (real/imag/conj/complex); "
-        "jaxparadigm.autodiff does not differentiate complex numbers (a deliberate difference "
-        "from jax); split the value into real and imaginary parts"
+        + COMPLEX_REFUSED
     )

@@ -1,10 +1,11 @@
 """torch.func-style transforms with torch.func's argument conventions (claims C3.2, C3.3).
 
-``grad``, ``grad_and_value``, ``vjp``, ``jacrev`` run the reverse part through our graph + VJP
-registry; ``hessian`` is forward-over-reverse (``jacfwd(jacrev(f))``, as torch.func does) and
-``hvp(f, primals, tangents) = jvp(grad(f), primals, tangents)[1]`` (the JAX docs' recipe). Forward
-mode (``jvp``, ``jacfwd``) and ``vmap`` are JAX's own, which our backward composes with because
-every VJP rule is ordinary ``jnp`` code.
+Everything differentiates on our own engine: ``grad``, ``grad_and_value``, ``vjp``, ``jacrev``
+through our graph + VJP registry, ``jvp`` and ``jacfwd`` through our JVP interpreter
+(``forward_mode``); ``hessian`` is forward-over-reverse (our ``jacfwd`` of our ``jacrev``, as
+torch.func does) and ``hvp(f, primals, tangents) = jvp(grad(f), primals, tangents)[1]``.
+``jacrev``/``jacfwd``/``hessian`` take ``chunk_size`` (rows computed that many at a time). Only
+``vmap`` is JAX's own (``jax.vmap``): batching is not differentiation.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from jaxparadigm.autodiff import reverse_mode
-from jaxparadigm.autodiff.reverse_mode import normalize_argnums
+from jaxparadigm.autodiff import forward_mode, reverse_mode
+from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
+from jaxparadigm.autodiff.chunked_map import check_chunk_size, map_rows
 
 __all__ = ["grad", "grad_and_value", "hessian", "hvp", "jacfwd", "jacrev", "jvp", "vjp", "vmap"]
 
@@ -42,7 +44,7 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
 
 
 def jvp(func: Callable, primals, tangents, *, has_aux: bool = False):
-    """torch.func.jvp: ``(out, J @ tangents[, aux])`` by forward mode (``jax.jvp``); C3.3's outer level."""
+    """torch.func.jvp: ``(out, J @ tangents[, aux])`` by our forward mode (``forward_mode.jvp``). C3.3."""
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise TypeError(
             f"jvp: primals and tangents must be tuples; got {type(primals).__name__} and "
@@ -50,18 +52,11 @@ def jvp(func: Callable, primals, tangents, *, has_aux: bool = False):
         )
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
-    return jax.jvp(func, primals, tangents, has_aux=has_aux)
+    return forward_mode.jvp(func, primals, tangents, has_aux=has_aux)
 
 
 def _select(args: tuple, argnums) -> tuple[tuple[int, ...], Callable]:
-    nums = argnums if isinstance(argnums, tuple) else (argnums,)
-    for a in nums:
-        if not -len(args) <= a < len(args):
-            raise ValueError(
-                f"argnums={argnums!r} is out of range for a function called with {len(args)} "
-                "positional argument(s)"
-            )
-    nums = tuple(a % len(args) for a in nums)
+    nums = resolve_argnums(argnums, len(args), "jacrev")
 
     def rebuild(wrt_vals):
         full = list(args)
@@ -72,12 +67,15 @@ def _select(args: tuple, argnums) -> tuple[tuple[int, ...], Callable]:
     return nums, rebuild
 
 
-def jacrev(func: Callable, argnums=0, *, has_aux: bool = False) -> Callable:
+def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int | None = None):
     """torch.func.jacrev: Jacobian by reverse mode -- our vjp, vmapped over output basis vectors.
 
-    ``J[o][i] = d out_o / d args[i]`` with shape ``out_o.shape + args[i].shape``. C3.2.
+    ``J[o][i] = d out_o / d args[i]`` with shape ``out_o.shape + args[i].shape``. With
+    ``chunk_size`` the rows (one VJP per output coordinate) are computed ``chunk_size`` at a time
+    (``chunked_map.map_rows``), as ``torch.func.jacrev(chunk_size=...)``; results are equal. C3.2.
     """
     argnums = normalize_argnums(argnums, "jacrev")
+    chunk_size = check_chunk_size(chunk_size, "jacrev")
 
     def jac_fn(*args):
         nums, rebuild = _select(args, argnums)
@@ -88,17 +86,17 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False) -> Callable:
         out_leaves, out_tree = jax.tree_util.tree_flatten(out)
         jac_per_out = []
         for k, leaf in enumerate(out_leaves):
-            size = int(jnp.size(leaf))  # leaves may be Python floats passed through unchanged
-            basis = jnp.eye(size, dtype=jnp.result_type(leaf)).reshape((size, *jnp.shape(leaf)))
-            cts = [
-                basis if j == k else jnp.zeros((size, *jnp.shape(o)), jnp.result_type(o))
-                for j, o in enumerate(out_leaves)
-            ]
-            batched = jax.vmap(lambda *c: vjp_fn(jax.tree_util.tree_unflatten(out_tree, c)))(*cts)
+            size, shape = int(jnp.size(leaf)), jnp.shape(leaf)
+
+            def row(i, k=k, shape=shape):
+                cts = [jnp.zeros(jnp.shape(o), jnp.result_type(o)) for o in out_leaves]
+                hot = jnp.arange(cts[k].size) == i
+                cts[k] = jnp.reshape(hot.astype(cts[k].dtype), shape)
+                return vjp_fn(jax.tree_util.tree_unflatten(out_tree, cts))
+
+            batched = map_rows(row, size, chunk_size)
             per_arg = tuple(
-                jax.tree_util.tree_map(
-                    lambda g, leaf=leaf: g.reshape(jnp.shape(leaf) + g.shape[1:]), b
-                )
+                jax.tree_util.tree_map(lambda g, shape=shape: g.reshape(shape + g.shape[1:]), b)
                 for b in batched
             )
             jac_per_out.append(per_arg[0] if isinstance(argnums, int) else per_arg)
@@ -108,23 +106,37 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False) -> Callable:
     return jac_fn
 
 
-def jacfwd(func: Callable, argnums=0, *, has_aux: bool = False) -> Callable:
-    """torch.func.jacfwd: ``J[i] = J @ e_i`` by forward mode (``jax.jacfwd``); C3.3's outer level."""
-    argnums = normalize_argnums(argnums, "jacfwd")
-    return jax.jacfwd(func, argnums=argnums, has_aux=has_aux)
+def jacfwd(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int | None = None):
+    """torch.func.jacfwd: ``J[:, k] = J @ e_k`` by our forward mode (``forward_mode.jacfwd``).
+
+    ``chunk_size`` computes the columns that many at a time (an extension: torch.func.jacfwd
+    has none). C3.3's outer level.
+    """
+    return forward_mode.jacfwd(func, argnums, has_aux, chunk_size=chunk_size)
 
 
-def hessian(func: Callable, argnums=0) -> Callable:
-    """torch.func.hessian: forward-over-reverse ``jacfwd(jacrev(func))``; reverse part is ours. C3.3."""
+def hessian(func: Callable, argnums=0, *, chunk_size: int | None = None) -> Callable:
+    """torch.func.hessian: forward-over-reverse ``jacfwd(jacrev(func))``, both on our engine. C3.3.
+
+    ``chunk_size`` bounds how many Hessian rows (outer JVPs, and inner VJPs) run at once.
+    """
     argnums = normalize_argnums(argnums, "hessian")
-    return jax.jacfwd(jacrev(func, argnums), argnums=argnums)
+    chunk_size = check_chunk_size(chunk_size, "hessian")
+    inner = jacrev(func, argnums, chunk_size=chunk_size)
+    outer = forward_mode.jacfwd(inner, argnums, chunk_size=chunk_size)
+
+    def hessian_f(*args):
+        resolve_argnums(argnums, len(args), "hessian")  # errors name hessian, not its parts
+        return outer(*args)
+
+    return hessian_f
 
 
 def hvp(f: Callable, primals: tuple, tangents: tuple):
     """Hessian-vector product ``H(primals) @ tangents`` = ``jvp(grad(f), primals, tangents)[1]``. C3.3.
 
-    Forward-over-reverse (JAX docs' convention); ``grad`` is our engine. One primal gives an
-    array, several give a tuple (one block row of H @ v per primal).
+    Forward-over-reverse (JAX docs' convention), our forward mode over our ``grad``. One primal
+    gives an array, several give a tuple (one block row of H @ v per primal).
     """
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise TypeError(
@@ -134,11 +146,15 @@ def hvp(f: Callable, primals: tuple, tangents: tuple):
     if not primals or len(primals) != len(tangents):
         raise ValueError(f"hvp: {len(primals)} primals but {len(tangents)} tangents")
     argnums = 0 if len(primals) == 1 else tuple(range(len(primals)))
-    return jax.jvp(reverse_mode.grad(f, argnums), primals, tangents)[1]
+    return forward_mode.jvp(reverse_mode.grad(f, argnums), primals, tangents)[1]
 
 
 def vmap(func: Callable, in_dims=0, out_dims=0) -> Callable:
-    """torch.func.vmap: ``out[i] = func(x[i])`` over ``in_dims`` (``jax.vmap``); batches our VJPs (C3.2)."""
+    """torch.func.vmap: ``out[i] = func(x[i])`` over ``in_dims``.
+
+    This one is JAX's own ``jax.vmap`` (batching, not differentiation); it batches our VJP and
+    JVP programs because every rule is ordinary ``jnp`` code. C3.2.
+    """
     if not callable(func):
         raise TypeError(f"vmap: func={func!r} is not callable")
     return jax.vmap(func, in_axes=in_dims, out_axes=out_dims)

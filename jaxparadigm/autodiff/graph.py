@@ -28,7 +28,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jcore
 
+from jaxparadigm.autodiff.complex_refusal import COMPLEX_REFUSED
 from jaxparadigm.autodiff.registry import get_forward, get_vjp, has_forward
+from jaxparadigm.autodiff.trace_cache import TRACES, closes_over_tracers, trace_key
 
 __all__ = ["Graph", "Node", "Saved", "topological_order", "trace", "count_equations"]
 
@@ -208,8 +210,7 @@ class Graph:
             if jnp.issubdtype(v.aval.dtype, jnp.complexfloating):
                 raise TypeError(
                     f"backward: a cotangent reaches the complex value {v}: {v.aval.str_short()}; "
-                    "jaxparadigm.autodiff does not differentiate complex numbers (a deliberate "
-                    "difference from jax); split the value into real and imaginary parts"
+                    + COMPLEX_REFUSED
                 )
             if not hasattr(ct, "dtype"):  # a Python number from a user's custom bwd
                 ct = jnp.asarray(ct, v.aval.dtype)
@@ -337,14 +338,29 @@ class Saved:
         return cls(graph, dict(zip(keys, children, strict=True)))
 
 
-def flat_trace(f: Callable, args: tuple, kwargs: dict | None = None, has_aux: bool = False):
+def flat_trace(
+    f: Callable,
+    args: tuple,
+    kwargs: dict | None = None,
+    has_aux: bool = False,
+    *,
+    cache_as: tuple | None = None,
+):
     """Trace ``f(*args, **kwargs)`` to a ``Graph`` over flat leaves; also return the aux tree.
 
     Returns ``(graph, flat_args, n_main_outputs, aux_tree)``; the graph's outputs are the main
-    output leaves followed by the aux leaves.
+    output leaves followed by the aux leaves. Traces are cached per (f, tree structure, shapes,
+    dtypes, static kwargs) in ``trace_cache.TRACES``, so eager calls do not re-trace.
+    ``cache_as=(fn, static)``: ``f`` is a per-call closure of ``fn`` over the values described by
+    ``static`` (``trace_cache.static_key``; ``None``: not cached); the entry is keyed on those.
     """
     kwargs = kwargs or {}
     flat_args, in_tree = jax.tree_util.tree_flatten(args)
+    key_fn, static = (f, ()) if cache_as is None else cache_as
+    key = trace_key(key_fn, flat_args, in_tree, kwargs, has_aux, static)
+    cached = TRACES.get(key)
+    if cached is not None:
+        return (cached[0], flat_args, *cached[1:])
     trees: dict = {}
 
     def flat_fn(*leaves):
@@ -363,6 +379,8 @@ def flat_trace(f: Callable, args: tuple, kwargs: dict | None = None, has_aux: bo
 
     closed = jax.make_jaxpr(flat_fn)(*flat_args)
     graph = Graph(closed, in_tree, trees["out"])
+    if not closes_over_tracers(closed):
+        TRACES.put(key, (graph, trees["out"].num_leaves, trees["aux"]))
     return graph, flat_args, trees["out"].num_leaves, trees["aux"]
 
 

@@ -1,6 +1,6 @@
 """VJP rules for gather and the scatter family (``x[idx]``, ``x.at[idx].set/add/mul/min/max``). C3.2.
 
-A scatter is paired with the gather that reads back the windows it writes (``_inverse_gather``):
+A scatter is paired with the gather that reads back the windows it writes (``scatter_dims.inverse_gather``):
 
     gather          dx = scatter_add(zeros, idx, ct)                       (its transpose)
     scatter-add     dx = ct,  du = gather(ct)          (scatter-sub: du = -gather(ct))
@@ -21,33 +21,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxparadigm.autodiff.registry import register_vjp
+from jaxparadigm.autodiff.registry import register_jvp, register_vjp
+from jaxparadigm.autodiff.scatter_dims import inverse_gather, inverse_scatter
 
 __all__: list[str] = []
 
 
-def _inverse_gather(dn, updates_shape, operand_ndim):
-    """Gather dimension numbers and slice sizes that read back the windows scatter ``dn`` writes."""
-    gather_dn = lax.GatherDimensionNumbers(
-        offset_dims=dn.update_window_dims,
-        collapsed_slice_dims=dn.inserted_window_dims,
-        start_index_map=dn.scatter_dims_to_operand_dims,
-        operand_batching_dims=dn.operand_batching_dims,
-        start_indices_batching_dims=dn.scatter_indices_batching_dims,
-    )
-    slice_sizes, pos = [], 0
-    for i in range(operand_ndim):
-        if i in dn.inserted_window_dims or i in dn.operand_batching_dims:
-            slice_sizes.append(1)
-        else:
-            slice_sizes.append(updates_shape[dn.update_window_dims[pos]])
-            pos += 1
-    return gather_dn, tuple(slice_sizes)
-
-
 def _gather_back(ct, indices, updates_shape, dn, mode, fill_value=0):
     """The windows of ``ct`` at the positions scatter ``dn`` wrote (``fill_value`` when dropped)."""
-    gather_dn, slice_sizes = _inverse_gather(dn, updates_shape, ct.ndim)
+    gather_dn, slice_sizes = inverse_gather(dn, jnp.shape(ct), updates_shape)
     return lax.gather(
         ct, indices, gather_dn, slice_sizes, mode=mode, fill_value=fill_value
     ).reshape(updates_shape)
@@ -58,14 +40,7 @@ def _gather_vjp(
     ct, x, indices, *, dimension_numbers, unique_indices, indices_are_sorted, mode, **params
 ):
     """The transpose of a gather is a scatter-add of ct into zeros at the same indices."""
-    dn = dimension_numbers
-    scatter_dn = lax.ScatterDimensionNumbers(
-        update_window_dims=dn.offset_dims,
-        inserted_window_dims=dn.collapsed_slice_dims,
-        scatter_dims_to_operand_dims=dn.start_index_map,
-        operand_batching_dims=dn.operand_batching_dims,
-        scatter_indices_batching_dims=dn.start_indices_batching_dims,
-    )
+    scatter_dn = inverse_scatter(dimension_numbers)
     zeros = jnp.zeros(jnp.shape(x), ct.dtype)
     dx = lax.scatter_add(
         zeros,
@@ -89,7 +64,7 @@ def _scatter_add_vjp(ct, x, indices, updates, *, dimension_numbers, mode, **para
     return ct, None, _gather_back(ct, indices, jnp.shape(updates), dimension_numbers, mode)
 
 
-@register_vjp("scatter-sub", "scatter_sub")
+@register_vjp("scatter-sub")
 def _scatter_sub_vjp(ct, x, indices, updates, *, dimension_numbers, mode, **params):
     """out = x - scatter(updates): dx = ct, dupdates = -gather(ct)."""
     return ct, None, -_gather_back(ct, indices, jnp.shape(updates), dimension_numbers, mode)
@@ -104,7 +79,7 @@ def _scatter_vjp(
     ``x.at[idx].apply(f)`` is a ``scatter`` whose ``update_jaxpr`` computes ``f(x)``: refused.
     """
     if update_jaxpr is not None:
-        _scatter_apply_vjp(ct)
+        _scatter_apply_refused(ct)
     dn, ushape = dimension_numbers, jnp.shape(updates)
     zero = jnp.zeros((), ct.dtype)
     if unique_indices:
@@ -120,7 +95,7 @@ def _scatter_vjp(
     return dx, None, du
 
 
-@register_vjp("scatter-mul", "scatter_mul")
+@register_vjp("scatter-mul")
 def _scatter_mul_vjp(ct, x, indices, updates, *, dimension_numbers, mode, **params):
     """out = x * P: dx = ct * P; du_k = gather(ct * x)_k * (product of the other updates at k's
     position), from the count of zero updates and the product of the non-zero ones there."""
@@ -145,7 +120,7 @@ def _scatter_extremal_vjp(ct, x, indices, updates, dn, mode, scatter_op):
     """Transpose of jax's extremal-scatter JVP: ties share the cotangent equally."""
     ushape = jnp.shape(updates)
     out = scatter_op(x, indices, updates, dn, mode=mode)
-    gather_dn, slice_sizes = _inverse_gather(dn, ushape, jnp.ndim(x))
+    gather_dn, slice_sizes = inverse_gather(dn, jnp.shape(x), ushape)
 
     def read(a):  # jax's own gathers here use the default fill (nan) for dropped updates
         return lax.gather(a, indices, gather_dn, slice_sizes, mode=mode).reshape(ushape)
@@ -164,19 +139,21 @@ def _scatter_extremal_vjp(ct, x, indices, updates, dn, mode, scatter_op):
     return dx, None, (h * upd_coef).astype(jnp.result_type(updates))
 
 
-@register_vjp("scatter-max", "scatter_max")
+@register_vjp("scatter-max")
 def _scatter_max_vjp(ct, x, indices, updates, *, dimension_numbers, mode, **params):
     return _scatter_extremal_vjp(ct, x, indices, updates, dimension_numbers, mode, lax.scatter_max)
 
 
-@register_vjp("scatter-min", "scatter_min")
+@register_vjp("scatter-min")
 def _scatter_min_vjp(ct, x, indices, updates, *, dimension_numbers, mode, **params):
     return _scatter_extremal_vjp(ct, x, indices, updates, dimension_numbers, mode, lax.scatter_min)
 
 
-@register_vjp("scatter-apply", "scatter_apply")
-def _scatter_apply_vjp(ct, *primals, **params):
+@register_jvp("scatter-apply")
+@register_vjp("scatter-apply")
+def _scatter_apply_refused(*args, **params):
+    """Neither mode differentiates ``x.at[idx].apply(f)`` (jax has no rule either)."""
     raise NotImplementedError(
-        "scatter-apply (x.at[idx].apply(f)) has no VJP rule, as in jax; write the update with "
+        "scatter-apply (x.at[idx].apply(f)) has no VJP or JVP rule, as in jax; write the update with "
         "x.at[idx].set(f(x[idx])) instead"
     )

@@ -12,6 +12,8 @@ cumsum              the cumsum of ct in the other direction
 cumprod/cummax/cummin/cumlogsumexp  the reverse sweep of our engine over the parallel-prefix
                     implementation ``lax.associative_scan`` (jax differentiates the same
                     implementation for their JVPs)
+reduce (variadic)   our reverse sweep (VJP) or our JVP interpreter (JVP) over jax's tree
+                    reduction with the user's reducer
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import numpy as np
 from jax import lax
 
 from jaxparadigm.autodiff.graph import Graph, trace
-from jaxparadigm.autodiff.registry import register_vjp
+from jaxparadigm.autodiff.jvp_interpreter import eval_jvp_closed
+from jaxparadigm.autodiff.registry import register_jvp, register_vjp
 from jaxparadigm.autodiff.structural_rules import unpad
 
 __all__: list[str] = []
@@ -231,3 +234,18 @@ def _reduce_vjp(cts, *args, jaxpr, dimensions, **params):
     ]
     in_cts = graph.backward(graph.forward(list(xs)), cts)
     return (*in_cts, *([None] * n))
+
+
+@register_jvp("reduce")
+def _reduce_jvp(primals, tangents, *, jaxpr, dimensions, **params):
+    """Variadic ``lax.reduce``, forward mode: our JVP interpreter over the same tree reduction
+    (as jax's ``_reduce_jvp_rule``). Like jax, a nonzero tangent of an init value is refused."""
+    n = len(primals) // 2
+    xs, inits = primals[:n], primals[n:]
+    if any(t is not None for t in tangents[n:]):
+        raise NotImplementedError(
+            "reduce: a nonzero tangent reaches an init value of a general lax.reduce; as in jax, "
+            "only the operands can be differentiated"
+        )
+    tree = _tree_reduce(Graph(jaxpr), inits, tuple(dimensions), jnp.shape(xs[0]))
+    return eval_jvp_closed(jax.make_jaxpr(tree)(*xs), list(xs), list(tangents[:n]))

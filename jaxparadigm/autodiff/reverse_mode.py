@@ -6,7 +6,8 @@ backward pass is an ordinary traceable program: it works under ``jax.jit``/``jax
 ``grad(grad(f))`` re-enters the engine on the first backward's own graph (one graph per level).
 
 Complex numbers are refused, deliberately: a complex differentiated input, a complex output of
-``vjp`` or a cotangent reaching a complex intermediate raises ``TypeError`` naming it. (jax
+``vjp`` or a cotangent reaching a complex intermediate raises ``TypeError`` naming it
+(``complex_refusal``, shared with forward mode). (jax
 differentiates them with its conjugate-cotangent convention; we do not implement it, and silently
 dropping the imaginary part is the one outcome we rule out.)
 """
@@ -21,47 +22,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import dtypes
 
+from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
+from jaxparadigm.autodiff.complex_refusal import refuse_complex
 from jaxparadigm.autodiff.graph import Saved, flat_trace
+from jaxparadigm.autodiff.trace_cache import static_key
 
-__all__ = ["grad", "value_and_grad", "vjp", "normalize_argnums"]
-
-
-def normalize_argnums(argnums, fn_name: str = "grad") -> tuple[int, ...] | int:
-    """Validate ``argnums`` (an int or a non-empty sequence of ints) before any tracing."""
-    if isinstance(argnums, bool) or not isinstance(argnums, (int, tuple, list)):
-        raise TypeError(f"{fn_name}: argnums={argnums!r}; expected an int or a tuple of ints")
-    if isinstance(argnums, (tuple, list)):
-        if not argnums or any(isinstance(a, bool) or not isinstance(a, int) for a in argnums):
-            raise TypeError(f"{fn_name}: argnums={argnums!r}; expected a non-empty tuple of ints")
-        if len(set(argnums)) != len(argnums):
-            raise ValueError(f"{fn_name}: argnums={argnums!r} has repeated entries")
-        return tuple(argnums)
-    return argnums
-
-
-def _resolve_argnums(argnums, n_args: int, fn_name: str) -> tuple[int, ...]:
-    nums = argnums if isinstance(argnums, tuple) else (argnums,)
-    out = []
-    for a in nums:
-        if not -n_args <= a < n_args:
-            raise ValueError(
-                f"{fn_name}: argnums={argnums!r} is out of range for a function called with "
-                f"{n_args} positional argument(s); expected values in [{-n_args}, {n_args})"
-            )
-        out.append(a % n_args)
-    return tuple(out)
-
-
-COMPLEX_REFUSED = (
-    "jaxparadigm.autodiff does not differentiate complex numbers (a deliberate difference from "
-    "jax's conjugate-cotangent convention); split the value into real and imaginary parts"
-)
-
-
-def _refuse_complex(dtype, what: str, fn_name: str) -> None:
-    """``TypeError`` naming ``what`` when ``dtype`` is complex (see the module docstring)."""
-    if jnp.issubdtype(dtype, jnp.complexfloating):
-        raise TypeError(f"{fn_name}: {what} has dtype {dtype}; {COMPLEX_REFUSED}")
+__all__ = ["grad", "value_and_grad", "vjp"]
 
 
 def wrt_mask(args: tuple, argnums: Sequence[int], fn_name: str) -> list[bool]:
@@ -72,7 +38,7 @@ def wrt_mask(args: tuple, argnums: Sequence[int], fn_name: str) -> list[bool]:
         if i in argnums:
             for leaf in leaves:
                 dtype = jnp.result_type(leaf)
-                _refuse_complex(dtype, f"argument {i} (argnums) has a leaf that", fn_name)
+                refuse_complex([dtype], f"argument {i} (argnums)", fn_name)
                 if not jnp.issubdtype(dtype, jnp.floating):
                     raise TypeError(
                         f"{fn_name}: argument {i} (argnums) has a leaf of dtype {dtype}; "
@@ -125,11 +91,13 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
 
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
-        nums = _resolve_argnums(argnums, len(args), "grad")
+        nums = resolve_argnums(argnums, len(args), "grad")
         wrt_mask(args, nums, "grad")
         # Only the differentiated arguments are traced; the others (and kwargs) are closed over
         # as they are, as jax.grad does: a custom_vjp's nondiff argument or a closure_convert
-        # constant stays concrete.
+        # constant stays concrete. The trace is cached under f itself, the argnums split and the
+        # closed-over values (static_key: scalars by value; never cached when one is an array).
+        # When every argument is differentiated nothing is closed over: f's own entry serves.
         wrt_args = tuple(args[i] for i in nums)
 
         def f_wrt(*wrt_vals):
@@ -138,7 +106,13 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
                 full[i] = v
             return f(*full, **kwargs)
 
-        graph, flat_args, n_out, aux_tree = flat_trace(f_wrt, wrt_args, None, has_aux)
+        if nums == tuple(range(len(args))) and not kwargs:
+            static = ()  # f_wrt is f itself: share the entry of f's own trace (jvp, vjp)
+        else:
+            static = static_key((nums, [a for i, a in enumerate(args) if i not in nums], kwargs))
+        graph, flat_args, n_out, aux_tree = flat_trace(
+            f_wrt, wrt_args, None, has_aux, cache_as=(f, static)
+        )
         wrt = [True] * len(flat_args)
         out_avals = [v.aval for v in graph.outputs[:n_out]]
         if n_out != 1 or out_avals[0].shape != ():
@@ -194,12 +168,12 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
         raise TypeError(f"vjp: f={f!r} is not callable")
     wrt = []
     for i, p in enumerate(primals):
-        for x in jax.tree_util.tree_leaves(p):
-            _refuse_complex(jnp.result_type(x), f"primal {i} has a leaf that", "vjp")
-            wrt.append(jnp.issubdtype(jnp.result_type(x), jnp.floating))
+        leaves = jax.tree_util.tree_leaves(p)
+        refuse_complex(leaves, f"primal {i}", "vjp")
+        wrt += [jnp.issubdtype(jnp.result_type(x), jnp.floating) for x in leaves]
     graph, flat_args, n_out, aux_tree = flat_trace(f, primals, None, has_aux)
     for k, v in enumerate(graph.outputs[:n_out]):
-        _refuse_complex(v.aval.dtype, f"output {k}", "vjp")
+        refuse_complex([v.aval], f"output {k}", "vjp")
     env = graph.forward(flat_args, wrt)
     outs = graph.outputs_of(env)
     out = jax.tree_util.tree_unflatten(graph.out_tree, outs[:n_out])

@@ -5,7 +5,7 @@
 leaf ``x`` (PyTorch's names, without the overload digit). ``y.backward()`` walks the nodes in
 reverse topological order (micrograd / minitorch style):
 
-    grad[input] += node.backward(grad[node output], *node.saved_tensors)
+    grad[input] += node.backward(grad[node output], ``*node.saved_tensors``)
 
 Saved tensors are dropped once backward has run unless ``retain_graph=True``; running a node whose
 saved tensors were dropped raises PyTorch's ``RuntimeError`` (claim C2.2). Broadcast operands get
@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import jax.numpy as jnp
 
+from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
 from jaxparadigm.autodiff.tape_nodes import (
     AccumulateGrad,
     BackwardNode,
@@ -95,17 +96,11 @@ def grad(f: Callable, argnums=0) -> Callable:
     """``tape.grad(f)(x)``: run ``f`` on leaf Vars, backward, return the leaves' ``.grad``. C3.1."""
     if not callable(f):
         raise TypeError(f"tape.grad: f={f!r} is not callable")
-    if isinstance(argnums, bool) or not isinstance(argnums, (int, tuple)):
-        raise TypeError(f"tape.grad: argnums={argnums!r}; expected an int or a tuple of ints")
-    nums = (argnums,) if isinstance(argnums, int) else argnums
+    argnums = normalize_argnums(argnums, "tape.grad")
 
     def grad_f(*args):
-        for a in nums:
-            if not -len(args) <= a < len(args):
-                raise ValueError(
-                    f"tape.grad: argnums={argnums!r} out of range for {len(args)} argument(s)"
-                )
-        idx = {a % len(args) for a in nums}
+        order = resolve_argnums(argnums, len(args), "tape.grad")
+        idx = set(order)
         vs = [Var(x, requires_grad=True) if i in idx else x for i, x in enumerate(args)]
         out = f(*vs)
         if not isinstance(out, Var) or out.value.size != 1:
@@ -118,7 +113,6 @@ def grad(f: Callable, argnums=0) -> Callable:
         ]
         if isinstance(argnums, int):
             return gs[0]
-        order = [a % len(args) for a in nums]
         by_index = dict(zip(sorted(idx), gs, strict=True))
         return tuple(by_index[i] for i in order)
 

@@ -1,5 +1,8 @@
 """Small matplotlib figures for the claims ledger, written as PNGs into one temporary folder per
-process (``write_report`` copies them next to the report)."""
+process (``write_report`` copies them next to the report).
+
+Drawn with matplotlib's object API (``matplotlib.figure.Figure`` saved directly): no pyplot, and
+no process-wide backend switch at import."""
 
 from __future__ import annotations
 
@@ -8,10 +11,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure
 
 
 @functools.cache
@@ -24,7 +24,8 @@ def bar_chart(
     name: str, labels: Sequence[str], values: Sequence[float], title: str, xlabel: str
 ) -> str:
     """A bar chart of ``values`` per label; returns the PNG path."""
-    fig, ax = plt.subplots(figsize=(5, 3.2))
+    fig = Figure(figsize=(5, 3.2))
+    ax = fig.subplots()
     ax.bar(list(labels), list(values), color="#4c72b0")
     for i, v in enumerate(values):
         ax.annotate(f"{v:.3g}", (i, v), ha="center", va="bottom", fontsize=8)
@@ -42,7 +43,8 @@ def line_chart(
     ylabel: str,
 ) -> str:
     """One line per series against ``x``; returns the PNG path."""
-    fig, ax = plt.subplots(figsize=(6, 3.4))
+    fig = Figure(figsize=(6, 3.4))
+    ax = fig.subplots()
     for label, ys in series.items():
         ax.plot(list(x), list(ys), marker=".", label=label)
     ax.axhline(0.0, color="grey", lw=0.6)
@@ -53,9 +55,8 @@ def line_chart(
     return _save(fig, name)
 
 
-def _save(fig, name: str) -> str:
+def _save(fig: Figure, name: str) -> str:
     path = figure_dir() / name
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return str(path)

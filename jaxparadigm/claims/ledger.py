@@ -2,7 +2,9 @@
 
 ``@experiment("C2.1", "statement")`` registers a ``measure`` function; its ``decide`` rule is attached with
 ``@<measure>.decide``. ``run_claims`` runs the selected experiments in ID order and builds each verdict as
-``Verdict(id, *decide(evidence), evidence, figures)`` — the only way a status is produced.
+``Verdict(id, *decide(evidence), evidence, figures)`` — the only way a status is produced. Every
+evidence dict gets a ``platform`` record (:func:`platform_record`) before the rule sees it.
+An experiment registered with ``config="c5_2"`` receives that section of :class:`ClaimsConfig`.
 """
 
 from __future__ import annotations
@@ -15,15 +17,21 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from jaxparadigm.claims.platform_record import platform_record
 from jaxparadigm.claims.verdict import Verdict
+from jaxparadigm.config import ClaimsConfig
+from jaxparadigm.errors import InputError
 
-# Modules holding the experiments, one per chapter of the seed article.
+# Modules holding the experiments, one per chapter (C2.2 has its own) of the seed article.
 EXPERIMENT_MODULES = (
     "jaxparadigm.claims.c1_retrieval",
     "jaxparadigm.claims.c2_tensor",
+    "jaxparadigm.claims.c2_saved_tensors",
     "jaxparadigm.claims.c3_autodiff",
     "jaxparadigm.claims.c4_optim",
+    "jaxparadigm.claims.c4_clipping",
     "jaxparadigm.claims.c5_engineering",
+    "jaxparadigm.claims.c5_service",
 )
 
 
@@ -32,22 +40,28 @@ class Experiment:
     """One claim's experiment: ``measure() -> dict`` and ``decide(evidence) -> (status, summary)``.
 
     ``measure`` may put a ``"_figures"`` entry ({name: png path}) in its dict; it is moved to
-    ``Verdict.figures``.
+    ``Verdict.figures``. ``config`` names the :class:`ClaimsConfig` section passed to ``measure``.
     """
 
     claim_id: str
     statement: str
-    measure: Callable[[], dict[str, Any]]
+    measure: Callable[..., dict[str, Any]]
     rule: Callable[[dict[str, Any]], tuple[str, str]] | None = None
+    config: str | None = None
 
     def decide(self, rule: Callable[[dict[str, Any]], tuple[str, str]]):
         """Decorator attaching the pure status rule."""
         self.rule = rule
         return rule
 
-    def run(self) -> Verdict:
-        evidence = dict(self.measure())
+    def run(self, config: ClaimsConfig | None = None) -> Verdict:
+        """Measure (with this experiment's config section), add the platform, decide."""
+        if self.config is None:
+            evidence = dict(self.measure())
+        else:
+            evidence = dict(self.measure(getattr(config or ClaimsConfig(), self.config)))
         figures = evidence.pop("_figures", {})
+        evidence.setdefault("platform", platform_record())
         return self.verdict_from(evidence, figures)
 
     def verdict_from(
@@ -63,13 +77,15 @@ class Experiment:
 _REGISTRY: dict[str, Experiment] = {}
 
 
-def experiment(claim_id: str, statement: str):
+def experiment(claim_id: str, statement: str, config: str | None = None):
     """Register ``measure`` as the experiment for ``claim_id`` (one per ID)."""
+    if config is not None and config not in {f.name for f in dataclasses.fields(ClaimsConfig)}:
+        raise ValueError(f"claim {claim_id}: config section {config!r} is not in ClaimsConfig")
 
-    def wrap(measure: Callable[[], dict[str, Any]]) -> Experiment:
+    def wrap(measure: Callable[..., dict[str, Any]]) -> Experiment:
         if claim_id in _REGISTRY:
             raise ValueError(f"claim {claim_id}: an experiment is already registered")
-        exp = Experiment(claim_id, statement, measure)
+        exp = Experiment(claim_id, statement, measure, config=config)
         _REGISTRY[claim_id] = exp
         return exp
 
@@ -87,16 +103,23 @@ def experiments() -> dict[str, Experiment]:
     return {k: _REGISTRY[k] for k in sorted(_REGISTRY, key=_id_key)}
 
 
-def run_claims(only: Iterable[str] | None = None, progress: bool = True) -> list[Verdict]:
-    """Run the experiments for ``only`` (claim IDs; all when None) and return their verdicts."""
+def run_claims(
+    only: Iterable[str] | None = None,
+    progress: bool = True,
+    config: ClaimsConfig | None = None,
+) -> list[Verdict]:
+    """Run the experiments for ``only`` (claim IDs; all when None) and return their verdicts.
+
+    ``config`` carries the thresholds and load settings (``claims.*``); the article's numbers by default.
+    """
     table = experiments()
     ids = list(table) if only is None else list(only)
     unknown = [i for i in ids if i not in table]
     if unknown:
-        raise ValueError(f"claim id {unknown[0]!r}: unknown; expected one of {', '.join(table)}")
+        raise InputError(f"claim id {unknown[0]!r}: unknown; expected one of {', '.join(table)}")
     out = []
     bar = tqdm(ids, desc="claims", disable=not progress, leave=False)
     for claim_id in bar:
         bar.set_postfix_str(claim_id)
-        out.append(table[claim_id].run())
+        out.append(table[claim_id].run(config))
     return out

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 from jaxparadigm.claims.verdict import Verdict
+from jaxparadigm.errors import InputError
 
 _MARK = {"holds": "holds", "fails": "FAILS", "conditional": "conditional"}
 
@@ -90,12 +91,12 @@ def update_readme(verdicts: list[Verdict], path: str | os.PathLike) -> Path:
     """Replace the README section between the claims markers with the ledger's errata list.
 
     The section lists each claim that fails or holds only conditionally, with its computed summary.
-    ``ValueError`` if the markers are missing (the file is left untouched).
+    ``InputError`` (a ``ValueError``) if the markers are missing (the file is left untouched).
     """
     readme = Path(path)
     text = readme.read_text(encoding="utf-8")
     if README_START not in text or README_END not in text:
-        raise ValueError(
+        raise InputError(
             f"readme {os.fspath(path)!r}: missing the markers {README_START!r} ... {README_END!r}"
         )
     head, rest = text.split(README_START, 1)

@@ -15,7 +15,7 @@ STATUSES = ("holds", "fails", "conditional")
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
-    """The computed verdict for one claim ID of ``CLAIMS.md``.
+    """The computed verdict for one claim ID of ``docs/CLAIMS.md``.
 
     ``status`` is ``holds`` (the article's claim is confirmed by the measurement), ``fails`` (it is
     contradicted), or ``conditional`` (true only under conditions the article does not state; ``summary``

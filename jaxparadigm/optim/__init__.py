@@ -1,7 +1,8 @@
 """jaxparadigm.optim: optimisers rebuilt as optax ``GradientTransformation``s (C4.1-C4.4).
 
 Every stateful transformation counts with ``safe_increment``; schedules live in
-``jaxparadigm.optim.schedules``, clipping paradigms in ``jaxparadigm.optim.clipping``.
+``jaxparadigm.optim.schedules``, clipping paradigms in ``jaxparadigm.optim.clipping``, live
+(state-held) hyper-parameters in ``jaxparadigm.optim.inject``.
 """
 
 from jaxparadigm.optim import schedules
@@ -16,6 +17,7 @@ from jaxparadigm.optim.clipping import (
     global_norm,
 )
 from jaxparadigm.optim.counters import safe_increment
+from jaxparadigm.optim.inject import InjectHyperparamsState, inject_hyperparams, set_hyperparams
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate, scale_by_schedule
 from jaxparadigm.optim.loss_scale import DynamicLossScale, LossScaleState, dynamic_loss_scale
 from jaxparadigm.optim.sgd import sgd, trace
@@ -24,6 +26,7 @@ from jaxparadigm.optim.weight_decay import add_decayed_weights
 __all__ = [
     "AdamTorchState",
     "DynamicLossScale",
+    "InjectHyperparamsState",
     "LossScaleState",
     "ScaleByAdamState",
     "adam",
@@ -38,12 +41,14 @@ __all__ = [
     "clip_grad_norm_torch",
     "dynamic_loss_scale",
     "global_norm",
+    "inject_hyperparams",
     "safe_increment",
     "scale_by_adam",
     "scale_by_learning_rate",
     "scale_by_schedule",
     "schedule_for",
     "schedules",
+    "set_hyperparams",
     "sgd",
     "trace",
 ]

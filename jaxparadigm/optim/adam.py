@@ -20,6 +20,7 @@ from jaxparadigm.optim.adam_torch import AdamTorchState
 from jaxparadigm.optim.counters import safe_increment
 from jaxparadigm.optim.hyperparams import check_decay, check_number, storage_dtype
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
+from jaxparadigm.optim.param_dtypes import abs_sq, coefficient, require_inexact
 from jaxparadigm.optim.weight_decay import add_decayed_weights
 
 
@@ -29,6 +30,34 @@ class ScaleByAdamState(NamedTuple):
     count: jax.Array
     mu: Any
     nu: Any
+
+
+class AdamCoefficients(NamedTuple):
+    """Adam's scalar coefficients (C4.2): Python floats, or float32 arrays for live ones.
+
+    ``one_minus_b1``/``one_minus_b2`` are ``1 - b`` computed once in float64 and rounded, which
+    is what the static ``scale_by_adam`` folds into its program as constants (``1 - b1`` computed
+    in float32 from a float32 ``b1`` rounds differently: the drift optax #583 reports between
+    ``adam`` and ``inject_hyperparams(adam)``).
+    """
+
+    b1: Any
+    one_minus_b1: Any
+    b2: Any
+    one_minus_b2: Any
+    eps: Any
+    eps_root: Any
+
+
+def adam_coefficients(
+    b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0
+) -> AdamCoefficients:
+    """Checked Python-float coefficients; ``b1``/``b2`` in ``[0, 1)``, ``eps > 0``, ``eps_root >= 0``."""
+    b1 = check_decay("b1", b1)
+    b2 = check_decay("b2", b2)
+    eps = check_number("eps", eps, low=0.0, low_open=True)
+    eps_root = check_number("eps_root", eps_root, low=0.0)
+    return AdamCoefficients(b1, 1 - b1, b2, 1 - b2, eps, eps_root)
 
 
 @functools.partial(jax.jit, inline=True)
@@ -48,6 +77,75 @@ def _compute_dtype(g: jax.Array) -> Any:
     return jnp.promote_types(g.dtype, jnp.float32)
 
 
+def _cast_to_storage(value: jax.Array, stored: jax.Array) -> jax.Array:
+    """Cast a new moment to its storage dtype; a real store keeps the real part of ``|g|^2`` sums."""
+    if jnp.iscomplexobj(value) and not jnp.iscomplexobj(stored):
+        value = value.real
+    return value.astype(stored.dtype)
+
+
+def init_adam_state(params: Any, mu_dtype: Any, nu_dtype: Any) -> ScaleByAdamState:
+    """Zero moments shaped like ``params``; refuses integer params and complex params whose
+    ``mu`` would be stored in a real dtype (the imaginary part would be dropped)."""
+    require_inexact("params", params)
+    if mu_dtype is not None:
+        for leaf in jax.tree.leaves(params):
+            if jnp.iscomplexobj(leaf):
+                raise TypeError(
+                    f"mu_dtype={jnp.dtype(mu_dtype).name}: complex params need a complex first "
+                    "moment; use mu_dtype=None (the params' dtype, as optax)"
+                )
+    mu = jax.tree.map(lambda p: jnp.zeros_like(p, dtype=mu_dtype), params)
+    nu = jax.tree.map(lambda p: jnp.zeros_like(p, dtype=nu_dtype), params)
+    return ScaleByAdamState(count=jnp.zeros([], jnp.int32), mu=mu, nu=nu)
+
+
+def update_adam_state(
+    updates: Any, state: ScaleByAdamState, c: AdamCoefficients
+) -> tuple[Any, ScaleByAdamState]:
+    """One Adam direction step with coefficients ``c`` (floats or arrays), optax's op order.
+
+    ``m <- (1-b1) g + b1 m``; ``v <- (1-b2) |g|^2 + b2 v``; ``u = m_hat / (sqrt(v_hat + eps_root)
+    + eps)``; leaves whose gradient is None keep their moments and get a None update.
+    """
+    require_inexact("updates", updates)
+    is_none = lambda x: x is None
+
+    def first_moment(g, t):
+        if g is None:
+            return None
+        # ``g**1`` is kept on purpose: it is optax's op sequence, and XLA's fusion (hence the
+        # rounding of ``m / (1 - b1^t)``) depends on it; bitwise equality with optax needs it.
+        cd = _compute_dtype(g)
+        return coefficient(c.one_minus_b1, g.dtype) * (g**1) + coefficient(c.b1, cd) * t.astype(cd)
+
+    def second_moment(g, t):
+        if g is None:
+            return None
+        cd = _compute_dtype(g)
+        sq = abs_sq(g)
+        return coefficient(c.one_minus_b2, sq.dtype) * sq + coefficient(c.b2, cd) * t.astype(cd)
+
+    mu = jax.tree.map(first_moment, updates, state.mu, is_leaf=is_none)
+    nu = jax.tree.map(second_moment, updates, state.nu, is_leaf=is_none)
+    count_inc = safe_increment(state.count)
+
+    mu_hat = _bias_correction(mu, c.b1, count_inc)
+    nu_hat = _bias_correction(nu, c.b2, count_inc)
+
+    def direction(g, m, v):
+        if m is None:
+            return None
+        eps_root, eps = coefficient(c.eps_root, v.dtype), coefficient(c.eps, v.dtype)
+        return (m / (jnp.sqrt(v + eps_root) + eps)).astype(g.dtype)
+
+    new_updates = jax.tree.map(direction, updates, mu_hat, nu_hat, is_leaf=is_none)
+    cast_like = lambda t, stored: stored if t is None else _cast_to_storage(t, stored)
+    mu = jax.tree.map(cast_like, mu, state.mu, is_leaf=is_none)
+    nu = jax.tree.map(cast_like, nu, state.nu, is_leaf=is_none)
+    return new_updates, ScaleByAdamState(count=count_inc, mu=mu, nu=nu)
+
+
 def scale_by_adam(
     b1: float = 0.9,
     b2: float = 0.999,
@@ -58,57 +156,25 @@ def scale_by_adam(
 ) -> optax.GradientTransformation:
     """Rescale updates by Adam's bias-corrected moments (C4.2).
 
-    ``m <- b1 m + (1-b1) g``; ``v <- b2 v + (1-b2) g^2``;
+    ``m <- b1 m + (1-b1) g``; ``v <- b2 v + (1-b2) |g|^2``;
     ``u = m_hat / (sqrt(v_hat + eps_root) + eps)`` with ``m_hat = m / (1 - b1^t)``,
     ``v_hat = v / (1 - b2^t)``. Moments are computed in float32 (or wider) and only *stored* in
     ``mu_dtype``/``nu_dtype`` (None: the params' dtype; else float32, bfloat16 or float16).
+
+    Complex params follow optax: ``|g|^2 = (conj(g) g).real`` in ``v``; ``mu_dtype=None`` keeps
+    ``mu`` complex (a real ``mu_dtype`` is refused, a complex one too: use None), while ``nu`` may
+    be stored real. Integer params or gradients raise ``TypeError``.
     """
-    b1 = check_decay("b1", b1)
-    b2 = check_decay("b2", b2)
-    check_number("eps", eps, low=0.0, low_open=True)
-    check_number("eps_root", eps_root, low=0.0)
+    coefficients = adam_coefficients(b1, b2, eps, eps_root)
     mu_dtype = storage_dtype("mu_dtype", mu_dtype)
     nu_dtype = storage_dtype("nu_dtype", nu_dtype)
 
     def init_fn(params):
-        mu = jax.tree.map(lambda p: jnp.zeros_like(p, dtype=mu_dtype), params)
-        nu = jax.tree.map(lambda p: jnp.zeros_like(p, dtype=nu_dtype), params)
-        return ScaleByAdamState(count=jnp.zeros([], jnp.int32), mu=mu, nu=nu)
-
-    def first_moment(g, t):
-        if g is None:
-            return None
-        # ``g**1`` is kept on purpose: it is optax's op sequence, and XLA's fusion (hence the
-        # rounding of ``m / (1 - b1^t)``) depends on it; bitwise equality with optax needs it.
-        return (1 - b1) * (g**1) + b1 * t.astype(_compute_dtype(g))
-
-    def second_moment(g, t):
-        if g is None:
-            return None
-        return (1 - b2) * (g**2) + b2 * t.astype(_compute_dtype(g))
+        return init_adam_state(params, mu_dtype, nu_dtype)
 
     def update_fn(updates, state, params=None):
         del params
-        is_none = lambda x: x is None
-        mu = jax.tree.map(first_moment, updates, state.mu, is_leaf=is_none)
-        nu = jax.tree.map(second_moment, updates, state.nu, is_leaf=is_none)
-        count_inc = safe_increment(state.count)
-
-        mu_hat = _bias_correction(mu, b1, count_inc)
-        nu_hat = _bias_correction(nu, b2, count_inc)
-        new_updates = jax.tree.map(
-            lambda g, m, v: (
-                None if m is None else (m / (jnp.sqrt(v + eps_root) + eps)).astype(g.dtype)
-            ),
-            updates,
-            mu_hat,
-            nu_hat,
-            is_leaf=is_none,
-        )
-        cast_like = lambda t, stored: stored if t is None else t.astype(stored.dtype)
-        mu = jax.tree.map(cast_like, mu, state.mu, is_leaf=is_none)
-        nu = jax.tree.map(cast_like, nu, state.nu, is_leaf=is_none)
-        return new_updates, ScaleByAdamState(count=count_inc, mu=mu, nu=nu)
+        return update_adam_state(updates, state, coefficients)
 
     return optax.GradientTransformation(init_fn, update_fn)
 

@@ -16,6 +16,7 @@ import optax
 
 from jaxparadigm.optim.counters import safe_increment
 from jaxparadigm.optim.hyperparams import check_decay, check_learning_rate, check_number
+from jaxparadigm.optim.param_dtypes import require_inexact
 
 
 class AdamTorchState(NamedTuple):
@@ -47,12 +48,14 @@ def adam_torch_style(
     is_none = lambda x: x is None
 
     def init_fn(params):
+        require_inexact("params", params)
         # Two separate trees: sharing one buffer would break donation of the state.
         mu = jax.tree.map(jnp.zeros_like, params)
         nu = jax.tree.map(jnp.zeros_like, params)
         return AdamTorchState(count=jnp.zeros([], jnp.int32), mu=mu, nu=nu)
 
     def update_fn(updates, state, params=None):
+        require_inexact("updates", updates)
         if wd > 0.0:
             if params is None:
                 raise ValueError("adam_torch_style: params=None, expected params for weight decay")

@@ -14,11 +14,12 @@ import optax
 
 from jaxparadigm.config import OptimConfig
 from jaxparadigm.optim import clipping, schedules
-from jaxparadigm.optim.adam import scale_by_adam
+from jaxparadigm.optim.adam import adam, adamw, scale_by_adam
 from jaxparadigm.optim.adam_torch import adam_torch_style
 from jaxparadigm.optim.hyperparams import check_decay, check_int, check_number
+from jaxparadigm.optim.inject import inject_hyperparams
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
-from jaxparadigm.optim.sgd import trace
+from jaxparadigm.optim.sgd import sgd, trace
 from jaxparadigm.optim.weight_decay import add_decayed_weights
 
 _CLIPS = {
@@ -109,7 +110,7 @@ def schedule_for(config: OptimConfig) -> schedules.Schedule:
     raise ValueError(f"optim.schedule.name={sc.name!r}: unknown schedule")
 
 
-def chain_for(config: OptimConfig) -> optax.GradientTransformation:
+def chain_for(config: OptimConfig, live: bool = False) -> optax.GradientTransformation:
     """clip -> direction -> weight decay -> ``-schedule_for(config)(count)`` (C4.1-C4.4).
 
     ``config.name``: ``adam`` (L2 decay added to the gradient before Adam, like ``torch.optim.Adam``),
@@ -118,8 +119,15 @@ def chain_for(config: OptimConfig) -> optax.GradientTransformation:
     clipping paradigm (``none``, ``global``, ``torch``, ``tf``, ``per_leaf``). All stages are
     elementwise after one norm reduction, so under ``jax.jit`` (with donated params/state) XLA
     fuses the chain into a single pass over the parameters.
+
+    ``live=True`` builds the direction, decay and rate stages with ``inject_hyperparams``: the
+    same updates bit for bit, with ``lr_scale``, ``b1``/``b2``, ``momentum`` and the decoupled
+    ``weight_decay`` in the state for ``set_hyperparams`` (``adam``'s L2 term stays static;
+    ``adam_torch`` has no live form).
     """
     config = _check_config(config)
+    if not isinstance(live, bool):
+        raise TypeError(f"live={live!r}: expected a bool")
     schedule = schedule_for(config)
     parts: list[optax.GradientTransformation] = []
     if config.clip.style != "none":
@@ -127,26 +135,34 @@ def chain_for(config: OptimConfig) -> optax.GradientTransformation:
             raise ValueError(f"optim.clip.style={config.clip.style!r}: unknown clipping style")
         parts.append(_CLIPS[config.clip.style](config.clip.max_norm))
     wd = config.weight_decay
+    adam_args = (config.b1, config.b2, config.eps, 0.0, config.mu_dtype, config.nu_dtype)
     if config.name == "adam":
         if wd > 0.0:
             parts.append(add_decayed_weights(wd))
-        parts.append(
-            scale_by_adam(config.b1, config.b2, config.eps, 0.0, config.mu_dtype, config.nu_dtype)
-        )
-        parts.append(scale_by_learning_rate(schedule))
+        if live:
+            parts.append(inject_hyperparams(adam)(schedule, *adam_args))
+        else:
+            parts.append(scale_by_adam(*adam_args))
+            parts.append(scale_by_learning_rate(schedule))
     elif config.name == "adamw":
-        parts.append(
-            scale_by_adam(config.b1, config.b2, config.eps, 0.0, config.mu_dtype, config.nu_dtype)
-        )
-        parts.append(add_decayed_weights(wd))
-        parts.append(scale_by_learning_rate(schedule))
-    elif config.name == "sgd":
-        if wd > 0.0:
+        if live:
+            parts.append(inject_hyperparams(adamw)(schedule, *adam_args, weight_decay=wd))
+        else:
+            parts.append(scale_by_adam(*adam_args))
             parts.append(add_decayed_weights(wd))
-        if config.momentum > 0.0:
-            parts.append(trace(config.momentum, config.nesterov))
-        parts.append(scale_by_learning_rate(schedule))
+            parts.append(scale_by_learning_rate(schedule))
+    elif config.name == "sgd":
+        if live:
+            parts.append(inject_hyperparams(sgd)(schedule, config.momentum, config.nesterov, wd))
+        else:
+            if wd > 0.0:
+                parts.append(add_decayed_weights(wd))
+            if config.momentum > 0.0:
+                parts.append(trace(config.momentum, config.nesterov))
+            parts.append(scale_by_learning_rate(schedule))
     elif config.name == "adam_torch":
+        if live:
+            raise ValueError("optim.name='adam_torch': no live form; use live=False")
         parts.append(adam_torch_style(schedule, config.b1, config.b2, config.eps, wd))
     else:
         raise ValueError(f"optim.name={config.name!r}: unknown optimiser")

@@ -1,6 +1,6 @@
 """Gradient clipping paradigms side by side (C4.4).
 
-All four compute the same global L2 norm ``||g|| = sqrt(sum_leaves sum g^2)`` (PyTorch reaches it
+All four compute the same global L2 norm ``||g|| = sqrt(sum_leaves sum |g|^2)`` (PyTorch reaches it
 as the norm of the per-leaf norms); they differ in how the factor is applied:
 
 * ``clip_by_global_norm`` (optax/TF result): ``g * max_norm / max(||g||, max_norm)``
@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxparadigm.optim.hyperparams import check_number
+from jaxparadigm.optim.param_dtypes import abs_sq
 
 
 def _empty(params):
@@ -26,9 +27,14 @@ def _empty(params):
     return optax.EmptyState()
 
 
+def _sum_sq(x: jax.Array) -> jax.Array:
+    """``sum |x|^2`` of one leaf (complex leaves: ``(conj(x) x).real``, as ``optax.tree.norm``)."""
+    return jnp.sum(abs_sq(x) if jnp.iscomplexobj(x) else jnp.square(x))
+
+
 def global_norm(tree: Any) -> jax.Array:
-    """``sqrt(sum over leaves of sum(leaf**2))`` (C4.4); same reduction order as ``optax.tree.norm``."""
-    sums = jax.tree.map(lambda x: jnp.sum(jnp.square(x)), tree)
+    """``sqrt(sum over leaves of sum(|leaf|**2))`` (C4.4); same reduction order as ``optax.tree.norm``."""
+    sums = jax.tree.map(_sum_sq, tree)
     return jnp.sqrt(jax.tree.reduce(operator.add, sums, initializer=0))
 
 
@@ -70,7 +76,8 @@ def clip_grad_norm_torch(max_norm: float, eps: float = 1e-6) -> optax.GradientTr
         leaves = jax.tree.leaves(updates)
         if not leaves:
             return updates, state
-        per_leaf = jnp.stack([jnp.linalg.norm(jnp.ravel(x).astype(jnp.float32)) for x in leaves])
+        as_wide = lambda x: x if jnp.iscomplexobj(x) else x.astype(jnp.float32)
+        per_leaf = jnp.stack([jnp.linalg.norm(jnp.ravel(as_wide(x))) for x in leaves])
         total = jnp.linalg.norm(per_leaf)
         factor = jnp.minimum(max_norm / (total + eps), 1.0)
         return _scale_all(updates, factor), state
@@ -104,7 +111,7 @@ def clip_by_norm_per_leaf(max_norm: float) -> optax.GradientTransformation:
     check_number("max_norm", max_norm, low=0.0, low_open=True)
 
     def clip_leaf(t):
-        norm = jnp.sqrt(jnp.sum(jnp.square(t)))
+        norm = jnp.sqrt(_sum_sq(t))
         return t * (max_norm / jnp.maximum(norm, max_norm)).astype(t.dtype)
 
     def update_fn(updates, state, params=None):

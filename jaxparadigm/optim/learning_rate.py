@@ -11,6 +11,7 @@ import optax
 
 from jaxparadigm.optim.counters import safe_increment
 from jaxparadigm.optim.hyperparams import check_learning_rate
+from jaxparadigm.optim.param_dtypes import require_inexact
 
 
 class ScaleByScheduleState(NamedTuple):
@@ -24,9 +25,19 @@ def scale(step_size: float) -> optax.GradientTransformation:
 
     def update_fn(updates, state, params=None):
         del params
+        require_inexact("updates", updates)
         return jax.tree.map(lambda g: step_size * g, updates), state
 
     return optax.GradientTransformation(lambda params: optax.EmptyState(), update_fn)
+
+
+def scale_updates(updates: Any, step_size: Any) -> Any:
+    """``u <- step_size * u`` with ``step_size`` (a traced scalar) cast to each update's dtype.
+
+    Integer updates raise ``TypeError`` (the product would be truncated back to integers).
+    """
+    require_inexact("updates", updates)
+    return jax.tree.map(lambda g: jnp.array(step_size, dtype=g.dtype) * g, updates)
 
 
 def scale_by_schedule(step_size_fn: Callable[[Any], Any]) -> optax.GradientTransformation:
@@ -43,8 +54,7 @@ def scale_by_schedule(step_size_fn: Callable[[Any], Any]) -> optax.GradientTrans
 
     def update_fn(updates, state, params=None):
         del params
-        step_size = step_size_fn(state.count)
-        updates = jax.tree.map(lambda g: jnp.array(step_size, dtype=g.dtype) * g, updates)
+        updates = scale_updates(updates, step_size_fn(state.count))
         return updates, ScaleByScheduleState(count=safe_increment(state.count))
 
     return optax.GradientTransformation(init_fn, update_fn)
@@ -55,7 +65,8 @@ def scale_by_learning_rate(
 ) -> optax.GradientTransformation:
     """Descent direction: ``u <- -lr * u`` for a number, ``u <- -lr(count) * u`` for a schedule (C4.1).
 
-    ``learning_rate`` must be a finite number ``>= 0`` or a callable schedule.
+    ``learning_rate`` must be a finite number ``>= 0`` or a callable schedule. Integer updates
+    are refused with ``TypeError`` (``-lr * g`` would be truncated back to integers).
     """
     learning_rate = check_learning_rate("learning_rate", learning_rate)
     if callable(learning_rate):

@@ -9,6 +9,31 @@ import jax
 import optax
 
 from jaxparadigm.optim.hyperparams import check_number
+from jaxparadigm.optim.param_dtypes import coefficient
+
+
+def decay_weights(updates: Any, params: Any, weight_decay: Any, mask: Any = None) -> Any:
+    """``u <- u + wd * p`` on the leaves ``mask`` selects (all when None); None updates stay None.
+
+    ``weight_decay`` is a Python number (static, folded as optax folds it) or a float32 array
+    (a live hyper-parameter); ``mask`` a pytree of bools or a callable ``params -> pytree``.
+    """
+    if params is None:
+        raise ValueError("add_decayed_weights: params=None, expected the current parameters")
+    decay = lambda g, p: g + coefficient(weight_decay, p.dtype) * p
+    is_none = lambda x: x is None
+    if mask is None:
+        return jax.tree.map(
+            lambda g, p: None if g is None else decay(g, p), updates, params, is_leaf=is_none
+        )
+    flags = mask(params) if callable(mask) else mask
+    return jax.tree.map(
+        lambda g, p, m: g if (g is None or not m) else decay(g, p),
+        updates,
+        params,
+        flags,
+        is_leaf=is_none,
+    )
 
 
 def add_decayed_weights(
@@ -28,28 +53,12 @@ def add_decayed_weights(
             raise TypeError(f"mask={mask!r}: expected a pytree of Python bools or a callable")
 
     def update_fn(updates, state, params=None):
-        if params is None:
-            raise ValueError("add_decayed_weights: params=None, expected the current parameters")
         if wd == 0.0:
+            if params is None:
+                raise ValueError(
+                    "add_decayed_weights: params=None, expected the current parameters"
+                )
             return updates, state
-        if mask is None:
-            return (
-                jax.tree.map(
-                    lambda g, p: None if g is None else g + weight_decay * p,
-                    updates,
-                    params,
-                    is_leaf=lambda x: x is None,
-                ),
-                state,
-            )
-        flags = mask(params) if callable(mask) else mask
-        updates = jax.tree.map(
-            lambda g, p, m: g if (g is None or not m) else g + weight_decay * p,
-            updates,
-            params,
-            flags,
-            is_leaf=lambda x: x is None,
-        )
-        return updates, state
+        return decay_weights(updates, params, weight_decay, mask), state
 
     return optax.GradientTransformation(lambda params: optax.EmptyState(), update_fn)

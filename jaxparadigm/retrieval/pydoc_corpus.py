@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from jaxparadigm.errors import InputError
+
 __all__ = ["pydoc_topics", "topic_title", "chunk_document", "read_corpus"]
 
 
@@ -45,22 +47,33 @@ def chunk_document(text: str, chunk_words: int, title: str = "") -> list[str]:
 def read_corpus(corpus: str | os.PathLike) -> tuple[list[str], list[str]]:
     """``(names, texts)`` for ``"pydoc"`` (topic names, topic texts) or a file (``line N``, lines).
 
-    A file is read as UTF-8; blank lines are skipped; an empty corpus is an error.
+    A file is read as UTF-8; blank lines are skipped. A missing file, one that is not UTF-8 text,
+    a line holding NUL characters (a binary file) and a corpus without any line are refused with
+    :class:`~jaxparadigm.errors.InputError` (the CLI's ``search --corpus`` reaches here).
     """
     if str(corpus) == "pydoc":
         topics = pydoc_topics()
         return list(topics), list(topics.values())
     path = Path(corpus)
     if not path.is_file():
-        raise FileNotFoundError(
-            f"corpus {os.fspath(corpus)!r}: no such file; expected 'pydoc' or a UTF-8 text file "
+        what = "not a file" if path.exists() else "no such file"
+        raise InputError(
+            f"corpus {os.fspath(corpus)!r}: {what}; expected 'pydoc' or a UTF-8 text file "
             "with one document per line"
         )
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as exc:
-        raise ValueError(f"corpus {os.fspath(path)!r}: not UTF-8 text ({exc})") from None
+        raise InputError(f"corpus {os.fspath(path)!r}: not UTF-8 text ({exc})") from None
+    except OSError as exc:
+        raise InputError(f"corpus {os.fspath(path)!r}: cannot be read ({exc.strerror})") from None
     named = [(f"line {i}", line.strip()) for i, line in enumerate(lines, start=1) if line.strip()]
+    for name, text in named:
+        if "\x00" in text:
+            raise InputError(
+                f"corpus {os.fspath(path)!r} {name}: holds NUL characters (a binary file?); "
+                "expected UTF-8 text, one document a line"
+            )
     if not named:
-        raise ValueError(f"corpus {os.fspath(path)!r}: no non-blank lines; expected documents")
+        raise InputError(f"corpus {os.fspath(path)!r}: no non-blank lines; expected documents")
     return [n for n, _ in named], [t for _, t in named]

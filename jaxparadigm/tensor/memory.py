@@ -14,11 +14,29 @@ former aliases alone. JAX arrays are immutable, so here:
   (``mem, b = mem.set_(b, src)``) is the analogue of PyTorch's in-place rebind, and every other
   handle keeps the old storage, as in PyTorch (``a = [1,2,3]; b = a.view(-1);
   b.set_([9,8,7])`` leaves ``a == [1,2,3]``).
+
+Every storage gets a process-unique id when it is allocated (``tensor``, ``set_`` with values); the
+ids are the static part of the ``Memory`` pytree and a ``Handle`` carries the id of its storage, so
+a handle from another ``Memory`` (or from a sibling that allocated a different storage at the same
+position) is refused with ``ValueError`` instead of reading someone else's data. In-place ops keep
+the ids (same storages, new values). The ids are in the treedef: a jitted function taking a
+``Memory`` compiles once per distinct set of storages, not once per in-place op.
+
+Writes whose elements share one storage element: an overlapping written-to *view* (``expand``ed,
+or strides that collide) is refused, as PyTorch refuses it ("unsupported operation: more than one
+element of the written-to tensor refers to a single memory location"). A ``setitem_`` whose
+*advanced* index repeats a position (``t[rows, cols] = v`` with ``(2, 2)`` twice) is allowed, and
+the last write in row-major index order wins -- what PyTorch does with
+``torch.use_deterministic_algorithms(True)``; PyTorch's own documentation calls the result
+undefined otherwise (its default CPU kernel gave another value for 100,000 repeats of one index).
+An advanced index into an overlapping view is refused (PyTorch deprecates it: "Use of index_put_
+on expanded tensors is deprecated").
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 import chex
@@ -30,13 +48,17 @@ from jaxparadigm.tensor.broadcast import broadcast_shapes
 from jaxparadigm.tensor.static_args import as_int, as_int_tuple, contiguous_strides, dims_arg
 from jaxparadigm.tensor.view import View
 
+_storage_ids = itertools.count(1)  # process-unique storage ids (0 is never issued)
+
 
 @dataclasses.dataclass(frozen=True)
 class Handle:
-    """A tensor in a ``Memory``: which storage (``storage`` id) and how it is viewed (C2.1)."""
+    """A tensor in a ``Memory`` (C2.1): which storage (position ``storage`` in the Memory, with
+    identity ``uid``) and how it is viewed (``view``)."""
 
     storage: int
     view: View
+    uid: int
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -48,6 +70,25 @@ def _index_is_static(index: Any) -> bool:
     return not any(isinstance(p, jax.core.Tracer) for p in parts)
 
 
+def _is_advanced(index: Any) -> bool:
+    """NumPy's rule: an index with an array, list or bool part is advanced (it may repeat)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return not all(
+        p is None
+        or p is Ellipsis
+        or isinstance(p, slice)
+        or (isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)))
+        for p in parts
+    )
+
+
+def _last_write_wins(flat: np.ndarray, values: jax.Array) -> tuple[np.ndarray, jax.Array]:
+    """Keep, for each repeated storage position, only the last write (row-major index order)."""
+    reversed_first = np.unique(flat[::-1], return_index=True)[1]
+    keep = np.sort(flat.size - 1 - reversed_first)
+    return flat[keep], values[keep]
+
+
 @jax.tree_util.register_pytree_node_class
 class Memory:
     """Immutable storages plus PyTorch-style aliasing through ``Handle``s (C2.1, C2.5).
@@ -57,18 +98,26 @@ class Memory:
     storage positions of the written view.
     """
 
-    __slots__ = ("storages",)
+    __slots__ = ("storages", "uids")
 
-    def __init__(self, storages: tuple = ()) -> None:
+    def __init__(self, storages: tuple = (), uids: tuple[int, ...] | None = None) -> None:
         self.storages = tuple(storages)
+        if uids is None:  # new storages: new identities
+            uids = tuple(next(_storage_ids) for _ in self.storages)
+        if len(uids) != len(self.storages):
+            raise ValueError(f"uids: got {len(uids)} ids for {len(self.storages)} storages")
+        self.uids = tuple(uids)
 
-    def tree_flatten(self) -> tuple[tuple, None]:
-        return self.storages, None
+    def tree_flatten(self) -> tuple[tuple, tuple[int, ...]]:
+        return self.storages, self.uids
 
     @classmethod
-    def tree_unflatten(cls, aux: None, children: tuple) -> Memory:
-        del aux
-        return cls(children)
+    def tree_unflatten(cls, aux: tuple[int, ...], children: tuple) -> Memory:
+        return cls(children, aux)
+
+    def _allocate(self, flat: jax.Array, view: View) -> tuple[Memory, Handle]:
+        mem = Memory(self.storages + (flat,), self.uids + (next(_storage_ids),))
+        return mem, Handle(len(self.storages), view, mem.uids[-1])
 
     def __repr__(self) -> str:
         shapes = ", ".join(f"{s.dtype}[{s.shape[0]}]" for s in self.storages)
@@ -84,7 +133,13 @@ class Memory:
         if not 0 <= h.storage < len(self.storages):
             raise ValueError(
                 f"{name} refers to storage {h.storage}, but this Memory has "
-                f"{len(self.storages)} storages"
+                f"{len(self.storages)} storages (is it a handle from another Memory?)"
+            )
+        if self.uids[h.storage] != h.uid:
+            raise ValueError(
+                f"{name} is a handle from another Memory: its storage {h.storage} has id {h.uid}, "
+                f"this Memory's storage {h.storage} has id {self.uids[h.storage]}; use the "
+                "handles this Memory's tensor()/set_() returned"
             )
         return self.storages[h.storage]
 
@@ -93,8 +148,7 @@ class Memory:
         if isinstance(data, Handle):
             raise TypeError("data must be array-like values, got a Handle (use view/read)")
         array = jnp.asarray(data)
-        handle = Handle(len(self.storages), View.contiguous(array.shape))
-        return Memory(self.storages + (array.reshape(-1),)), handle
+        return self._allocate(array.reshape(-1), View.contiguous(array.shape))
 
     def storage(self, h: Handle) -> jax.Array:
         """The whole flat storage ``h`` views (C2.1)."""
@@ -103,7 +157,7 @@ class Memory:
     def view(self, h: Handle, *shape: Any) -> Handle:
         """An alias of ``h`` with a new shape (``torch.Tensor.view``); same storage (C2.1, C2.5)."""
         self._storage(h)
-        return Handle(h.storage, h.view.view(*dims_arg(shape, "shape")))
+        return dataclasses.replace(h, view=h.view.view(*dims_arg(shape, "shape")))
 
     def as_strided(self, h: Handle, shape: Any, strides: Any, offset: int = 0) -> Handle:
         """An alias over ``h``'s storage with any strides; ``offset`` is absolute in the storage.
@@ -114,7 +168,7 @@ class Memory:
         storage = self._storage(h)
         view = View(as_int_tuple(shape, "shape"), as_int_tuple(strides, "strides"), offset)
         view.check_bounds(storage.shape[0])
-        return Handle(h.storage, view)
+        return dataclasses.replace(h, view=view)
 
     def read(self, h: Handle) -> jax.Array:
         """The current value of ``h``: ``h.view.materialize(storage)`` (C2.1)."""
@@ -126,10 +180,20 @@ class Memory:
     # ----------------------------------------------------------------------------------------
 
     def _write(
-        self, h: Handle, positions: np.ndarray, values: Any, *, add: bool, what: str
+        self,
+        h: Handle,
+        positions: np.ndarray,
+        values: Any,
+        *,
+        add: bool,
+        what: str,
+        repeats: bool = False,
     ) -> Memory:
+        """Write ``values`` at the static storage ``positions``; with ``repeats`` a position may
+        appear several times and its last write wins, otherwise repeats are refused."""
         storage = jnp.asarray(self._storage(h))
-        if positions.size > 1 and np.unique(positions).size != positions.size:
+        unique = positions.size <= 1 or np.unique(positions).size == positions.size
+        if not unique and not repeats:
             raise ValueError(
                 f"{what}: more than one element of the written-to view (shape {h.view.shape}, "
                 f"strides {h.view.strides}) refers to a single storage element; read() and "
@@ -157,6 +221,8 @@ class Memory:
         flat = positions.reshape(-1)
         if flat.size == 0:
             return self
+        if not unique:
+            flat, values = _last_write_wins(flat, values)
         start = int(flat[0])
         if np.array_equal(flat, np.arange(start, start + flat.size)):
             # A contiguous run: a static slice update instead of a scatter.
@@ -170,7 +236,7 @@ class Memory:
         chex.assert_equal_shape([new, storage])
         storages = list(self.storages)
         storages[h.storage] = new
-        return Memory(tuple(storages))
+        return Memory(tuple(storages), self.uids)
 
     def copy_(self, h: Handle, values: Any) -> Memory:
         """``h[...] = values`` (broadcast, cast to the storage dtype), seen by every alias (C2.5)."""
@@ -187,7 +253,13 @@ class Memory:
         return self._write(h, h.view.storage_indices(), value, add=False, what="fill_")
 
     def setitem_(self, h: Handle, index: Any, values: Any) -> Memory:
-        """``h[index] = values`` (NumPy/PyTorch indexing; ``index`` static) through the storage (C2.5)."""
+        """``h[index] = values`` (NumPy/PyTorch indexing; ``index`` static) through the storage (C2.5).
+
+        A basic index (ints, slices) writes a sub-view, which must not overlap itself. An advanced
+        index (arrays, lists, masks) may repeat a position: the last write in row-major index order
+        wins (PyTorch under ``use_deterministic_algorithms(True)``; see the module docstring); an
+        advanced index into an overlapping view is refused.
+        """
         self._storage(h)
         if not _index_is_static(index):
             raise TypeError(
@@ -199,7 +271,14 @@ class Memory:
             raise ValueError(
                 f"setitem_ index {index!r} is invalid for a view of shape {h.view.shape}: {err}"
             ) from None
-        return self._write(h, positions, values, add=False, what="setitem_")
+        advanced = _is_advanced(index)
+        if advanced and h.view.has_internal_overlap():
+            raise ValueError(
+                f"setitem_: advanced index into an overlapping view (shape {h.view.shape}, "
+                f"strides {h.view.strides}); read() and tensor() a copy first (PyTorch: clone(); "
+                "it deprecates index_put_ on expanded tensors)"
+            )
+        return self._write(h, positions, values, add=False, what="setitem_", repeats=advanced)
 
     def set_(
         self,
@@ -227,22 +306,21 @@ class Memory:
             )
         if isinstance(source, Handle):
             storage = self._storage(source, "source")
-            mem, sid, default = self, source.storage, source.view
+            mem = self
         else:
             array = jnp.asarray(source)
             storage = array.reshape(-1)
-            mem = Memory(self.storages + (storage,))
-            sid, default = len(self.storages), View.contiguous(array.shape)
+            mem, source = self._allocate(storage, View.contiguous(array.shape))
         if storage.dtype != old.dtype:
             raise TypeError(
                 f"set_: cannot set a tensor of dtype {old.dtype} to a source of dtype "
                 f"{storage.dtype}"
             )
         if shape is None:
-            view = default
+            view = source.view
         else:
             shape = as_int_tuple(shape, "shape")
             strides = contiguous_strides(shape) if strides is None else strides
             view = View(shape, as_int_tuple(strides, "strides"), offset)
         view.check_bounds(storage.shape[0], "source storage")
-        return mem, Handle(sid, view)
+        return mem, dataclasses.replace(source, view=view)

@@ -4,6 +4,12 @@
 ``x.shape[k:]``, and ``updates`` has shape ``indices.shape[:-1] + x.shape[k:]``. When two rows
 address the same slice the later one wins (what TF does on CPU); XLA's scatter leaves duplicate
 order unspecified, so earlier duplicates are dropped explicitly before the scatter.
+
+Index depth ``k = 0`` follows TF's documented shape rule (``indices.shape[-1] <= rank``): an empty
+index row addresses ``x[()]``, the whole tensor, so the result is the last row's update (``x``
+itself when there is no row). TF's CPU kernel does not run this case (``PARAMS_CASE(0)`` is
+commented out in ``scatter_nd_op.cc``, which answers "Only indices.shape[-1] values between 1
+and ..."); we implement the documented meaning rather than refuse it.
 """
 
 from __future__ import annotations
@@ -86,10 +92,11 @@ def _check(x: Any, indices: Any, updates: Any) -> tuple[jax.Array, jax.Array, ja
         bad = np.argwhere((host_indices < 0) | (host_indices >= bounds))
         if bad.size:
             row = tuple(int(i) for i in bad[0][:-1])
+            d = int(bad[0][-1])
+            where = f"lie in [0, {x.shape[d] - 1}]" if x.shape[d] else "not exist (axis size 0)"
             raise ValueError(
                 f"indices{list(row)} = {host_indices[row].tolist()} is out of range for x of "
-                f"shape {x.shape}: component {int(bad[0][-1])} must lie in "
-                f"[0, {x.shape[int(bad[0][-1])] - 1}]"
+                f"shape {x.shape}: component {d} must {where}"
             )
     return x, indices, updates
 
@@ -98,9 +105,10 @@ def _scatter(x: jax.Array, indices: jax.Array, updates: jax.Array) -> jax.Array:
     k = indices.shape[-1]
     lead = x.shape[:k]
     rows = math.prod(lead)
+    n = math.prod(indices.shape[:-1])  # explicit: reshape(-1, ...) is ambiguous for zero sizes
     dtype = _flat_dtype(x.shape, k)
     # Range check in the indices' own dtype: a cast first could wrap 2**32 + 1 (int64) onto 1.
-    idx = indices.reshape(-1, k)
+    idx = indices.reshape(n, k)
     top = int(jnp.iinfo(idx.dtype).max)
     valid = jnp.ones(idx.shape[0], bool)
     for d in range(k):
@@ -108,13 +116,12 @@ def _scatter(x: jax.Array, indices: jax.Array, updates: jax.Array) -> jax.Array:
         if lead[d] <= top:  # otherwise every value of the dtype is below lead[d]
             valid &= idx[:, d] < lead[d]
     idx = jnp.where(valid[:, None], idx, 0).astype(dtype)  # in range, so the cast is exact
-    upd = updates.reshape((-1,) + x.shape[k:])
-    flat = jnp.zeros(idx.shape[0], dtype)
+    upd = updates.reshape((n,) + x.shape[k:])
+    flat = jnp.zeros(n, dtype)
     for d in range(k):  # row-major flat position of each addressed slice, < rows
         flat = flat * lead[d] + idx[:, d]
     # Out-of-range rows get position rows, so they cannot collide with (and mask) a valid row.
     flat = jnp.where(valid, flat, rows)
-    n = flat.shape[0]
     if n > 1:
         # Keep only the last occurrence of each position: stable sort, compare with the next.
         order = jnp.argsort(flat, stable=True)

@@ -6,8 +6,17 @@ Modules (import from them directly; this package import stays cheap):
                   ``validate_batch`` (schema) and ``drift_report`` (PSI/KS)
 * ``step``        ``TrainState`` and the one jitted, donating train step (guarded, loss-scaled)
 * ``guard``       skip non-finite steps; roll back after K in a row with a lower learning rate
-* ``checkpoint``  signed (sha256) atomic orbax checkpoints, keep last k, verified restore
+* ``rollback``    the guard's host side: restore the last good state, or give up (TrainingAborted)
+* ``faults``      fault injection from ``train.faults`` (NaN/Inf batches or gradients, SIGKILL)
+* ``checkpoint``  signed (sha256/HMAC) atomic orbax checkpoints, keep last k, verified restore
+* ``metrics``     the metrics.jsonl writer (truncated to the resumed step) and the step clock
 * ``sharding``    data-parallel ``Mesh``/``NamedSharding`` placement; multi-host initialisation
 * ``loop``        ``train(cfg)``: progress bar, eval, metrics.jsonl, plots, resume, rollback
 * ``experiment``  ``run_experiment(cfg)`` for tasks train / mixed_precision / overflow
+
+``validate_batch`` (from ``validation``: numpy and ml_dtypes only) is also exported here.
 """
+
+from jaxparadigm.train.validation import validate_batch
+
+__all__ = ["validate_batch"]

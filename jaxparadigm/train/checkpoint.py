@@ -3,19 +3,28 @@
 A checkpoint of a pytree ``state`` at step ``s`` is ``<directory>/<s>/`` written by
 ``orbax.checkpoint.CheckpointManager``: orbax writes into a temporary directory and renames it only
 when complete (atomic; a save killed half-way leaves no step behind), and keeps the last ``keep``.
-It holds two items: ``state`` (the leaves, flattened) and ``meta`` (JSON: leaf paths, config,
-signature, signature kind). Over the message
+Rotation is atomic too: an old step is first renamed into ``<directory>/.deleted/`` (out of the
+listing), then deleted. It holds two items: ``state`` (the leaves, flattened) and ``meta`` (JSON:
+leaf paths, signed config, signature, signature kind). Over the message
 
     m = for each leaf in tree order: keystr(path) | dtype | shape | raw bytes ;  json(config)
 
 the signature is ``sha256(m)`` by default (``"signature_kind": "sha256"``) or, when a secret key is
 given (``Checkpointer(..., key=...)`` or the environment variable ``JAXPARADIGM_CHECKPOINT_KEY``),
-``HMAC-SHA256(key, m)`` (``"signature_kind": "hmac-sha256"``). ``restore`` recomputes it from what
-it read and the *current* config and refuses (raises :class:`CheckpointSignatureError`) a
-checkpoint whose arrays were altered, whose config differs, or whose signature kind (or key)
-differs from this checkpointer's.
+``HMAC-SHA256(key, m)`` (``"signature_kind": "hmac-sha256"``). Every leaf is signed: parameters,
+optimiser state, RNG, counters. ``config`` is :func:`signed_config`: of a project ``Config`` only
+what defines the state (``model``, ``data``, ``optim``, ``train.seed``), not run control
+(``steps``, ``resume``, cadences, ``out_dir``, ``name``, guard, faults, plots ...), so changing
+how long or how verbosely a run goes never locks it out of its own checkpoints.
 
-What each protects against, honestly:
+``restore`` refuses (raises :class:`CheckpointSignatureError`) a checkpoint whose signed config
+differs from the current one (naming each differing key with both values), whose arrays or stored
+config were altered, or whose signature kind (or key) differs from this checkpointer's. A step
+with missing files (a save or deletion interrupted by a crash) is incomplete: it is left out of
+:meth:`Checkpointer.all_steps` with a warning. Unreadable or malformed files raise
+:class:`CheckpointError` naming the file; neither error is ever a raw traceback of orbax's.
+
+What each signature kind protects against, honestly:
 
 * ``sha256`` (no key) is an *integrity check*, not an authentication: it catches accidental
   corruption (bit rot, a truncated or mixed-up file), a checkpoint of another config, and naive
@@ -31,33 +40,92 @@ What each protects against, honestly:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
 import os
+import shutil
+import sys
+import warnings
+from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from jaxparadigm.config import to_dict
+from jaxparadigm.config import Config, to_dict
+from jaxparadigm.errors import InputError
 
-__all__ = ["KEY_ENV_VAR", "CheckpointSignatureError", "Checkpointer", "state_signature"]
+__all__ = [
+    "KEY_ENV_VAR",
+    "SIGNED_KEYS",
+    "CheckpointError",
+    "CheckpointSignatureError",
+    "Checkpointer",
+    "signed_config",
+    "state_signature",
+]
 
-_FORMAT = 1
+_FORMAT = 2  # 1: the whole config was signed; 2: signed_config(config)
 KEY_ENV_VAR = "JAXPARADIGM_CHECKPOINT_KEY"
+SIGNED_KEYS = ("model", "data", "optim", "train.seed")  # what defines a train state
+_DELETED = ".deleted"  # rotation renames old steps here, then deletes them
+_REQUIRED = ("meta/metadata", "state/_METADATA", "state/manifest.ocdbt")  # a complete step's files
 
 
-class CheckpointSignatureError(ValueError):
-    """A checkpoint's stored signature does not match its contents and the current config."""
+class CheckpointError(InputError):
+    """A checkpoint cannot be used: incomplete, unreadable, malformed, or of another structure."""
+
+
+class CheckpointSignatureError(CheckpointError):
+    """A checkpoint's signature or signed config does not match its contents or the current one."""
+
+
+def _project(plain: dict) -> dict:
+    """``{key: plain[key]}`` for ``SIGNED_KEYS`` (dotted keys nest)."""
+    out: dict = {}
+    for key in SIGNED_KEYS:
+        head, _, tail = key.partition(".")
+        if tail:
+            out.setdefault(head, {})[tail] = plain[head][tail]
+        else:
+            out[head] = plain[head]
+    return out
+
+
+def signed_config(config: Any) -> Any:
+    """What a checkpoint is signed with: for a :class:`Config`, the plain data of ``SIGNED_KEYS``;
+    any other value (a dict, None) as given (C5.1)."""
+    return _project(to_dict(config)) if isinstance(config, Config) else config
 
 
 def _config_json(config: Any) -> str:
-    if config is None:
-        return "null"
-    plain = to_dict(config) if not isinstance(config, dict) else config
-    return json.dumps(plain, sort_keys=True, default=str)
+    """Canonical JSON of ``signed_config(config)`` (a stored copy re-dumps to the same text)."""
+    config = signed_config(config)
+    plain = to_dict(config) if dataclasses.is_dataclass(config) else config
+    return json.dumps(json.loads(json.dumps(plain, default=str)), sort_keys=True)
+
+
+def _differences(stored: Any, current: Any, prefix: str = "") -> list[str]:
+    """``key.path: checkpoint X, now Y`` for every leaf where two plain configs differ."""
+    if isinstance(stored, dict) and isinstance(current, dict):
+        out = []
+        for k in sorted(set(stored) | set(current), key=str):
+            path = f"{prefix}.{k}" if prefix else str(k)
+            if k not in stored or k not in current:
+                have = "absent" if k not in stored else repr(stored[k])
+                now = "absent" if k not in current else repr(current[k])
+                out.append(f"{path}: checkpoint {have}, now {now}")
+            else:
+                out.extend(_differences(stored[k], current[k], path))
+        return out
+    return (
+        []
+        if stored == current
+        else [f"{prefix or 'config'}: checkpoint {stored!r}, now {current!r}"]
+    )
 
 
 def _flat(state) -> tuple[list[str], list[np.ndarray], Any]:
@@ -85,23 +153,71 @@ def _kind(key: bytes | None) -> str:
 
 
 def _signature(
-    paths: list[str], leaves: list[np.ndarray], config: Any, key: bytes | None = None
+    paths: list[str], leaves: list[np.ndarray], config_json: str, key: bytes | None
 ) -> str:
     h = hashlib.sha256() if key is None else hmac.new(key, digestmod=hashlib.sha256)
     for path, leaf in zip(paths, leaves, strict=True):
         h.update(f"{path}|{leaf.dtype.str}|{leaf.shape}|".encode())
         h.update(np.ascontiguousarray(leaf).tobytes())
-    h.update(_config_json(config).encode())
+    h.update(config_json.encode())
     return h.hexdigest()
 
 
 def state_signature(state, config: Any = None, key: bytes | str | None = None) -> str:
-    """Hex sha256 over every leaf (path, dtype, shape, bytes) of ``state`` and the config (C5.1).
-
-    With ``key`` (bytes, or str as UTF-8) it is ``HMAC-SHA256(key, ...)`` over the same message.
+    """Hex sha256 over every leaf (path, dtype, shape, bytes) of ``state`` and
+    :func:`signed_config` of ``config`` (C5.1). With ``key`` (bytes, or str as UTF-8) it is
+    ``HMAC-SHA256(key, ...)`` over the same message.
     """
     paths, leaves, _ = _flat(state)
-    return _signature(paths, leaves, config, _key_bytes(key))
+    return _signature(paths, leaves, _config_json(config), _key_bytes(key))
+
+
+def _read_meta(path: Path, step: int) -> dict:
+    """The ``meta`` item of a step, checked to be a format-1/2 JSON object; CheckpointError if not."""
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CheckpointError(
+            f"checkpoint step {step}: metadata file {str(path)!r} is unreadable "
+            f"({' '.join(str(exc).split())})"
+        ) from None
+    expected = {"paths": list, "signature": str}
+    bad = [
+        k
+        for k, t in expected.items()
+        if not isinstance(meta, dict) or not isinstance(meta.get(k), t)
+    ]
+    if bad or meta.get("format", 1) not in (1, _FORMAT):
+        got = (
+            type(meta).__name__ if not isinstance(meta, dict) else f"format {meta.get('format')!r}"
+        )
+        raise CheckpointError(
+            f"checkpoint step {step}: metadata file {str(path)!r} is malformed (got {got}; "
+            f"expected a JSON object with 'paths', 'signature', format 1 or {_FORMAT})"
+        )
+    return meta
+
+
+def _drop_closed_loop_callbacks() -> None:
+    """Silence the late noise of a failed orbax read (installed once, process-wide).
+
+    When one leaf cannot be read, orbax closes its event loop while tensorstore still completes
+    the other reads; each completion calls ``loop.call_soon_threadsafe`` from a C thread and its
+    ``RuntimeError('Event loop is closed')`` reaches ``sys.unraisablehook`` (one traceback per
+    leaf, after the clean refusal). This hook drops exactly that error; any other unraisable
+    exception goes to the previous hook.
+    """
+    previous = sys.unraisablehook
+    if getattr(previous, "drops_closed_loop", False):
+        return
+
+    def hook(unraisable) -> None:
+        exc = unraisable.exc_value
+        if not (isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed"):
+            previous(unraisable)
+
+    hook.drops_closed_loop = True
+    sys.unraisablehook = hook
 
 
 class Checkpointer:
@@ -109,11 +225,13 @@ class Checkpointer:
 
     ``state`` must have an integer scalar ``step`` field or key (the checkpoint's step number), or
     pass ``step=`` explicitly. Saves are synchronous and atomic; the last ``keep`` are kept.
+    ``config`` is signed through :func:`signed_config`.
 
     ``key`` (bytes, or str as UTF-8) switches the signature from sha256 (integrity only) to
     HMAC-SHA256 (integrity and authenticity; see the module docstring for what each protects
     against). Without ``key`` the environment variable ``JAXPARADIGM_CHECKPOINT_KEY`` is used when
     set and non-empty (read here, once). ``signature_kind`` is ``"sha256"`` or ``"hmac-sha256"``.
+    Usable as a context manager (closes orbax's resources on exit).
     """
 
     def __init__(
@@ -131,17 +249,56 @@ class Checkpointer:
         self.signature_kind = _kind(self._key)
         self.directory = os.path.abspath(os.fspath(directory))
         self.config = config
+        self._config_json = _config_json(config)
         self._manager = ocp.CheckpointManager(
             self.directory,
             options=ocp.CheckpointManagerOptions(
-                max_to_keep=keep, enable_async_checkpointing=False, create=True
+                max_to_keep=keep,
+                enable_async_checkpointing=False,
+                create=True,
+                todelete_subdir=_DELETED,
+                cleanup_tmp_directories=True,
             ),
         )
+        self.incomplete: dict[int, str] = {}
+        self._purge_deleted()
+
+    def __enter__(self) -> Checkpointer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _purge_deleted(self) -> None:
+        shutil.rmtree(os.path.join(self.directory, _DELETED), ignore_errors=True)
+
+    def _step_dir(self, step: int) -> Path:
+        return Path(self.directory) / str(step)
+
+    def incomplete_reason(self, step: int) -> str | None:
+        """Why step ``step``'s directory is not a complete checkpoint (missing files), or None."""
+        missing = [f for f in _REQUIRED if not (self._step_dir(step) / f).is_file()]
+        return f"missing {', '.join(missing)}" if missing else None
 
     def all_steps(self) -> list[int]:
-        """Steps of the complete checkpoints on disk, ascending."""
+        """Steps of the complete checkpoints on disk, ascending. Incomplete ones (a save or
+        deletion was interrupted, or files went missing) are left out, recorded in
+        ``self.incomplete`` (step -> reason) and warned about once."""
         self._manager.reload()
-        return sorted(self._manager.all_steps())
+        steps = []
+        for step in sorted(self._manager.all_steps()):
+            reason = self.incomplete_reason(step)
+            if reason is None:
+                steps.append(step)
+                continue
+            if step not in self.incomplete:
+                warnings.warn(
+                    f"checkpoint step {step} in {self.directory} is incomplete ({reason}): skipped",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+            self.incomplete[step] = reason
+        return steps
 
     def latest_step(self) -> int | None:
         """The newest complete checkpoint's step, or None."""
@@ -161,11 +318,15 @@ class Checkpointer:
             "format": _FORMAT,
             "step": step,
             "paths": paths,
-            "config": json.loads(_config_json(self.config)),
+            "config": json.loads(self._config_json),
             "signature_kind": self.signature_kind,
-            "signature": _signature(paths, leaves, self.config, self._key),
+            "signature": _signature(paths, leaves, self._config_json, self._key),
         }
         arrays = {f"{i:05d}": leaf for i, leaf in enumerate(leaves)}
+        if self._step_dir(step).is_dir() and self.incomplete_reason(step):  # not restorable:
+            os.makedirs(os.path.join(self.directory, _DELETED), exist_ok=True)  # replace it
+            os.replace(self._step_dir(step), os.path.join(self.directory, _DELETED, str(step)))
+            self._manager.reload()
         self._manager.save(
             step,
             args=ocp.args.Composite(
@@ -174,16 +335,46 @@ class Checkpointer:
             force=True,
         )
         self._manager.wait_until_finished()
+        self._purge_deleted()
         return step
 
-    def restore(self, template, step: int | None = None):
-        """Read checkpoint ``step`` (default: latest) into the structure of ``template``.
+    def _check_meta(self, step: int, meta: dict, t_paths: list[str]) -> None:
+        """Refuse a stored config that differs, another structure, or another signature kind."""
+        where = f"checkpoint step {step} in {self.directory}"
+        stored = meta.get("config")
+        if meta.get("format", 1) == 1 and isinstance(stored, dict):  # format 1: whole config
+            try:
+                stored = _project(stored)
+            except (KeyError, TypeError):
+                pass  # not a project Config: compared as a whole
+        diff = _differences(stored, json.loads(self._config_json))
+        if diff:
+            raise CheckpointSignatureError(
+                f"{where}: its signature covers a different config ({'; '.join(diff)}). "
+                "Refusing to restore."
+            )
+        if meta["paths"] != t_paths:
+            raise CheckpointError(
+                f"{where}: tree structure differs from the template "
+                f"({len(meta['paths'])} stored leaves vs {len(t_paths)} expected)"
+            )
+        stored_kind = meta.get("signature_kind", "sha256")  # checkpoints before keys: sha256
+        if stored_kind != self.signature_kind:
+            how = f"set {KEY_ENV_VAR} or pass key=" if self._key is None else "pass no key"
+            raise CheckpointSignatureError(
+                f"{where}: signature kind {stored_kind!r}, expected {self.signature_kind!r} "
+                f"(this checkpointer {'has no' if self._key is None else 'has a'} key); to read "
+                f"it, {how}. Refusing to restore."
+            )
 
-        Verifies the signature against the arrays read and this checkpointer's config (and key);
-        raises :class:`CheckpointSignatureError` if they differ or the stored signature kind is not
-        this checkpointer's (a keyed checkpointer never accepts a plain sha256, and vice versa),
-        ``FileNotFoundError`` if there is no checkpoint, ``ValueError`` if the tree structure does
-        not match ``template``.
+    def restore(self, template, step: int | None = None):
+        """Read checkpoint ``step`` (default: the newest complete one) into ``template``'s structure.
+
+        Raises :class:`CheckpointSignatureError` if the signed config differs from this
+        checkpointer's (naming the keys), the arrays or stored config were altered, or the
+        signature kind (or key) differs; :class:`CheckpointError` if the step is incomplete, a file
+        is unreadable or malformed, or the tree structure differs from ``template``;
+        ``FileNotFoundError`` if there is no checkpoint.
         """
         steps = self.all_steps()
         if step is None:
@@ -191,42 +382,25 @@ class Checkpointer:
                 raise FileNotFoundError(f"checkpoint directory {self.directory}: no checkpoint")
             step = steps[-1]
         if step not in steps:
+            reason = self.incomplete_reason(step) if self._step_dir(step).is_dir() else None
+            if reason:
+                raise CheckpointError(
+                    f"checkpoint step {step} in {self.directory} is incomplete ({reason})"
+                )
             raise FileNotFoundError(
                 f"checkpoint step {step}: not in {self.directory} (have {steps})"
             )
         t_pairs, treedef = jax.tree_util.tree_flatten_with_path(template)
         t_paths = [jax.tree_util.keystr(p) for p, _ in t_pairs]
-        targets = {
-            f"{i:05d}": jax.ShapeDtypeStruct(np.shape(x), getattr(x, "dtype", np.asarray(x).dtype))
-            for i, (_, x) in enumerate(t_pairs)
-        }
-        meta = self._manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))[
-            "meta"
-        ]
-        if meta.get("paths") != t_paths:
-            raise ValueError(
-                f"checkpoint step {step}: tree structure differs from the template "
-                f"({len(meta.get('paths', []))} stored leaves vs {len(t_paths)} expected)"
-            )
-        stored_kind = meta.get("signature_kind", "sha256")  # checkpoints before keys: sha256
-        if stored_kind != self.signature_kind:
-            how = f"set {KEY_ENV_VAR} or pass key=" if self._key is None else "pass no key"
-            raise CheckpointSignatureError(
-                f"checkpoint step {step} in {self.directory}: signature kind {stored_kind!r}, "
-                f"expected {self.signature_kind!r} (this checkpointer "
-                f"{'has no' if self._key is None else 'has a'} key); to read it, {how}. "
-                "Refusing to restore."
-            )
-        arrays = self._manager.restore(
-            step, args=ocp.args.Composite(state=ocp.args.StandardRestore(targets))
-        )["state"]
-        leaves = [np.asarray(arrays[f"{i:05d}"]) for i in range(len(t_paths))]
-        actual = _signature(t_paths, leaves, self.config, self._key)
-        if not hmac.compare_digest(actual.encode(), str(meta.get("signature")).encode()):
+        meta = _read_meta(self._step_dir(step) / "meta" / "metadata", step)
+        self._check_meta(step, meta, t_paths)
+        leaves = self._read_leaves(step, t_pairs)
+        actual = _signature(t_paths, leaves, _config_json(meta.get("config")), self._key)
+        if not hmac.compare_digest(actual.encode(), meta["signature"].encode()):
             raise CheckpointSignatureError(
                 f"checkpoint step {step} in {self.directory}: signature mismatch (stored "
-                f"{str(meta.get('signature'))[:16]}..., computed {actual[:16]}...); the arrays "
-                "were altered or the config differs"
+                f"{meta['signature'][:16]}..., computed {actual[:16]}...); the arrays or the "
+                "stored config were altered"
                 + (" or the key differs" if self._key is not None else "")
                 + ". Refusing to restore."
             )
@@ -235,6 +409,24 @@ class Checkpointer:
             sharding = getattr(t, "sharding", None)
             restored.append(jax.device_put(leaf, sharding) if sharding is not None else leaf)
         return jax.tree_util.tree_unflatten(treedef, restored)
+
+    def _read_leaves(self, step: int, t_pairs) -> list[np.ndarray]:
+        targets = {
+            f"{i:05d}": jax.ShapeDtypeStruct(np.shape(x), getattr(x, "dtype", np.asarray(x).dtype))
+            for i, (_, x) in enumerate(t_pairs)
+        }
+        try:
+            arrays = self._manager.restore(
+                step, args=ocp.args.Composite(state=ocp.args.StandardRestore(targets))
+            )["state"]
+            return [np.asarray(arrays[f"{i:05d}"]) for i in range(len(t_pairs))]
+        except Exception as exc:  # orbax/tensorstore read errors of a damaged step
+            _drop_closed_loop_callbacks()
+            first = " ".join(str(exc).split())[:300]
+            raise CheckpointError(
+                f"checkpoint step {step}: state in {str(self._step_dir(step) / 'state')!r} is "
+                f"unreadable ({type(exc).__name__}: {first})"
+            ) from exc
 
     def close(self) -> None:
         """Release orbax resources."""

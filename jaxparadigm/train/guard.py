@@ -9,6 +9,10 @@ In the jitted step (pure functions, a NamedTuple state like an optax transformat
 Outside jit the loop asks :func:`should_rollback` (``bad_streak >= max_bad_steps``); it then restores
 the last good checkpoint and multiplies the learning-rate scale by ``lr_decay_on_rollback``
 (:func:`rollback_lr_scale`). Every skip and rollback is logged as a :class:`GuardEvent`.
+
+Give-up rule (:func:`give_up_reason`): a rollback that would be number ``max_rollbacks + 1``, or
+would take the scale below ``min_lr_scale > 0``, ends the run instead; so the scale never reaches 0
+and a run that cannot train does not report success.
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ from typing import NamedTuple
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 __all__ = [
     "GuardEvent",
     "GuardState",
     "all_finite",
     "guard_init",
+    "give_up_reason",
     "guard_update",
     "rollback_lr_scale",
     "should_rollback",
@@ -87,7 +93,34 @@ def should_rollback(state: GuardState, max_bad_steps: int) -> bool:
 
 
 def rollback_lr_scale(lr_scale: float, factor: float) -> float:
-    """New learning-rate scale after a rollback: ``lr_scale * factor`` with ``0 < factor <= 1``."""
+    """New learning-rate scale after a rollback: ``float32(lr_scale * factor)``, ``0 < factor <= 1``.
+
+    Rounded to float32 (the state's dtype), so :func:`give_up_reason` sees the value the step
+    would use (an underflow shows as 0.0).
+    """
     if not 0.0 < factor <= 1.0:
         raise ValueError(f"lr_decay_on_rollback: got {factor!r}, expected a value in (0, 1]")
-    return float(lr_scale) * float(factor)
+    return float(np.float32(np.float32(lr_scale) * np.float32(factor)))
+
+
+def give_up_reason(
+    rollbacks: int, new_lr_scale: float, max_rollbacks: int, min_lr_scale: float
+) -> str | None:
+    """Host-side give-up rule (C5.1): why another rollback must not happen, or None.
+
+    Gives up when ``rollbacks >= max_rollbacks`` (this would be one more) or when the lowered
+    scale ``new_lr_scale < min_lr_scale`` (also when it is 0 or NaN). ``min_lr_scale > 0``.
+    """
+    if not min_lr_scale > 0.0:
+        raise ValueError(f"min_lr_scale: got {min_lr_scale!r}, expected a value > 0")
+    if rollbacks >= max_rollbacks:
+        return (
+            f"a rollback was needed after {rollbacks} rollback(s) "
+            f"(train.guard.max_rollbacks={max_rollbacks})"
+        )
+    if not new_lr_scale >= min_lr_scale:
+        return (
+            f"a rollback would lower the lr scale to {new_lr_scale:g}, below "
+            f"train.guard.min_lr_scale={min_lr_scale:g}"
+        )
+    return None

@@ -1,4 +1,7 @@
-"""PNG plots of a run's metrics with matplotlib (Agg backend; no display needed) (C5.1).
+"""PNG plots of a run's metrics with matplotlib (C5.1).
+
+Drawn with the object API (``matplotlib.figure.Figure`` saved directly): no display, no pyplot,
+and no process-wide backend switch at import (importing the train loop leaves matplotlib alone).
 
 ``plot_training`` draws loss (train and eval), learning rate and gradient norm against the step;
 ``plot_curves`` overlays labelled curves (e.g. one per Adam ``nu`` dtype).
@@ -10,10 +13,7 @@ import math
 import os
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure
 
 __all__ = ["plot_curves", "plot_training"]
 
@@ -27,7 +27,8 @@ def plot_curves(
     logy: bool = False,
 ) -> Path:
     """One figure with a line per ``label -> (xs, ys)``; non-finite points are left as gaps."""
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    fig = Figure(figsize=(6, 3.6))
+    ax = fig.subplots()
     for label, (xs, ys) in curves.items():
         ys = [y if y is not None and math.isfinite(y) else float("nan") for y in ys]
         ax.plot(xs, ys, label=label, linewidth=1.2)
@@ -43,7 +44,6 @@ def plot_curves(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
-    plt.close(fig)
     return path
 
 

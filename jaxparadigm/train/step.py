@@ -17,12 +17,17 @@ So a run that starts with too large a scale calibrates without rolling back; a n
 unscaled loss (bad data, divergence) or an overflow at the minimum scale still counts, and leaves
 the scale alone (it is not a scaling problem).
 
-``grad="jaxparadigm"`` computes ``value_and_grad`` with our own engine
-(``jaxparadigm.autodiff.value_and_grad``: graph + VJP registry) instead of ``jax.value_and_grad``.
-
 The data step ``step`` and the RNG always advance, so a skipped batch is not replayed. ``opt_steps``
 counts accepted updates (it is the schedule's argument for the logged learning rate). The state is
 donated to the step (``donate_argnums=0``): its buffers are reused for the next state.
+
+Fault injection (``train.faults``): ``step(state, batch, grad_fault)`` with a float32 scalar
+replaces every gradient element by ``grad_fault`` when it is NaN or Inf (a finite value, e.g. 0,
+changes nothing): ``g <- where(isfinite(f), g, f)``. Under loss scaling such a step is handled as
+an overflow (finite loss, non-finite gradients). Without the argument the step has no fault code.
+
+``grad="jaxparadigm"`` computes ``value_and_grad`` with our own engine
+(``jaxparadigm.autodiff.value_and_grad``: graph + VJP registry) instead of ``jax.value_and_grad``.
 """
 
 from __future__ import annotations
@@ -95,8 +100,9 @@ def make_train_step(
     ``lr_fn(opt_steps)`` is the schedule, used only to report ``lr`` in the metrics.
     ``loss_scale`` is a ``DynamicLossScale`` (``jaxparadigm.optim.dynamic_loss_scale``) or None.
     Non-finite steps are skipped when ``guard`` or loss scaling is on. Metrics: ``loss`` (unscaled),
-    ``grad_norm``, ``lr``, ``finite`` (the update was accepted), ``overflow`` (skipped as a
-    loss-scale overflow, not a guard bad step) and, with loss scaling, ``loss_scale`` (S used).
+    ``grad_norm``, ``lr``, ``finite`` (loss and gradients finite), ``accepted`` (the update was
+    applied: finite, or unguarded), ``overflow`` (skipped as a loss-scale overflow, not a guard bad
+    step) and, with loss scaling, ``loss_scale`` (S used).
     ``grad`` (``train.grad``) picks the engine: ``"jax"`` or ``"jaxparadigm"`` (ours, C3.2).
     """
     if grad not in VALUE_AND_GRAD:
@@ -113,7 +119,7 @@ def make_train_step(
             f"loss_scale: got {type(loss_scale).__name__}, expected a DynamicLossScale or None"
         )
 
-    def step(state: TrainState, batch):
+    def step(state: TrainState, batch, grad_fault=None):
         rng, sub = jax.random.split(state.rng)
 
         def objective(params):
@@ -123,6 +129,7 @@ def make_train_step(
 
         (_, loss), grads = value_and_grad(objective, has_aux=True)(state.params)
         loss_finite = jnp.isfinite(loss)
+        grads = _inject_fault(grads, grad_fault)
         if loss_scale is not None:
             grads, grads_finite = loss_scale.unscale(grads, state.loss_scale)
             # A non-finite unscaled loss is not a scaling problem: leave the scale alone.
@@ -158,6 +165,7 @@ def make_train_step(
             "grad_norm": grad_norm,
             "lr": jnp.asarray(lr, jnp.float32),
             "finite": finite,
+            "accepted": accept,
             "overflow": overflow,
         }
         if loss_scale is not None:
@@ -165,6 +173,14 @@ def make_train_step(
         return new_state, metrics
 
     return jax.jit(step, donate_argnums=(0,) if donate else ())
+
+
+def _inject_fault(grads, grad_fault):
+    """``where(isfinite(f), g, f)`` per gradient element; no-op (no code) when ``f`` is None."""
+    if grad_fault is None:
+        return grads
+    f = jnp.asarray(grad_fault, jnp.float32)
+    return jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(f), g, f.astype(g.dtype)), grads)
 
 
 def make_eval_step(graphdef: nnx.GraphDef, metric_fn: Callable) -> Callable:

@@ -77,3 +77,29 @@ def test_unknown_claim_id():
 
     with pytest.raises(ValueError, match="C9.9"):
         run_claims(only=["C9.9"], progress=False)
+
+
+def test_run_adds_the_platform_record():
+    exp = Experiment("C0.3", "s", lambda: {"x": 1})
+    exp.decide(lambda ev: ("holds", f"on {ev['platform']['backend']}"))
+    v = exp.run()
+    assert v.evidence["platform"]["backend"] == "cpu" and v.summary == "on cpu"
+    assert {"cpu_model", "usable_cores", "device_kind", "versions"} <= set(v.evidence["platform"])
+
+
+def test_experiment_receives_its_config_section():
+    from jaxparadigm.config import ClaimsConfig, ServiceReadinessConfig
+
+    exp = Experiment("C0.4", "s", lambda cfg: {"p99": cfg.p99_ms}, config="c5_2")
+    exp.decide(lambda ev: ("holds", "ok"))
+    assert exp.run().evidence["p99"] == 350.0  # the article's number by default
+    cfg = ClaimsConfig(c5_2=ServiceReadinessConfig(p99_ms=500.0))
+    assert exp.run(cfg).evidence["p99"] == 500.0
+
+
+def test_no_torch_switch(monkeypatch):
+    from jaxparadigm.claims.torch_side import torch_disabled
+
+    for value, disabled in (("1", True), ("yes", True), ("0", False), ("", False)):
+        monkeypatch.setenv("JAXPARADIGM_NO_TORCH", value)
+        assert torch_disabled() is disabled

@@ -15,7 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import save_file
 
-from jaxparadigm.models.bert import BertConfig, BertEncoder, l2_normalize, load_bert, mean_pool
+from jaxparadigm.models.bert import (
+    BertConfig,
+    BertEncoder,
+    l2_normalize,
+    load_bert,
+    mean_pool,
+    packed_mean_pool,
+)
 
 TINY = dict(
     vocab_size=11,
@@ -127,6 +134,30 @@ class TinyBertTest(chex.TestCase):
         np.testing.assert_array_equal(
             kernel[:, 8:16], w["encoder.layer.0.attention.self.key.weight"].T
         )
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_packed_rows_equal_each_sentence_alone(self):
+        """Two sentences in one row (block-diagonal mask, positions restarting at 0) give the
+        hidden states and mean-pooled vectors each sentence gets alone (the oracle)."""
+        model = load_bert(write_model(self.tmp_path, tiny_weights(1)))
+        a, b = IDS[0, :5], IDS[1, :3]  # 5 and 3 real tokens
+        packed = np.zeros((1, 10), np.int32)
+        packed[0, :8] = np.concatenate([a, b])
+        seg = np.array([[1] * 5 + [2] * 3 + [0] * 2], np.int32)
+        pos = np.array([[0, 1, 2, 3, 4, 0, 1, 2, 0, 0]], np.int32)
+
+        def fwd(ids, seg, pos):
+            h = model(ids, (seg > 0).astype(jnp.int32), position_ids=pos, segment_ids=seg)
+            return h, packed_mean_pool(h, seg, max_segments=3)
+
+        h, pooled = self.variant(fwd)(jnp.asarray(packed), jnp.asarray(seg), jnp.asarray(pos))
+        want_a = numpy_bert(tiny_weights(1), a[None], np.ones((1, 5), bool))[0]
+        want_b = numpy_bert(tiny_weights(1), b[None], np.ones((1, 3), bool))[0]
+        np.testing.assert_allclose(h[0, :5], want_a, atol=2e-5, rtol=1e-5)
+        np.testing.assert_allclose(h[0, 5:8], want_b, atol=2e-5, rtol=1e-5)
+        np.testing.assert_allclose(pooled[0, 0], want_a.mean(0), atol=2e-5)
+        np.testing.assert_allclose(pooled[0, 1], want_b.mean(0), atol=2e-5)
+        np.testing.assert_array_equal(pooled[0, 2], 0.0)  # an unused segment pools to zeros
 
 
 class PoolingTest(chex.TestCase):

@@ -4,7 +4,15 @@ import glob
 
 import pytest
 
-from jaxparadigm.config import config_from_dict, load_config
+from jaxparadigm.config import (
+    ClipConfig,
+    LossScaleConfig,
+    OptimConfig,
+    ScheduleConfig,
+    config_from_dict,
+    load_config,
+)
+from jaxparadigm.errors import ConfigError
 from jaxparadigm.optim import chain_for, schedule_for
 
 
@@ -32,10 +40,15 @@ from jaxparadigm.optim import chain_for, schedule_for
     ],
 )
 def test_bad_values_name_the_key_path(optim, path):
-    cfg = config_from_dict({"name": "x", "optim": optim})
+    # The config loader refuses these values itself; chain_for / schedule_for still do when
+    # handed an OptimConfig built directly (bypassing the loader).
+    with pytest.raises(ConfigError, match=path.replace(".", r"\.")):
+        config_from_dict({"name": "x", "optim": optim})
+    sections = {"clip": ClipConfig, "schedule": ScheduleConfig, "loss_scale": LossScaleConfig}
+    direct = OptimConfig(**{k: sections[k](**v) if k in sections else v for k, v in optim.items()})
     for build in (chain_for, schedule_for):
         with pytest.raises(ValueError, match=path.replace(".", r"\.")):
-            build(cfg.optim)
+            build(direct)
 
 
 def test_unknown_storage_dtype_is_a_config_error():

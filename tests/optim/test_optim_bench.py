@@ -1,6 +1,7 @@
-"""Smoke test of benchmarks/optim_bench.py on a tiny problem (slow: four compilations)."""
+"""Smoke test of benchmarks/optim_bench.py on a tiny problem (slow: seven compilations)."""
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -9,20 +10,33 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "optim_bench.py"
 
 
 @pytest.mark.slow
-def test_bench_runs_and_reports_ratios(tmp_path):
+def test_bench_runs_and_reports_fractions_of_the_triad(tmp_path):
     spec = importlib.util.spec_from_file_location("optim_bench", BENCH)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = tmp_path / "bench.json"
-    result = module.main(
-        ["--params", "5000", "--leaves", "5", "--reps", "2", "--no-torch", "--json", str(out)]
-    )
-    assert out.exists()
+    args = ["--params", "5000", "--leaves", "5", "--reps", "2", "--runs", "2", "--no-torch"]
+    result = module.main([*args, "--json", str(out)])
+    assert json.loads(out.read_text())["params"] == 5000
     assert result["ours_adam_program_identical_to_optax"] is True
-    assert set(result["median_ms"]) == {
+    assert len(result["runs"]) == 2
+    run = result["runs"][0]
+    assert set(run["variants"]) == {
+        "triad",
         "ours adam",
         "optax adam",
+        "ours adam (flat buffer)",
+        "optax.flatten(ours adam)",
         "ours chain (clip+schedule+adam)",
         "optax chain (clip+schedule+adam)",
     }
-    assert all(v > 0 for v in result["ratios"].values())
+    triad = run["variants"]["triad"]
+    assert triad["xla_bytes_per_param"] == pytest.approx(12.0)  # read a, b; write a
+    adam = run["variants"]["ours adam"]
+    # XLA:CPU's single-output loops: m', v', then p' reading m', v' (10 float32 accesses).
+    assert adam["xla_bytes_per_param"] == pytest.approx(40.0, rel=0.01)
+    assert adam["loop_fusions"] >= 3 * 5
+    assert run["variants"]["ours adam (flat buffer)"]["loop_fusions"] < adam["loop_fusions"]
+    fraction = adam["effective_GBps"] / run["triad_GBps"]
+    assert adam["fraction_of_triad"] == pytest.approx(fraction)
+    assert all(v > 0 for v in run["ratios"].values())

@@ -142,7 +142,7 @@ class LinearLrTest(chex.TestCase, parameterized.TestCase):
 class ValidationTest(parameterized.TestCase):
     @parameterized.parameters(
         (lambda: S.constant(-1.0), ValueError, "value=-1.0"),
-        (lambda: S.linear(1.0, 0.0, 0), ValueError, "transition_steps=0"),
+        (lambda: S.linear(1.0, 0.0, -1), ValueError, "transition_steps=-1"),
         (lambda: S.linear(1.0, 0.0, 10, -1), ValueError, "transition_begin=-1"),
         (lambda: S.polynomial(1.0, 0.0, 0.0, 10), ValueError, "power=0.0"),
         (lambda: S.polynomial(1.0, 0.0, 1.0, 10.5), TypeError, "transition_steps=10.5"),

@@ -64,6 +64,8 @@ def test_cli_search_and_errors(encoder, tmp_path, capsys):
         format_search("x", corpus=str(corpus), top_k=0)
     with pytest.raises(ValueError, match="query"):
         format_search("  ", corpus=str(corpus))
+    assert cli_main(["search", "x", "--corpus", str(tmp_path)]) == 2  # a directory
+    assert "not a file" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval.pydoc_corpus import chunk_document, read_corpus, topic_title
 from jaxparadigm.retrieval.pydoc_queries import PYDOC_QUERIES
 
@@ -41,15 +42,21 @@ def test_file_corpus(tmp_path):
 
 
 def test_corpus_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="missing.txt"):
+    with pytest.raises(InputError, match="missing.txt'?: no such file"):
         read_corpus(tmp_path / "missing.txt")
+    with pytest.raises(InputError, match="not a file"):
+        read_corpus(tmp_path)
     blank = tmp_path / "blank.txt"
     blank.write_text("\n \n")
-    with pytest.raises(ValueError, match="no non-blank lines"):
+    with pytest.raises(InputError, match="no non-blank lines"):
         read_corpus(blank)
     binary = tmp_path / "bin.txt"
     binary.write_bytes(b"\xff\xfe\x00bad")
-    with pytest.raises(ValueError, match="not UTF-8"):
+    with pytest.raises(InputError, match="not UTF-8"):
         read_corpus(binary)
+    nul = tmp_path / "nul.txt"
+    nul.write_text("a doc\n\x00\x00\n")  # issue 10: a NUL-only document
+    with pytest.raises(InputError, match=r"nul.txt' line 2: holds NUL characters"):
+        read_corpus(nul)
     with pytest.raises(ValueError, match="chunk_words"):
         chunk_document("a b", 0)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval import SemanticIndex
 
 DOCS = [
@@ -61,7 +62,7 @@ def test_load_errors_name_the_file(encoder, tmp_path):
     np.savez(
         bad, embeddings=np.zeros((1, 384), np.float32), docs=np.array([{"a": 1}], dtype=object)
     )
-    with pytest.raises(ValueError, match="obj.npz: not a SemanticIndex"):
+    with pytest.raises(ValueError, match="obj.npz: .*not a SemanticIndex"):
         SemanticIndex.load(bad, encoder)
     wrong = tmp_path / "wrong.npz"
     np.savez(wrong, embeddings=np.zeros((1, 10), np.float32), docs=np.array(["a"]))
@@ -74,9 +75,9 @@ def test_load_errors_name_the_file(encoder, tmp_path):
 
 
 def test_bad_input(index, encoder):
-    with pytest.raises(ValueError, match="empty"):
+    with pytest.raises(InputError, match="empty"):
         SemanticIndex(encoder).search("q")
-    with pytest.raises(ValueError, match="top_k: got 0"):
+    with pytest.raises(InputError, match="top_k: got 0"):
         index.search("q", 0)
     with pytest.raises(TypeError, match="query: got int"):
         index.search(3)

@@ -1,5 +1,7 @@
 """Memory: scripted aliasing scenarios against NumPy's mutable views and, if present, PyTorch."""
 
+import dataclasses
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -45,6 +47,17 @@ SCRIPTS = {
         ("copy_", "b", [-5.0, -6.0]),
         ("view", "d", "c", (2, 2)),
         ("setitem_", "d", (0, 0), 42.0),
+    ],
+    # Issue 10: an advanced index that repeats a position; the last write wins (NumPy; PyTorch
+    # under use_deterministic_algorithms(True), which run_torch turns on).
+    "repeated_advanced_index": [
+        ("tensor", "a", [float(i) for i in range(16)]),
+        ("view", "t", "a", (4, 4)),
+        ("setitem_", "t", (np.array([2, 2]), np.array([2, 2])), [5.0, 7.0]),
+        ("setitem_", "t", (np.array([2, 1, 2, 1]), np.array([2, 0, 2, 0])), [1.0, 2.0, 3.0, 4.0]),
+        ("as_strided", "c", "a", (4, 4), (1, 4), 0),  # t transposed
+        ("setitem_", "c", (np.array([0, 3, 0]), slice(1, 3)), [[1.0, 2], [3, 4], [5, 6]]),
+        ("setitem_", "t", [1, 1, 1], 0.5),
     ],
     "offset_views": [
         ("tensor", "s", list(range(12))),
@@ -125,6 +138,15 @@ def _np_strided(base, shape, strides, offset):
 
 
 def run_torch(script, torch):
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)  # repeated index_put_ positions: last write wins
+    try:
+        return _run_torch(script, torch)
+    finally:
+        torch.use_deterministic_algorithms(deterministic)
+
+
+def _run_torch(script, torch):
     tensors, states = {}, []
     for step in script:
         op, name, *args = step
@@ -217,7 +239,7 @@ class MemoryJitTest(chex.TestCase):
 
     def test_contiguous_write_is_a_slice_update_not_a_scatter(self):
         row = self.mem.view(self.a, 2, 3)
-        first = Handle(row.storage, row.view.select(0, 1))
+        first = dataclasses.replace(row, view=row.view.select(0, 1))
         jaxpr = str(jax.make_jaxpr(lambda m: m.copy_(first, 1.0))(self.mem))
         self.assertIn("dynamic_update_slice", jaxpr)
         self.assertNotIn("scatter", jaxpr)
@@ -231,11 +253,16 @@ class MemoryErrorsTest(parameterized.TestCase):
 
     def test_write_to_overlapping_view(self):
         row = self.mem.view(self.a, 2, 3)
-        expanded = Handle(row.storage, row.view.select(0, 0).view(1, 3).expand(4, 3))
+        expanded = dataclasses.replace(row, view=row.view.select(0, 0).view(1, 3).expand(4, 3))
         with self.assertRaisesRegex(ValueError, "more than one element"):
             self.mem.add_(expanded, 1.0)
         with self.assertRaisesRegex(ValueError, "more than one element"):
-            self.mem.setitem_(self.a, np.array([0, 0]), jnp.array([1.0, 2.0]))
+            self.mem.setitem_(expanded, (slice(None), 0), 1.0)  # the sub-view overlaps
+        with self.assertRaisesRegex(ValueError, "advanced index into an overlapping view"):
+            self.mem.setitem_(expanded, (np.array([0, 1]), np.array([1, 2])), 1.0)
+        # One element of an overlapping view is no overlapping write (PyTorch allows it too).
+        mem = self.mem.setitem_(expanded, (0, 1), 5.0)
+        np.testing.assert_array_equal(mem.read(expanded)[:, 1], [5.0] * 4)
 
     def test_errors(self):
         mem, a, i = self.mem, self.a, self.i
@@ -244,7 +271,7 @@ class MemoryErrorsTest(parameterized.TestCase):
         with self.assertRaisesRegex(TypeError, "must be a Handle"):
             mem.read("a")
         with self.assertRaisesRegex(ValueError, "storage 7"):
-            mem.read(Handle(7, a.view))
+            mem.read(Handle(7, a.view, a.uid))
         with self.assertRaisesRegex(ValueError, "cannot be broadcast"):
             mem.copy_(a, jnp.ones(4))
         with self.assertRaisesRegex(ValueError, "scalar"):
@@ -261,3 +288,93 @@ class MemoryErrorsTest(parameterized.TestCase):
             mem.view(mem.as_strided(a, (3, 2), (1, 3)), 6)
         with self.assertRaisesRegex(ValueError, "storage index 7"):
             mem.as_strided(a, (2, 2), (3, 2), 2)
+
+
+class MemoryIdentityTest(parameterized.TestCase):
+    """Issue 10: a Handle from another Memory read or wrote that Memory's storage silently."""
+
+    def setUp(self):
+        super().setUp()
+        self.m1, self.h1 = Memory().tensor(jnp.arange(4.0))
+        self.m2, self.h2 = Memory().tensor(jnp.arange(4.0) * 10)
+
+    @parameterized.named_parameters(
+        ("read", lambda m, h: m.read(h)),
+        ("copy_", lambda m, h: m.copy_(h, 1.0)),
+        ("add_", lambda m, h: m.add_(h, 1.0)),
+        ("setitem_", lambda m, h: m.setitem_(h, 0, 1.0)),
+        ("view", lambda m, h: m.view(h, 2, 2)),
+        ("as_strided", lambda m, h: m.as_strided(h, (2,), (2,))),
+        ("set_target", lambda m, h: m.set_(h, jnp.zeros(2))),
+    )
+    def test_handle_from_another_memory_is_refused(self, op):
+        with self.assertRaisesRegex(ValueError, "handle from another Memory"):
+            op(self.m2, self.h1)
+        op(self.m1, self.h1)  # its own Memory accepts it
+
+    def test_set_source_from_another_memory_is_refused(self):
+        with self.assertRaisesRegex(ValueError, "source is a handle from another Memory"):
+            self.m2.set_(self.h2, self.h1)
+
+    def test_sibling_memories_with_the_same_storage_position(self):
+        base, a = Memory().tensor(jnp.zeros(2))
+        left, b = base.tensor(jnp.ones(3))
+        right, c = base.tensor(jnp.full(3, 9.0))
+        self.assertEqual((b.storage, c.storage), (1, 1))
+        with self.assertRaisesRegex(ValueError, "another Memory"):
+            right.read(b)
+        np.testing.assert_array_equal(right.read(a), [0, 0])  # the shared parent storage
+
+    def test_identity_survives_in_place_ops_pytrees_and_jit(self):
+        mem = self.m1.add_(self.h1, 1.0)
+        mem = jax.tree_util.tree_map(lambda x: x * 2, mem)
+        mem = jax.jit(lambda m: m.fill_(self.h1, 3.0))(mem)
+        np.testing.assert_array_equal(mem.read(self.h1), [3.0] * 4)
+        with self.assertRaisesRegex(ValueError, "another Memory"):
+            jax.jit(lambda m: m.read(self.h2))(mem)
+
+    def test_set_with_values_gets_a_new_identity(self):
+        mem, b = self.m1.set_(self.h1, jnp.zeros(3))
+        self.assertNotEqual(b.uid, self.h1.uid)
+        np.testing.assert_array_equal(mem.read(b), [0, 0, 0])
+        with self.assertRaisesRegex(ValueError, "storage 1"):
+            self.m1.read(b)
+
+
+class RepeatedAdvancedIndexTest(parameterized.TestCase):
+    """Issue 10: ``t[rows, cols] = v`` with a repeated position raised; now the last write wins."""
+
+    def test_issue_reproducer(self):
+        mem, t = Memory().tensor(jnp.arange(16.0).reshape(4, 4))
+        rows = cols = np.array([2, 2])
+        np.testing.assert_array_equal(mem.setitem_(t, (rows, cols), 0.0).read(t)[2, 2], 0.0)
+        out = mem.setitem_(t, (rows, cols), jnp.array([5.0, 7.0])).read(t)
+        self.assertEqual(float(out[2, 2]), 7.0)
+        self.assertEqual(float(jnp.sum(out)), 120.0 - 10.0 + 7.0)  # nothing else changed
+
+    def test_inside_jit_with_traced_values(self):
+        mem, t = Memory().tensor(jnp.zeros(5))
+        idx = np.array([1, 3, 1, 1, 3])
+        out = jax.jit(lambda m, v: m.setitem_(t, idx, v))(mem, jnp.arange(5.0))
+        np.testing.assert_array_equal(out.read(t), [0, 3, 0, 4, 0])
+
+    @pytest.mark.crosscheck
+    def test_many_repeats_match_deterministic_torch(self):
+        torch = pytest.importorskip("torch")
+        rng = np.random.default_rng(0)
+        rows, cols = rng.integers(0, 3, 20_000), rng.integers(0, 4, 20_000)
+        values = np.arange(20_000, dtype=np.float32)
+        mem, t = Memory().tensor(jnp.zeros((3, 4)))
+        ours = np.asarray(mem.setitem_(t, (rows, cols), values).read(t))
+        deterministic = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(True)
+        try:
+            ref = torch.zeros(3, 4)
+            ref[torch.from_numpy(rows), torch.from_numpy(cols)] = torch.from_numpy(values)
+        finally:
+            torch.use_deterministic_algorithms(deterministic)
+        np.testing.assert_array_equal(ours, ref.numpy())
+        last = {}
+        for r, c, v in zip(rows, cols, values, strict=True):
+            last[r, c] = v
+        np.testing.assert_array_equal(ours, [[last[r, c] for c in range(4)] for r in range(3)])

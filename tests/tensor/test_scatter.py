@@ -17,8 +17,9 @@ def reference(x, indices, updates):
     out = np.array(x, copy=True)
     indices, updates = np.asarray(indices), np.asarray(updates)
     k = indices.shape[-1]
-    rows = indices.reshape(-1, k)
-    values = updates.reshape((-1,) + out.shape[k:])
+    n = int(np.prod(indices.shape[:-1]))  # not -1: ambiguous when k == 0 or a size is 0
+    rows = indices.reshape(n, k)
+    values = updates.reshape((n,) + out.shape[k:])
     for j in range(rows.shape[0]):
         out[tuple(rows[j])] = values[j]
     return out
@@ -38,6 +39,49 @@ class ScatterTest(chex.TestCase):
         updates = np.asarray(updates, np.float32)
         out = self.variant(scatter_nd_update)(x, indices, updates)
         np.testing.assert_array_equal(np.asarray(out), reference(x, indices, updates))
+
+    @chex.variants(with_jit=True, without_jit=True)
+    @parameterized.named_parameters(
+        # Issue 10: k = 0 raised ZeroDivisionError; an empty index row addresses all of x.
+        ("issue_k0", (3, 4), np.zeros((1, 0), np.int32), np.ones((1, 3, 4))),
+        ("k0_last_row_wins", (2, 2), np.zeros((3, 0), np.int32), np.arange(12.0).reshape(3, 2, 2)),
+        ("k0_no_rows", (2, 2), np.zeros((0, 0), np.int32), np.zeros((0, 2, 2))),
+        ("k0_batched", (2,), np.zeros((2, 2, 0), np.int32), np.arange(8.0).reshape(2, 2, 2)),
+        ("k0_scalar_x", (), np.zeros((2, 0), np.int32), np.array([5.0, 6.0])),
+        ("zero_size_slices", (3, 0), np.array([[1], [2]]), np.zeros((2, 0))),
+        ("no_rows", (3, 2), np.zeros((0, 1), np.int32), np.zeros((0, 2))),
+    )
+    def test_index_depth_zero_and_zero_sizes(self, shape, indices, updates):
+        x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+        updates = np.asarray(updates, np.float32)
+        out = self.variant(scatter_nd_update)(x, indices, updates)
+        expected = reference(x, indices, updates)
+        np.testing.assert_array_equal(np.asarray(out), expected)
+        if indices.shape[-1] == 0 and updates.size:  # the whole tensor is the last update
+            np.testing.assert_array_equal(expected, updates.reshape((-1,) + shape)[-1])
+
+    @parameterized.named_parameters(
+        ("1d", (4,), [[4]]),
+        ("2d_last_axis", (2, 3), [[0, 3]]),  # a `<=` slip would write x[1, 0] (flat 3)
+        ("2d_first_axis", (2, 3), [[2, 0]]),
+        ("slices", (2, 3), [[2]]),
+    )
+    def test_index_equal_to_the_dimension_is_out_of_range(self, shape, indices):
+        x = jnp.zeros(shape)
+        indices = np.asarray(indices, np.int32)
+        updates = jnp.ones(indices.shape[:-1] + shape[indices.shape[-1] :])
+        with self.assertRaisesRegex(ValueError, "out of range"):  # known indices: refused
+            scatter_nd_update(x, indices, updates)
+        out = jax.jit(scatter_nd_update)(x, jnp.asarray(indices), updates)  # traced: dropped
+        np.testing.assert_array_equal(out, np.zeros(shape))
+        below = indices - (indices == np.asarray(shape[: indices.shape[-1]]))  # dim - 1: written
+        out = jax.jit(scatter_nd_update)(x, jnp.asarray(below), updates)
+        np.testing.assert_array_equal(out, reference(np.zeros(shape), below, updates))
+        self.assertEqual(float(jnp.sum(out)), float(updates.size))
+
+    def test_empty_axis_message(self):
+        with self.assertRaisesRegex(ValueError, r"component 0 must not exist \(axis size 0\)"):
+            scatter_nd_update(jnp.zeros((0, 3)), np.array([[0]]), jnp.zeros((1, 3)))
 
     def test_returns_new_array_and_leaves_x(self):
         x = jnp.zeros((4,))

@@ -5,7 +5,8 @@ import pytest
 from jaxparadigm.config import config_from_dict
 
 
-def tiny_config(out_dir, name="tiny", **sections):
+def tiny_raw(out_dir, name="tiny", **sections) -> dict:
+    """The raw mapping of a tiny config (a section given here updates the default's keys)."""
     raw = {
         "name": name,
         "out_dir": str(out_dir),
@@ -16,7 +17,22 @@ def tiny_config(out_dir, name="tiny", **sections):
     }
     for key, value in sections.items():
         raw[key] = {**raw.get(key, {}), **value} if isinstance(value, dict) else value
-    return config_from_dict(raw)
+    return raw
+
+
+def tiny_regression_raw(out_dir, name="tiny", steps=30, **train) -> dict:
+    """A tiny regression MLP run as a raw mapping (for YAML files run by a subprocess)."""
+    return tiny_raw(
+        out_dir,
+        name,
+        model={"num_outputs": 1},
+        data={"kind": "regression"},
+        train={"steps": steps, **train},
+    )
+
+
+def tiny_config(out_dir, name="tiny", **sections):
+    return config_from_dict(tiny_raw(out_dir, name, **sections))
 
 
 @pytest.fixture

@@ -15,17 +15,19 @@ import chex
 import numpy as np
 import pytest
 
-from jaxparadigm.config import config_from_dict, to_dict
+from jaxparadigm.config import config_from_dict
 from jaxparadigm.train.checkpoint import (
     KEY_ENV_VAR,
     Checkpointer,
     CheckpointSignatureError,
+    signed_config,
     state_signature,
 )
 from jaxparadigm.train.loop import train
 
 CFG = config_from_dict({"name": "ckpt"})
-CFG_DICT = to_dict(CFG)
+CFG_DICT = signed_config(CFG)
+OTHER = config_from_dict({"name": "ckpt", "optim": {"learning_rate": 0.5}})  # another state
 
 
 def _state(seed=0, step=0):
@@ -44,8 +46,13 @@ def test_signature_covers_every_bit_and_the_config():
     flipped = _state()
     flipped["params"]["w"].view(np.uint32)[1, 2] ^= 1  # one bit of one float
     assert state_signature(flipped, CFG) != sig
-    assert state_signature(s, config_from_dict({"name": "other"})) != sig
+    assert state_signature(s, OTHER) != sig
+    assert state_signature(s, config_from_dict({"name": "ckpt", "train": {"seed": 1}})) != sig
     assert state_signature(s, None) != sig
+    # Run control is not signed: another name, length, cadence or resume flag signs the same.
+    control = {"name": "x", "out_dir": "elsewhere", "train": {"steps": 7, "log_every": 1}}
+    control["train"]["checkpoint"] = {"resume": False, "every": 3}
+    assert state_signature(s, config_from_dict(control)) == sig
 
 
 def test_round_trip_and_keep_last_k(tmp_path):
@@ -83,8 +90,10 @@ def test_tampered_arrays_are_refused(tmp_path):
 def test_edited_signature_and_other_config_are_refused(tmp_path):
     ck = Checkpointer(tmp_path / "c", CFG)
     ck.save(_state(step=1))
-    with pytest.raises(CheckpointSignatureError, match="config differs"):
-        Checkpointer(tmp_path / "c", config_from_dict({"name": "x"})).restore(_state())
+    with pytest.raises(
+        CheckpointSignatureError, match=r"optim.learning_rate: checkpoint 0.001, now 0.5\)"
+    ):
+        Checkpointer(tmp_path / "c", OTHER).restore(_state())
     meta = Path(ck.directory) / "1" / "meta" / "metadata"
     data = json.loads(meta.read_text())
     data["signature"] = "0" * 64
@@ -103,7 +112,7 @@ def _message(state) -> bytes:
     for path, leaf in zip(_LEAF_PATHS, [*leaves, state["step"]], strict=True):
         leaf = np.asarray(leaf)
         out += f"{path}|{leaf.dtype.str}|{leaf.shape}|".encode() + leaf.tobytes()
-    return out + json.dumps(CFG_DICT, sort_keys=True, default=str).encode()
+    return out + json.dumps(CFG_DICT, sort_keys=True).encode()
 
 
 def _forge(good_dir: Path, evil_state, step: int, kind: str) -> None:
@@ -228,11 +237,11 @@ def test_sigkill_during_save_leaves_last_complete_checkpoint(tmp_path):
         proc.kill()
         proc.wait()
     assert proc.returncode == -9
+    assert [p for p in os.listdir(directory) if "tmp" in p]  # the half-written save
     ck = Checkpointer(directory, None)
     steps = ck.all_steps()
     assert steps and all(str(s) in os.listdir(directory) for s in steps)
-    leftovers = [p for p in os.listdir(directory) if not p.isdigit()]
-    assert leftovers  # the half-written save is still on disk, and ignored
+    assert not [p for p in os.listdir(directory) if not p.isdigit()]  # tmp cleaned on open
     template = {"step": np.asarray(0, np.int32), "w": [np.zeros(1 << 20, np.float32)] * 12}
     restored = ck.restore(template)
     last = steps[-1]

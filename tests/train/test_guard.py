@@ -122,7 +122,7 @@ def test_rollback_keeps_the_current_loss_scale():
     import optax
 
     from jaxparadigm.optim import dynamic_loss_scale
-    from jaxparadigm.train.loop import _rollback
+    from jaxparadigm.train.rollback import rollback
     from jaxparadigm.train.step import init_train_state
 
     ls = dynamic_loss_scale(init_scale=2.0**30)
@@ -133,7 +133,7 @@ def test_rollback_keeps_the_current_loss_scale():
         loss_scale=snapshot.loss_scale._replace(scale=jnp.float32(2.0**12)),
         guard=snapshot.guard._replace(bad_streak=jnp.int32(3)),
     )
-    restored, msg = _rollback(current, None, snapshot, 0.5)
+    restored, msg = rollback(current, None, snapshot, 0.5)
     assert float(restored.loss_scale.scale) == 2.0**12  # not the snapshot's 2**30
     assert int(restored.step) == 9 and float(restored.lr_scale) == 0.5
     assert (int(restored.guard.bad_streak), int(restored.guard.rollbacks)) == (0, 1)

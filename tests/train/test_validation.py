@@ -1,11 +1,13 @@
 """validate_batch: every kind of violation raises one ValueError naming the field."""
 
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jaxparadigm.errors import InputError
 from jaxparadigm.train.data import validate_batch
 
 SCHEMA = {
@@ -80,3 +82,70 @@ def test_shape_rule_matches_definition(shape, spec):
     else:
         with pytest.raises(ValueError, match="field 'a': got shape"):
             validate_batch(batch, schema)
+
+
+# -- issue 10 ------------------------------------------------------------------------------------
+
+ML_FLOATS = ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"]
+
+
+def test_exported_from_jaxparadigm_train():
+    import jaxparadigm.train as train
+
+    assert train.validate_batch is validate_batch
+
+
+@pytest.mark.parametrize("name", ML_FLOATS)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_ml_dtypes_non_finite_values_are_caught(name, bad):
+    """``np.issubdtype(bfloat16, np.inexact)`` is False: NaN in these fields used to pass."""
+    dtype = np.dtype(getattr(ml_dtypes, name))
+    value = np.array([1.0, bad, 2.0], dtype=dtype)  # formats without inf store NaN
+    with pytest.raises(InputError, match=r"field 'x': 1 non-finite"):
+        validate_batch({"x": value}, {"x": ((3,), name)})
+    validate_batch({"x": np.ones(3, dtype)}, {"x": ((3,), dtype, (0.5, 1.0))})
+
+
+def test_ml_dtypes_range_is_checked():
+    value = np.array([0.5, 3.0], dtype=ml_dtypes.bfloat16)
+    with pytest.raises(InputError, match=r"values span \[0.5, 3.0\], expected within \[0, 2\]"):
+        validate_batch({"x": value}, {"x": ((2,), "bfloat16", (0, 2))})
+    ints = np.array([1, 7], dtype=ml_dtypes.int4)
+    with pytest.raises(InputError, match=r"values span \[1, 7\]"):
+        validate_batch({"x": ints}, {"x": ((2,), ml_dtypes.int4, (0, 5))})
+
+
+@pytest.mark.parametrize(
+    "spec, error, match",
+    [
+        (((2,), "floaty"), TypeError, r"schema\['x'\] dtype: got 'floaty', not a numpy"),
+        (((2,), None), TypeError, r"schema\['x'\] dtype: got None.*float64"),
+        (((2,), "U3", ("a", "z")), TypeError, r"schema\['x'\] range: dtype <U3 is not"),
+        (((2,), "datetime64[D]", (0, 1)), TypeError, r"schema\['x'\] range: dtype datetime64"),
+        (((2,), np.bool_, (0, 1)), TypeError, r"schema\['x'\] range: dtype bool"),
+        (((2,), np.complex64, (0, 1)), TypeError, r"schema\['x'\] range: dtype complex64"),
+        (((2,), np.float32, ("a", "z")), TypeError, r"bound 'a' is not a real number"),
+        (((2,), np.float32, (np.datetime64("2020-01-01"), None)), TypeError, "not a real"),
+        (((2,), np.float32, (1.0, 0.0)), ValueError, r"lo = 1.0 > hi = 0.0"),
+        (((2,), np.float32, (float("nan"), 1.0)), ValueError, r"NaN bound"),
+        (((2,), np.float32, (0.0, np.float32("nan"))), ValueError, r"NaN bound"),
+    ],
+)
+def test_bad_schemas_name_the_field(spec, error, match):
+    batch = {"x": np.zeros(2, np.float32)}
+    with pytest.raises(error, match=match):
+        validate_batch(batch, {"x": spec})
+
+
+def test_one_sided_and_integer_bounds():
+    batch = {"x": np.array([-3.0, 5.0], np.float32), "n": np.array([2**62], np.int64)}
+    validate_batch(batch, {"x": ((2,), np.float32, (None, 5)), "n": ((1,), np.int64, (0, None))})
+    with pytest.raises(InputError, match="field 'x'"):
+        validate_batch(batch, {"x": ((2,), np.float32, (-2.5, None))})
+    with pytest.raises(InputError, match="field 'n'"):  # compared as integers, not floats
+        validate_batch(batch, {"n": ((1,), np.int64, (0, 2**62 - 1))})
+
+
+def test_violations_are_input_errors():
+    with pytest.raises(InputError, match="field 'y': missing"):
+        validate_batch({"x": np.zeros((1, 3), np.float32)}, SCHEMA)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from jaxparadigm.optim.hyperparams import check_int, check_number
-from jaxparadigm.optim.schedules.decay import Schedule, is_host_int
+from jaxparadigm.optim.schedules.decay import Schedule, is_host_int, sanitize_count
 
 
 def linear_lr(
@@ -19,7 +19,7 @@ def linear_lr(
     ``s = start_factor`` in (0, 1], ``e = end_factor`` in [0, 1], ``N = total_iters >= 1``. Torch
     computes the same value recursively with an unbounded Python-int ``last_epoch``; here the count
     is clamped to ``[0, N]``, so neither a wrapped int32 counter nor a huge Python int can make the
-    rate negative (C4.3).
+    rate negative (C4.3). NaN counts follow ``sanitize_count`` (host NaN refused, array NaN -> 0).
     """
     check_number("base_lr", base_lr, low=0.0)
     check_number("start_factor", start_factor, low=0.0, high=1.0, low_open=True)
@@ -27,6 +27,7 @@ def linear_lr(
     check_int("total_iters", total_iters, low=1)
 
     def schedule(count):
+        count = sanitize_count(count)
         if is_host_int(count):
             count = jnp.asarray(min(max(int(count), 0), total_iters))
         else:

@@ -1,0 +1,42 @@
+"""Jacobian rows in chunks: ``map_rows(fn, n, chunk_size)`` (torch.func's ``chunk_size``; C3.3).
+
+A Jacobian is ``n`` independent JVPs (columns) or VJPs (rows), one per basis vector ``e_k``.
+``map_rows`` evaluates ``fn(k)`` for ``k = 0 .. n-1`` and stacks the results on a new leading axis:
+
+* ``chunk_size=None``: all ``n`` at once (``jax.vmap``) -- peak memory ~ n copies of ``fn``'s
+  intermediates;
+* ``chunk_size=c``: ``lax.map(fn, arange(n), batch_size=c)`` -- a loop over ``ceil(n / c)``
+  vmapped chunks, so only ``c`` copies are live at a time. Results equal the unchunked ones.
+
+The basis vector is built inside ``fn`` from the index ``k``, so no ``n x n`` identity matrix is
+materialised either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+__all__ = ["check_chunk_size", "map_rows"]
+
+
+def check_chunk_size(chunk_size, fn_name: str):
+    """``None`` or a positive int; ``ValueError``/``TypeError`` naming the value otherwise."""
+    if chunk_size is None:
+        return None
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
+        raise TypeError(f"{fn_name}: chunk_size={chunk_size!r}; expected None or a positive int")
+    if chunk_size < 1:
+        raise ValueError(f"{fn_name}: chunk_size={chunk_size!r}; expected None or an int >= 1")
+    return chunk_size
+
+
+def map_rows(fn: Callable, n: int, chunk_size: int | None = None):
+    """``stack([fn(k) for k in range(n)])`` (a pytree), vmapped whole or in chunks of ``chunk_size``."""
+    idx = jnp.arange(n, dtype=jnp.int32)
+    if chunk_size is None or chunk_size >= n:
+        return jax.vmap(fn)(idx)
+    return lax.map(fn, idx, batch_size=chunk_size)

@@ -1,0 +1,220 @@
+"""Live hyper-parameters held in the optimiser state, like ``optax.inject_hyperparams`` (C4.1-C4.3).
+
+``inject_hyperparams(adam)(1e-3, b1=0.9)`` is the update of ``adam(1e-3, b1=0.9)``, but it reads
+its numeric hyper-parameters from ``state.hyperparams`` (float32 scalars) instead of folding them
+into the compiled program. ``set_hyperparams(state, learning_rate=5e-4)`` changes values, never
+shapes or dtypes, so a jitted step does not recompile. Every rate is multiplied by ``lr_scale``
+(1.0 at init): the knob for a rollback's learning-rate decay. A schedule stays a schedule: its
+value at the step is stored (read-only) as ``scheduled_learning_rate``; scale it with
+``lr_scale``. Supported factories: ``adam``, ``adamw`` (``b1``, ``b2``, ``eps``, ``eps_root``,
+``weight_decay`` live) and ``sgd`` (``momentum`` and ``weight_decay`` live when built > 0).
+
+Bitwise equal to the static optimiser with float32 params. The static update folds ``1 - b1``
+as a float64 difference rounded once to float32; storing ``b1`` in float32 and subtracting in
+float32 rounds differently, the drift reported for optax's wrapper (optax #583, #1532). So
+``set_hyperparams`` derives ``one_minus_b1``/``one_minus_b2`` in float64 on the host and stores
+them beside ``b1``/``b2``: change hyper-parameters only through it. With bfloat16/float16 params
+the float32 values are cast to the params' dtype, which may differ from the static path's
+direct rounding in the last bit.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxparadigm.optim.adam import (
+    AdamCoefficients,
+    adam,
+    adamw,
+    init_adam_state,
+    update_adam_state,
+)
+from jaxparadigm.optim.counters import safe_increment
+from jaxparadigm.optim.hyperparams import check_decay, check_number, storage_dtype
+from jaxparadigm.optim.learning_rate import scale_updates
+from jaxparadigm.optim.param_dtypes import require_inexact
+from jaxparadigm.optim.sgd import TraceState, momentum_update, sgd
+from jaxparadigm.optim.weight_decay import decay_weights
+
+
+class InjectHyperparamsState(NamedTuple):
+    """``count``: int32 steps taken (schedules read it); ``hyperparams``: float32 scalars by
+    name; ``inner_state``: the optimiser's own state (``ScaleByAdamState``, ``TraceState`` or
+    ``optax.EmptyState``)."""
+
+    count: jax.Array
+    hyperparams: dict[str, jax.Array]
+    inner_state: Any
+
+
+_COMPLEMENTS = {"b1": "one_minus_b1", "b2": "one_minus_b2"}
+_READ_ONLY = ("scheduled_learning_rate", *_COMPLEMENTS.values())
+_CHECKS: dict[str, Callable[[str, Any], float]] = {
+    "learning_rate": lambda name, v: check_number(name, v, low=0.0),
+    "lr_scale": lambda name, v: check_number(name, v, low=0.0),
+    "b1": check_decay,
+    "b2": check_decay,
+    "eps": lambda name, v: check_number(name, v, low=0.0, low_open=True),
+    "eps_root": lambda name, v: check_number(name, v, low=0.0),
+    "weight_decay": lambda name, v: check_number(name, v, low=0.0),
+    "momentum": lambda name, v: check_number(name, v, low=0.0),
+}
+
+
+def _as_live(values: dict[str, Any]) -> dict[str, jax.Array]:
+    """Checked float32 scalars; ``one_minus_b`` is ``1 - b`` in float64, rounded once."""
+    live = {}
+    for name, value in values.items():
+        number = _CHECKS[name](name, value)
+        live[name] = jnp.asarray(number, jnp.float32)
+        if name in _COMPLEMENTS:
+            live[_COMPLEMENTS[name]] = jnp.asarray(1 - number, jnp.float32)
+    return live
+
+
+def _scale_by_rate(updates, hp, count, schedule):
+    """``u <- -(lr * lr_scale) * u``; with a schedule ``lr = schedule(count)`` (recorded)."""
+    if schedule is None:
+        return scale_updates(updates, -1 * (hp["learning_rate"] * hp["lr_scale"])), hp
+    value = schedule(count)
+    hp = {**hp, "scheduled_learning_rate": jnp.asarray(value, jnp.float32)}
+    return scale_updates(updates, -1 * (value * hp["lr_scale"])), hp
+
+
+def _live_transformation(numeric, schedule, init_inner, direction):
+    """Shared init/update: ``direction(updates, inner, params, hp) -> (updates, inner)``."""
+
+    def init_fn(params):
+        require_inexact("params", params)
+        hp = _as_live(numeric)
+        if schedule is not None:
+            hp["scheduled_learning_rate"] = jnp.asarray(schedule(0), jnp.float32)
+        return InjectHyperparamsState(jnp.zeros([], jnp.int32), hp, init_inner(params))
+
+    def update_fn(updates, state, params=None):
+        hp = state.hyperparams
+        updates, inner = direction(updates, state.inner_state, params, hp)
+        updates, hp = _scale_by_rate(updates, hp, state.count, schedule)
+        return updates, InjectHyperparamsState(safe_increment(state.count), hp, inner)
+
+    return optax.GradientTransformation(init_fn, update_fn)
+
+
+def _split_learning_rate(arguments):
+    learning_rate = arguments["learning_rate"]
+    if callable(learning_rate):
+        return {"lr_scale": 1.0}, learning_rate
+    return {"learning_rate": learning_rate, "lr_scale": 1.0}, None
+
+
+def _live_adam(arguments: dict[str, Any]) -> optax.GradientTransformation:
+    numeric, schedule = _split_learning_rate(arguments)
+    numeric.update({k: arguments[k] for k in ("b1", "b2", "eps", "eps_root")})
+    decayed = "weight_decay" in arguments  # adamw
+    if decayed:
+        numeric["weight_decay"] = arguments["weight_decay"]
+    mu_dtype = storage_dtype("mu_dtype", arguments["mu_dtype"])
+    nu_dtype = storage_dtype("nu_dtype", arguments["nu_dtype"])
+
+    def direction(updates, inner, params, hp):
+        coefficients = AdamCoefficients(
+            hp["b1"], hp["one_minus_b1"], hp["b2"], hp["one_minus_b2"], hp["eps"], hp["eps_root"]
+        )
+        updates, inner = update_adam_state(updates, inner, coefficients)
+        if decayed:
+            updates = decay_weights(updates, params, hp["weight_decay"], arguments["mask"])
+        return updates, inner
+
+    init_inner = lambda params: init_adam_state(params, mu_dtype, nu_dtype)
+    return _live_transformation(numeric, schedule, init_inner, direction)
+
+
+def _live_sgd(arguments: dict[str, Any]) -> optax.GradientTransformation:
+    numeric, schedule = _split_learning_rate(arguments)
+    with_momentum = arguments["momentum"] > 0.0
+    with_decay = arguments["weight_decay"] > 0.0
+    if with_momentum:
+        numeric["momentum"] = arguments["momentum"]
+    if with_decay:
+        numeric["weight_decay"] = arguments["weight_decay"]
+    nesterov = arguments["nesterov"]
+
+    def init_inner(params):
+        if with_momentum:
+            return TraceState(trace=jax.tree.map(jnp.zeros_like, params))
+        return optax.EmptyState()
+
+    def direction(updates, inner, params, hp):
+        require_inexact("updates", updates)
+        if with_decay:
+            updates = decay_weights(updates, params, hp["weight_decay"])
+        if with_momentum:
+            updates, kept = momentum_update(updates, inner.trace, hp["momentum"], nesterov)
+            inner = TraceState(trace=kept)
+        return updates, inner
+
+    return _live_transformation(numeric, schedule, init_inner, direction)
+
+
+_LIVE_BUILDERS = {adam: _live_adam, adamw: _live_adam, sgd: _live_sgd}
+
+
+def inject_hyperparams(factory: Callable[..., Any]) -> Callable[..., optax.GradientTransformation]:
+    """Wrap ``adam``, ``adamw`` or ``sgd`` so its numeric hyper-parameters live in the state.
+
+    The wrapped factory takes the same arguments (validated by the factory itself, with the
+    same errors) and returns a transformation with ``InjectHyperparamsState``; its updates are
+    bitwise those of ``factory(...)`` for float32 params (C4.1-C4.3).
+    """
+    if factory not in _LIVE_BUILDERS:
+        raise TypeError(
+            f"factory={factory!r}: expected jaxparadigm.optim.adam, adamw or sgd "
+            "(the optimisers whose hyper-parameters can live in the state)"
+        )
+    signature = inspect.signature(factory)
+
+    @functools.wraps(factory)
+    def wrapped(*args: Any, **kwargs: Any) -> optax.GradientTransformation:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        factory(*bound.args, **bound.kwargs)  # the static factory validates every argument
+        return _LIVE_BUILDERS[factory](dict(bound.arguments))
+
+    return wrapped
+
+
+def _is_injected(node: Any) -> bool:
+    return isinstance(node, InjectHyperparamsState)
+
+
+def set_hyperparams(state: Any, **values: float) -> Any:
+    """Return ``state`` with live hyper-parameters replaced (host-side; never recompiles).
+
+    ``state`` is an ``InjectHyperparamsState`` or any optimiser state holding exactly one (e.g.
+    a chain's tuple). Names must be live in it; ``one_minus_b1``/``one_minus_b2`` follow
+    ``b1``/``b2`` and ``scheduled_learning_rate`` follows the schedule (both refused here).
+    """
+    found = [n for n in jax.tree.leaves(state, is_leaf=_is_injected) if _is_injected(n)]
+    if len(found) != 1:
+        raise ValueError(
+            f"state={type(state).__name__}: expected exactly one InjectHyperparamsState inside, "
+            f"found {len(found)}"
+        )
+    current = found[0].hyperparams
+    for name in values:
+        if name in _READ_ONLY:
+            raise ValueError(f"{name}: derived by the optimiser, not settable (set b1/b2/lr_scale)")
+        if name not in current:
+            live = ", ".join(sorted(k for k in current if k not in _READ_ONLY))
+            raise ValueError(f"{name}: not a live hyper-parameter here; live ones: {live}")
+    new = {**current, **_as_live(values)}
+    return jax.tree.map(
+        lambda n: n._replace(hyperparams=new) if _is_injected(n) else n, state, is_leaf=_is_injected
+    )
