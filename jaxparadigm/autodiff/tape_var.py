@@ -3,7 +3,7 @@
 Each recorded op creates a ``BackwardNode`` (``tape_nodes``) whose local derivative comes from
 ``tape_formulas``; ``Var.backward`` walks the nodes in reverse topological order:
 
-    grad[input] += node.backward(grad[node output], *node.saved_tensors)
+    grad[input] += node.backward(grad[node output], ``*node.saved_tensors``)
 
 Broadcast operands get their gradient summed back over the broadcast dims (``unbroadcast``, C2.4).
 """
