@@ -46,12 +46,12 @@ class HessianTest(chex.TestCase):
             )
             return jnp.sum(jnp.sin(y) * y)
 
-        for fn in (plain, grouped):
-            for argnums in (0, 1, (0, 1)):
-                ours = func.hessian(fn, argnums)(x, w)
-                ref = jax.hessian(fn, argnums)(x, w)
-                chex.assert_trees_all_close(ours, ref, rtol=1e-4, atol=1e-4)
-                self.assertGreater(float(jnp.max(jnp.abs(jax.tree.leaves(ref)[0]))), 0.1)
+        for fn in (plain, grouped):  # argnums (0, 1): the input, kernel and mixed blocks
+            ours = jax.jit(func.hessian(fn, (0, 1)))(x, w)
+            ref = jax.jit(jax.hessian(fn, (0, 1)))(x, w)
+            chex.assert_trees_all_close(ours, ref, rtol=1e-4, atol=1e-4)
+            for block in jax.tree.leaves(ref):
+                self.assertGreater(float(jnp.max(jnp.abs(block))), 0.1)
 
     def test_hvp_several_primals(self):
         g = lambda a, b: jnp.sum(jnp.sin(a) * b**2)
