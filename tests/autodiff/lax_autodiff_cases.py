@@ -107,3 +107,15 @@ SPECIAL_VALUES = [
     (lax.erf, [0.0, 10.0]),
     (lax.erfc, [0.0, 10.0]),
 ]
+
+# upstream's testReduceGrad shapes: [operand shape, reduced dimensions]
+REDUCE_SHAPES = [
+    [(), ()],
+    [(3, 4, 5), ()],
+    [(3, 4, 5), (0,)],
+    [(3, 4, 5), (1, 2)],
+    [(3, 4, 5), (0, 2)],
+    [(3, 4, 5), (0, 1, 2)],
+    [(3, 1), (1,)],
+    [(3, 0, 5), (1,)],
+]

@@ -26,6 +26,7 @@ from tests.autodiff.lax_autodiff_cases import (
     COMPATIBLE_SHAPES,
     F32,
     LAX_GRAD_OPS,
+    REDUCE_SHAPES,
     SPECIAL_VALUES,
     rand_default,
     rand_small,
@@ -355,16 +356,6 @@ def test_select_grad():
             check_fwd(lambda a, b, p=pred: lax.select(p, a, b), (t, f), 2, numeric_tol=NUMERIC)
 
 
-REDUCE_SHAPES = [
-    [(), ()],
-    [(3, 4, 5), ()],
-    [(3, 4, 5), (0,)],
-    [(3, 4, 5), (1, 2)],
-    [(3, 4, 5), (0, 2)],
-    [(3, 4, 5), (0, 1, 2)],
-    [(3, 1), (1,)],
-    [(3, 0, 5), (1,)],
-]
 REDUCERS = [
     (0.0, lax.add, rand_default),
     (-np.inf, lax.max, rand_unique_int),

@@ -28,6 +28,7 @@ from tests.autodiff.lax_autodiff_cases import (
     COMPATIBLE_SHAPES,
     F32,
     LAX_GRAD_OPS,
+    REDUCE_SHAPES,
     SPECIAL_VALUES,
     rand_default,
     rand_small,
@@ -375,16 +376,6 @@ def test_transpose_grad(shape, perm):
     check_rev(lambda x: lax.transpose(x, perm), (x,), 2)
 
 
-REDUCE_SHAPES = [
-    [(), ()],
-    [(3, 4, 5), ()],
-    [(3, 4, 5), (0,)],
-    [(3, 4, 5), (1, 2)],
-    [(3, 4, 5), (0, 2)],
-    [(3, 4, 5), (0, 1, 2)],
-    [(3, 1), (1,)],
-    [(3, 0, 5), (1,)],
-]
 REDUCE_OPS = [
     ("add", 0.0, lax.add, rand_default),
     ("max", -np.inf, lax.max, rand_unique_int),
