@@ -202,6 +202,7 @@ class TrainConfig:
     log_every: Count = 10
     seed: Seed = 0
     plots: bool = True
+    grad: Literal["jax", "jaxparadigm"] = "jax"  # value_and_grad: jax's, or our autodiff engine
     guard: GuardConfig = field(default_factory=GuardConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     sharding: ShardingConfig = field(default_factory=ShardingConfig)

@@ -7,8 +7,14 @@ attributes after ``import jaxparadigm.autodiff``, as ``torch.func`` is after ``i
 """
 
 from jaxparadigm.autodiff import call_rules as _call_rules  # noqa: F401  (registers rules)
+from jaxparadigm.autodiff import control_flow_rules as _control_flow_rules  # noqa: F401
+from jaxparadigm.autodiff import conv_rules as _conv_rules  # noqa: F401
 from jaxparadigm.autodiff import elementwise_rules as _elementwise_rules  # noqa: F401
 from jaxparadigm.autodiff import func, tape  # noqa: F401  (submodules as attributes)
+from jaxparadigm.autodiff import indexing_rules as _indexing_rules  # noqa: F401
+from jaxparadigm.autodiff import reduction_rules as _reduction_rules  # noqa: F401
+from jaxparadigm.autodiff import sorting_rules as _sorting_rules  # noqa: F401
+from jaxparadigm.autodiff import special_rules as _special_rules  # noqa: F401
 from jaxparadigm.autodiff import structural_rules as _structural_rules  # noqa: F401
 from jaxparadigm.autodiff.forward_mode import jacfwd, jvp
 from jaxparadigm.autodiff.function import Function

@@ -1,23 +1,36 @@
 """VJP rules for primitives that call an inner program: jit, remat, custom_jvp/custom_vjp (C3.2).
 
 These rules re-enter the graph engine on the inner jaxpr (a nested ``Graph``), which is how
-grad-of-grad and jit-inside-grad compose (claim C3.3). ``custom_vjp_call`` runs the user's own
-``fwd``/``bwd`` (so ``Function.backward`` is honoured by our engine); ``custom_jvp_call``
-transposes the function's own JVP rule (so ``jax.nn.relu``'s rule, not its body, decides).
+grad-of-grad and jit-inside-grad compose (claim C3.3).
+
+* ``jit``: the forward rule runs the inner graph and keeps its environment (a ``Saved``); the VJP
+  rule sweeps the inner graph backward over it -- nothing is recomputed.
+* ``checkpoint`` (``jax.checkpoint`` / ``remat``): nothing is kept; the backward sweep recomputes
+  the inner forward from the block's inputs, behind an ``optimization_barrier`` when
+  ``prevent_cse`` (as jax does, so XLA cannot merge the recomputation with the first forward).
+  The ``policy`` is not consulted: every intermediate is recomputed.
+* ``custom_vjp_call`` (``jax.custom_vjp``, ``Function``): the forward rule calls the user's
+  ``fwd`` once and keeps its residuals (``Function``: the saved tensors, claim C2.2); the VJP rule
+  calls the user's ``bwd`` on them. The user's forward is never re-run during backward.
+* ``custom_jvp_call`` (``jax.custom_jvp``: ``jax.nn.relu``, ``softplus``): the function's own JVP
+  rule is linearised and transposed (Autodidax's linearize + transpose): our reverse sweep over
+  the rule's program ``(x, t) -> (f(x), J t)`` with only ``t`` differentiated gives ``J^T ct``,
+  so the rule, not the body, decides (``grad(jax.nn.relu)(0.0) == 0``).
 """
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from jax._src import ad_util
 from jax._src.custom_derivatives import custom_vjp_call_p
 from jax.dtypes import float0
 from jax.extend import core as jcore
 
 from jaxparadigm.autodiff.control_flow_jvp_rules import custom_rule_jvp_program
-from jaxparadigm.autodiff.graph import Graph
-from jaxparadigm.autodiff.registry import register_vjp
+from jaxparadigm.autodiff.graph import Graph, Saved
+from jaxparadigm.autodiff.registry import register_forward, register_vjp
 
 __all__: list[str] = []
 
@@ -29,15 +42,27 @@ def _inner_vjp(jaxpr, cts, primals):
     return tuple(backward(list(cts)))
 
 
+@register_forward("jit", "pjit", "closed_call", "core_call")
+def _jit_forward(*primals, jaxpr=None, call_jaxpr=None, **params):
+    """Run the called graph; keep its forward environment as the residuals."""
+    graph = Graph(jaxpr if jaxpr is not None else call_jaxpr)
+    env = graph.forward(primals)
+    return graph.outputs_of(env), Saved.of(graph, env)
+
+
 @register_vjp("jit", "pjit", "closed_call", "core_call")
-def _jit_vjp(cts, *primals, jaxpr=None, call_jaxpr=None, **params):
-    """Recurse into the called jaxpr: the cotangents of its inputs are those of the call."""
-    return _inner_vjp(jaxpr if jaxpr is not None else call_jaxpr, cts, primals)
+def _jit_vjp(cts, *primals, jaxpr=None, call_jaxpr=None, residuals=None, **params):
+    """The cotangents of the call's inputs are those of the called graph's inputs."""
+    if residuals is None:
+        _, residuals = _jit_forward(*primals, jaxpr=jaxpr, call_jaxpr=call_jaxpr)
+    return tuple(residuals.backward(cts))
 
 
 @register_vjp("remat2", "checkpoint")
-def _remat_vjp(cts, *primals, jaxpr, **params):
-    """Rematerialised block: our engine recomputes the inner forward anyway, so recurse."""
+def _remat_vjp(cts, *primals, jaxpr, prevent_cse=True, **params):
+    """Rematerialised block: recompute the inner forward in the backward sweep, then sweep back."""
+    if prevent_cse and primals:
+        primals = lax.optimization_barrier(tuple(primals))
     return _inner_vjp(jaxpr, cts, primals)
 
 
@@ -79,27 +104,42 @@ def _is_zero(x) -> bool:
     return x is None or isinstance(x, ad_util.Zero)
 
 
-@register_vjp("custom_vjp_call")
-def _custom_vjp_call_vjp(cts, *primals, **params):
-    """Call the user's fwd to get residuals, then the user's bwd on the output cotangents.
+@register_forward("custom_vjp_call")
+def _custom_vjp_forward(*primals, **params):
+    """Call the user's ``fwd`` once: ``(outputs, residuals)``.
 
-    Residuals are exactly what ``fwd`` returned (``Function``: the saved tensors, claim C2.2).
     ``primals`` are the ``num_consts`` closed-over values followed by the real arguments; the
     ``input_fwds`` of ``out_trees`` (residuals that are forwarded inputs) index the full
-    ``primals`` (jax shifts them by ``num_consts`` when it stages the call). Closed-over constants
-    receive zero cotangent (``None``): jax's own bwd wrapper returns symbolic zeros for them.
+    ``primals`` (jax shifts them by ``num_consts`` when it stages the call).
     """
     num_consts = params["num_consts"]
-    bind_params = custom_vjp_call_p.get_bind_params(dict(params))
-    _, fwd, bwd = bind_params["subfuns"]
+    _, fwd, _ = custom_vjp_call_p.get_bind_params(dict(params))["subfuns"]
     flags = [False] * num_consts + [True] * (len(primals) - num_consts)
     fwd_in = [x for pair in zip(primals, flags, strict=True) for x in pair]
     res_and_out = fwd.call_wrapped(*fwd_in)
     _, res_tree, input_fwds = params["out_trees"]()
     n_res_out = res_tree.num_leaves - sum(f is not None for f in input_fwds)
     res_out = iter(res_and_out[:n_res_out])
-    outs = res_and_out[n_res_out:]
     res = [next(res_out) if f is None else primals[f] for f in input_fwds]
-    full_cts = [jnp.zeros_like(o) if _is_zero(c) else c for c, o in zip(cts, outs, strict=True)]
-    cts_in = bwd.call_wrapped(*res, *full_cts)  # jax pads a Zero per closed-over constant
+    return list(res_and_out[n_res_out:]), res
+
+
+@register_vjp("custom_vjp_call")
+def _custom_vjp_call_vjp(cts, *primals, residuals=None, **params):
+    """The user's ``bwd`` on the residuals its ``fwd`` saved in the forward sweep.
+
+    Closed-over constants receive zero cotangent (``None``): jax's own bwd wrapper returns
+    symbolic zeros for them. Called on its own (no forward sweep), the rule runs ``fwd`` first.
+    """
+    outs = None
+    if residuals is None:
+        outs, residuals = _custom_vjp_forward(*primals, **params)
+    _, _, bwd = custom_vjp_call_p.get_bind_params(dict(params))["subfuns"]
+    out_avals = params["call_jaxpr"].out_avals
+    full_cts = [
+        jnp.zeros(a.shape, a.dtype) if _is_zero(c) else c
+        for c, a in zip(cts, out_avals, strict=True)
+    ]
+    del outs
+    cts_in = bwd.call_wrapped(*residuals, *full_cts)  # jax pads a Zero per closed-over constant
     return tuple(None if _is_zero(c) else c for c in cts_in)

@@ -13,27 +13,11 @@ import math
 import jax.numpy as jnp
 from jax import lax
 
+from jaxparadigm.autodiff.complex_refusal import COMPLEX_REFUSED
 from jaxparadigm.autodiff.registry import register_vjp
+from jaxparadigm.autodiff.unbroadcast import unbroadcast
 
 __all__ = ["unbroadcast"]
-
-
-def unbroadcast(ct, like):
-    """Sum ``ct`` over the dims that broadcasting added to ``like``; cast to its dtype. C2.4/C3.2.
-
-    ``like`` has shape ``s``; ``ct`` has the broadcast shape ``b`` (aligned from the right).
-    The result has shape ``s``: leading dims of ``b`` and dims where ``s`` is 1 are summed.
-    """
-    shape = tuple(jnp.shape(like))
-    if tuple(ct.shape) != shape:
-        lead = ct.ndim - len(shape)
-        axes = tuple(range(lead)) + tuple(
-            lead + i for i, d in enumerate(shape) if d == 1 and ct.shape[lead + i] != 1
-        )
-        ct = jnp.sum(ct, axis=axes) if axes else ct
-        ct = jnp.reshape(ct, shape)
-    dtype = jnp.result_type(like)
-    return ct if ct.dtype == dtype else ct.astype(dtype)
 
 
 def _zero_rule(ct, *primals, **params):
@@ -83,7 +67,10 @@ def _mul_vjp(ct, x, y, **params):
 
 @register_vjp("div")
 def _div_vjp(ct, x, y, **params):
-    return unbroadcast(ct / y, x), unbroadcast(-ct * x / (y * y), y)
+    """d(x/y) = dx / y - x dy y**-2, with ``integer_pow(y, -2)`` as jax writes it: repeated
+    differentiation then stays polynomial in y (``/ (y * y)`` would square y at every order and
+    overflow float32 by the 6th derivative of 1/x at x = 4: jax's testHigherOrderGradientOfReciprocal)."""
+    return unbroadcast(ct / y, x), unbroadcast(-ct * x * lax.integer_pow(y, -2), y)
 
 
 @register_vjp("neg")
@@ -91,8 +78,21 @@ def _neg_vjp(ct, x, **params):
     return (-ct,)
 
 
-@register_vjp("copy", "copy_p", "reduce_precision", "optimization_barrier")
+@register_vjp("copy", "copy_p", "reduce_precision")
 def _identity_vjp(ct, x, **params):
+    return (ct,)
+
+
+@register_vjp("optimization_barrier", "device_put")
+def _optimization_barrier_vjp(cts, *xs, **params):
+    """An identity on each of its operands (a barrier, a device placement): cotangents pass
+    through unchanged."""
+    return tuple(cts)
+
+
+@register_vjp("sharding_constraint")
+def _sharding_constraint_vjp(ct, x, **params):
+    """A layout annotation: the value is unchanged, so is its cotangent."""
     return (ct,)
 
 
@@ -177,7 +177,11 @@ def _cbrt_vjp(ct, x, **params):
 
 @register_vjp("abs")
 def _abs_vjp(ct, x, **params):
-    return (ct * jnp.sign(x).astype(ct.dtype),)
+    """d|x|/dx = 1 for x >= 0, -1 for x < 0: jax's convention, so grad(abs)(0.0) == 1.0.
+
+    (PyTorch's ``sign(x)`` gives 0 at x == 0; the PyTorch-style tape has no ``abs``.)
+    """
+    return (jnp.where(x >= 0, ct, -ct),)
 
 
 @register_vjp("square")
@@ -196,15 +200,28 @@ def _integer_pow_vjp(ct, x, *, y, **params):
 
 @register_vjp("pow")
 def _pow_vjp(ct, x, y, **params):
-    """d/dx x**y = y x**(y-1) (0 where y == 0); d/dy x**y = log(x) x**y.
+    """d/dx x**y = y x**(y-1); d/dy x**y = log(x) x**y, as jax's ``pow`` JVP (our oracle).
 
-    For d/dy, log(x) is replaced by 0 where x == 0, exactly as jax's ``pow`` JVP does (our oracle):
-    0 for y >= 0, ``0 * inf = nan`` for y < 0. (PyTorch masks only ``x == 0 & y >= 0`` and gives
-    -inf there; the PyTorch-style tape follows that, see ``tape_formulas.pow_backward``.)
+    For d/dx the base is replaced by 1 where ``x == 0 and y == 0``, so ``grad(pow)(0.0, 0.0)`` is
+    ``0 * 1**-1 = 0`` where jax gives ``0 * 0**-1 = nan``: our one deliberate difference
+    (pinned by ``test_pow_zero_to_the_zero_differs_from_jax``). The mask is on the base, not on
+    the value: ``y * x**(y-1)`` keeps its y-derivative ``x**(y-1) = 1/x`` at y == 0 (the mixed
+    second derivative jax's ``testPowSecondDerivative`` checks). An integer ``y`` gets no
+    cotangent and ``y * x**(y-1)`` is 0 where ``y == 0`` (jax's integer-exponent rule).
+    For d/dy, log(x) is replaced by 0 where x == 0, exactly as jax does: 0 for y >= 0,
+    ``0 * inf = nan`` for y < 0. (PyTorch masks only ``x == 0 & y >= 0`` and gives -inf there;
+    the PyTorch-style tape follows that, see ``tape_formulas.pow_backward``.)
     """
-    dx = jnp.where(y == 0, jnp.zeros_like(ct), ct * y * jnp.power(x, y - 1))
+    dtype = jnp.result_type(x, y)
+    yf = jnp.asarray(y).astype(dtype)
+    if jnp.issubdtype(jnp.result_type(y), jnp.integer):
+        safe_y = jnp.where(yf == 0, jnp.ones_like(yf), yf)
+        dx = jnp.where(yf == 0, jnp.zeros_like(ct), ct * safe_y * jnp.power(x, safe_y - 1))
+        return unbroadcast(dx, x), None
+    safe_base = jnp.where((x == 0) & (yf == 0), jnp.ones_like(x), x)
+    dx = ct * yf * jnp.power(safe_base, yf - 1)
     safe_x = jnp.where(x == 0, jnp.ones_like(x), x)
-    dy = ct * jnp.log(safe_x) * jnp.power(x, y)
+    dy = ct * jnp.log(safe_x) * jnp.power(x, yf)
     return unbroadcast(dx, x), unbroadcast(dy, y)
 
 
@@ -228,15 +245,13 @@ def _min_vjp(ct, x, y, **params):
 
 @register_vjp("clamp")
 def _clamp_vjp(ct, lo, x, hi, **params):
-    """clamp(lo, x, hi): ct flows to x where lo <= x <= hi, else to the active bound."""
-    inside = (x >= lo) & (x <= hi)
-    below = x < lo
-    above = x > hi
+    """clamp(lo, x, hi), jax's convention (strict inequalities, so a tie passes no cotangent):
+    x gets ct where lo < x < hi, lo where lo > x (and lo < hi), hi where hi < x."""
     z = jnp.zeros_like(ct)
     return (
-        unbroadcast(jnp.where(below, ct, z), lo),
-        unbroadcast(jnp.where(inside, ct, z), x),
-        unbroadcast(jnp.where(above, ct, z), hi),
+        unbroadcast(jnp.where((lo > x) & (lo < hi), ct, z), lo),
+        unbroadcast(jnp.where((x > lo) & (x < hi), ct, z), x),
+        unbroadcast(jnp.where(hi < x, ct, z), hi),
     )
 
 
@@ -260,3 +275,12 @@ def _convert_element_type_vjp(ct, x, **params):
     if not jnp.issubdtype(dtype, jnp.inexact):
         return (None,)
     return (ct.astype(dtype),)
+
+
+@register_vjp("real", "imag", "conj", "complex")
+def _complex_refused_vjp(ct, *primals, **params):
+    """Complex numbers are refused (``complex_refusal``): a clear error, never a dropped part."""
+    raise TypeError(
+        "backward: a cotangent reaches a complex-number primitive (real/imag/conj/complex); "
+        + COMPLEX_REFUSED
+    )

@@ -6,8 +6,8 @@ never called. ``jacfwd`` is ``J[:, k] = jvp(f, x, e_k)`` for every basis vector 
 (or in chunks, ``chunk_size``).
 
 Deliberate difference from JAX: complex inputs and outputs are refused with a ``TypeError`` naming
-the argument (JAX differentiates them, with ``holomorphic=`` for Jacobians). Integer inputs take
-``float0`` tangents and integer outputs get ``float0`` tangents, as in JAX.
+the argument (``complex_refusal``; JAX differentiates them, with ``holomorphic=`` for Jacobians).
+Integer inputs take ``float0`` tangents and integer outputs get ``float0`` tangents, as in JAX.
 """
 
 from __future__ import annotations
@@ -25,28 +25,13 @@ from jaxparadigm.autodiff import indexing_jvp_rules as _indexing_jvp_rules  # no
 from jaxparadigm.autodiff import structural_jvp_rules as _structural_jvp_rules  # noqa: F401
 from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
 from jaxparadigm.autodiff.chunked_map import check_chunk_size, map_rows
+from jaxparadigm.autodiff.complex_refusal import refuse_complex
 from jaxparadigm.autodiff.graph import flat_trace
 from jaxparadigm.autodiff.jvp_interpreter import eval_jvp_closed
 
-__all__ = ["jacfwd", "jvp", "refuse_complex"]
+__all__ = ["jacfwd", "jvp"]
 
 _FLOAT0 = jax.dtypes.float0
-
-
-def refuse_complex(leaves, what: str, fn_name: str) -> None:
-    """``TypeError`` if a leaf is complex: our engine does not differentiate complex values.
-
-    ``what`` names the argument (e.g. ``"primals[0]"``, ``"output"``) in the message.
-    """
-    for i, leaf in enumerate(leaves):
-        dtype = jnp.result_type(leaf)
-        if jnp.issubdtype(dtype, jnp.complexfloating):
-            where = what if len(leaves) == 1 else f"{what} (leaf {i})"
-            raise TypeError(
-                f"{fn_name}: {where} has dtype {dtype}; jaxparadigm's autodiff refuses complex "
-                "values (a deliberate difference from jax, which differentiates them with "
-                "conjugate cotangents / holomorphic=True). Split into real and imaginary parts."
-            )
 
 
 def _is_float(x) -> bool:

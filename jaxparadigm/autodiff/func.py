@@ -79,6 +79,7 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
 
     def jac_fn(*args):
         nums, rebuild = _select(args, argnums)
+        reverse_mode.wrt_mask(args, nums, "jacrev")  # real floating inputs only
         f_wrt = lambda *wrt: func(*rebuild(wrt))
         res = reverse_mode.vjp(f_wrt, *(args[i] for i in nums), has_aux=has_aux)
         out, vjp_fn = res[0], res[1]

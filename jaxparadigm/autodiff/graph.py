@@ -8,11 +8,17 @@ VJP registry and calls the rule; cotangents of a variable used by several equati
 (fan-out accumulation):
 
     ct[v] = sum over uses u of v of  rule_u(ct[outputs of u], primals of u)[position of v in u]
+
+An equation whose primitive has a forward rule (``registry.register_forward``: ``jit``,
+``custom_vjp_call``, ``scan``) keeps residuals in the environment under its ``Node``; the reverse
+sweep hands them to the VJP rule (``residuals=``) instead of recomputing the inner forward. A call's
+residuals are a :class:`Saved` environment: the inner graph plus the values its reverse sweep reads.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,10 +28,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jcore
 
-from jaxparadigm.autodiff.registry import get_vjp
+from jaxparadigm.autodiff.complex_refusal import COMPLEX_REFUSED
+from jaxparadigm.autodiff.registry import get_forward, get_vjp, has_forward
 from jaxparadigm.autodiff.trace_cache import TRACES, closes_over_tracers, trace_key
 
-__all__ = ["Graph", "Node", "topological_order", "trace", "count_equations"]
+__all__ = ["Graph", "Node", "Saved", "topological_order", "trace", "count_equations"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -140,22 +147,32 @@ class Graph:
         flat, tree = jax.tree_util.tree_flatten(args)
         if self.in_tree is not None and tree != self.in_tree:
             raise TypeError(f"Graph called with structure {tree}; traced with {self.in_tree}")
-        env = self.forward(flat)
+        env = self.forward(flat, [False] * len(self.inputs))  # evaluation only: no residuals
         outs = [_read(env, v) for v in self.outputs]
         return jax.tree_util.tree_unflatten(self.out_tree, outs) if self.out_tree else outs
 
-    def forward(self, flat_args: Sequence) -> dict:
-        """Evaluate every node in topological order; return the environment var -> value. C3.1."""
+    def forward(self, flat_args: Sequence, wrt: Sequence[bool] | None = None) -> dict:
+        """Evaluate every node in topological order; return the environment var -> value. C3.1.
+
+        Nodes with a forward rule keep their residuals under their ``Node``; with ``wrt`` (the
+        inputs a backward sweep will differentiate) only nodes with an active output do, the
+        others are bound plainly (so ``wrt`` all False evaluates without keeping anything).
+        """
         if len(flat_args) != len(self.inputs):
             raise TypeError(f"Graph expects {len(self.inputs)} inputs, got {len(flat_args)}")
         env: dict = dict(zip(self.jaxpr.constvars, self.consts, strict=True))
         env.update(zip(self.inputs, flat_args, strict=True))
+        active = None if wrt is None else self.active_vars(wrt)
         for node in self.nodes:
             invals = [_read(env, v) for v in node.inputs]
-            bind_params = node.eqn.primitive.get_bind_params(node.params)
-            outs = node.eqn.primitive.bind(*invals, **bind_params)
-            if not node.eqn.primitive.multiple_results:
-                outs = (outs,)
+            keeps = active is None or any(v in active for v in node.outputs)
+            if keeps and has_forward(node.name):
+                outs, env[node] = get_forward(node.name)(*invals, **node.params)
+            else:
+                bind_params = node.eqn.primitive.get_bind_params(node.params)
+                outs = node.eqn.primitive.bind(*invals, **bind_params)
+                if not node.eqn.primitive.multiple_results:
+                    outs = (outs,)
             for v, val in zip(node.outputs, outs, strict=True):
                 if not isinstance(v, jcore.DropVar):
                     env[v] = val
@@ -190,6 +207,13 @@ class Graph:
         def accumulate(v, ct):
             if ct is None or not isinstance(v, jcore.Var) or v not in active:
                 return
+            if jnp.issubdtype(v.aval.dtype, jnp.complexfloating):
+                raise TypeError(
+                    f"backward: a cotangent reaches the complex value {v}: {v.aval.str_short()}; "
+                    + COMPLEX_REFUSED
+                )
+            if not hasattr(ct, "dtype"):  # a Python number from a user's custom bwd
+                ct = jnp.asarray(ct, v.aval.dtype)
             if ct.dtype != v.aval.dtype:
                 ct = ct.astype(v.aval.dtype)
             ct_env[v] = ct_env[v] + ct if v in ct_env else ct
@@ -205,7 +229,10 @@ class Graph:
             rule = get_vjp(node.name)
             primals = [_read(env, v) for v in node.inputs]
             ct = cts if node.eqn.primitive.multiple_results else cts[0]
-            in_cts = rule(ct, *primals, **node.params)
+            if node in env:  # residuals kept by the primitive's forward rule
+                in_cts = rule(ct, *primals, residuals=env[node], **node.params)
+            else:
+                in_cts = rule(ct, *primals, **node.params)
             if len(in_cts) != len(node.inputs):
                 raise TypeError(
                     f"VJP rule for {node.name!r} returned {len(in_cts)} cotangents "
@@ -221,9 +248,21 @@ class Graph:
                 accumulate(v, c)
         return [ct_env.get(v) if w else None for v, w in zip(self.inputs, wrt, strict=True)]
 
+    @functools.cached_property
+    def read_by_backward(self) -> tuple:
+        """Environment keys the reverse sweep may read: consumed variables, then residual keys."""
+        consts = set(self.jaxpr.constvars)
+        keys: dict = {}
+        for node in self.nodes:
+            for v in node.inputs:
+                if isinstance(v, jcore.Var) and v not in consts:
+                    keys[v] = None
+        keys.update((node, None) for node in self.nodes if has_forward(node.name))
+        return tuple(keys)
+
     def vjp(self, flat_args: Sequence, wrt: Sequence[bool] | None = None):
         """``(flat_outputs, backward)`` where ``backward(out_cts) -> input cotangents``. C3.2."""
-        env = self.forward(flat_args)
+        env = self.forward(flat_args, wrt)
         return self.outputs_of(env), lambda out_cts: self.backward(env, out_cts, wrt)
 
     def to_dot(self) -> str:
@@ -259,16 +298,66 @@ class Graph:
         return "\n".join(lines)
 
 
-def flat_trace(f: Callable, args: tuple, kwargs: dict | None = None, has_aux: bool = False):
+@jax.tree_util.register_pytree_node_class
+class Saved:
+    """Residuals of a call: its ``graph`` and the forward values its reverse sweep reads. C2.2.
+
+    ``Saved.of(graph, env)`` keeps only ``graph.read_by_backward`` (closed-over constants are
+    restored from the graph, ``drop`` names variables the caller restores itself, e.g. a scan's
+    per-iteration inputs). It is a pytree whose leaves are the kept values, so a ``lax.scan`` can
+    stack one per iteration; ``backward(cts)`` runs the graph's reverse sweep on it.
+    """
+
+    def __init__(self, graph: Graph, env: dict):
+        self.graph = graph
+        self.env = env
+
+    @classmethod
+    def of(cls, graph: Graph, env: dict, drop=()) -> Saved:
+        drop = set(drop)
+        return cls(graph, {k: env[k] for k in graph.read_by_backward if k in env and k not in drop})
+
+    def full_env(self, restored: dict | None = None) -> dict:
+        """The environment for the reverse sweep: constants, ``restored`` values, saved values."""
+        env = dict(zip(self.graph.jaxpr.constvars, self.graph.consts, strict=True))
+        env.update(restored or {})
+        env.update(self.env)
+        return env
+
+    def backward(self, cts: Sequence, restored: dict | None = None) -> list:
+        """Input cotangents of the saved call given its output cotangents (``None`` = zero)."""
+        return self.graph.backward(self.full_env(restored), list(cts))
+
+    def tree_flatten(self):
+        keys = tuple(self.env)
+        return [self.env[k] for k in keys], (self.graph, keys)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        graph, keys = aux
+        return cls(graph, dict(zip(keys, children, strict=True)))
+
+
+def flat_trace(
+    f: Callable,
+    args: tuple,
+    kwargs: dict | None = None,
+    has_aux: bool = False,
+    *,
+    cache_as: tuple | None = None,
+):
     """Trace ``f(*args, **kwargs)`` to a ``Graph`` over flat leaves; also return the aux tree.
 
     Returns ``(graph, flat_args, n_main_outputs, aux_tree)``; the graph's outputs are the main
     output leaves followed by the aux leaves. Traces are cached per (f, tree structure, shapes,
     dtypes, static kwargs) in ``trace_cache.TRACES``, so eager calls do not re-trace.
+    ``cache_as=(fn, static)``: ``f`` is a per-call closure of ``fn`` over the values described by
+    ``static`` (``trace_cache.static_key``; ``None``: not cached); the entry is keyed on those.
     """
     kwargs = kwargs or {}
     flat_args, in_tree = jax.tree_util.tree_flatten(args)
-    key = trace_key(f, flat_args, in_tree, kwargs, has_aux)
+    key_fn, static = (f, ()) if cache_as is None else cache_as
+    key = trace_key(key_fn, flat_args, in_tree, kwargs, has_aux, static)
     cached = TRACES.get(key)
     if cached is not None:
         return (cached[0], flat_args, *cached[1:])

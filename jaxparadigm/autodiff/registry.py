@@ -20,7 +20,17 @@ symbolic zero (an operand that is not being differentiated, or an integer one). 
 ``tangent_out`` are one array each, or lists when the primitive has several results;
 ``tangent_out`` (or an entry of it) may be ``None`` for a zero tangent.
 
-Both tables are instances of one mechanism, :class:`RuleTable`.
+A third table of the same mechanism holds *forward rules* for primitives whose backward needs more
+than their primals (Autodidax's residuals):
+
+    forward_rule(*primals, **params) -> (outputs, residuals)
+
+When a primitive has one, ``Graph.forward`` runs it instead of binding the primitive and keeps
+``residuals``; the backward sweep then hands them to the VJP rule as the keyword ``residuals``
+(``custom_vjp_call``: what the user's ``fwd`` saved; ``jit``/``scan``: the inner program's
+forward environment). A VJP rule called on its own gets ``residuals=None`` and recomputes them.
+
+All three tables are instances of one mechanism, :class:`RuleTable`.
 """
 
 from __future__ import annotations
@@ -33,10 +43,13 @@ __all__ = [
     "MissingVJPRule",
     "RuleTable",
     "VJPRule",
+    "get_forward",
     "get_jvp",
     "get_vjp",
+    "has_forward",
     "has_jvp",
     "has_vjp",
+    "register_forward",
     "register_jvp",
     "register_vjp",
     "registered_jvp_primitives",
@@ -201,3 +214,25 @@ def registered_jvp_primitives() -> tuple[str, ...]:
 def unregister_jvp(primitive_name: str) -> None:
     """Remove a JVP rule (used by tests that register temporary rules)."""
     JVP_RULES.unregister(primitive_name)
+
+
+FORWARD_RULES = RuleTable("forward", NotImplementedError)
+
+
+def register_forward(primitive_name: str, *aliases: str, overwrite: bool = False):
+    """Decorator adding a forward rule ``rule(*primals, **params) -> (outputs, residuals)``. C2.2.
+
+    The graph's forward sweep keeps ``residuals`` and passes them to the primitive's VJP rule as
+    ``residuals=`` (saved instead of recomputed in the backward sweep).
+    """
+    return FORWARD_RULES.register(primitive_name, *aliases, overwrite=overwrite)
+
+
+def get_forward(primitive_name: str):
+    """The forward rule of ``primitive_name`` (``NotImplementedError`` if none). C2.2/C3.2."""
+    return FORWARD_RULES.get(primitive_name)
+
+
+def has_forward(primitive_name: str) -> bool:
+    """Whether ``primitive_name`` keeps residuals through a forward rule. C2.2/C3.2."""
+    return FORWARD_RULES.has(primitive_name)

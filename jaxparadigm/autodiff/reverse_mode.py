@@ -4,6 +4,12 @@ Claims C3.2/C3.3. ``f`` is traced to a ``Graph`` (define-then-run), run forward,
 reverse through the registry -- ``jax.grad`` is never called. Rules are ``jnp`` code, so the
 backward pass is an ordinary traceable program: it works under ``jax.jit``/``jax.vmap``, and
 ``grad(grad(f))`` re-enters the engine on the first backward's own graph (one graph per level).
+
+Complex numbers are refused, deliberately: a complex differentiated input, a complex output of
+``vjp`` or a cotangent reaching a complex intermediate raises ``TypeError`` naming it
+(``complex_refusal``, shared with forward mode). (jax
+differentiates them with its conjugate-cotangent convention; we do not implement it, and silently
+dropping the imaginary part is the one outcome we rule out.)
 """
 
 from __future__ import annotations
@@ -13,35 +19,60 @@ from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax import dtypes
 
 from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
-from jaxparadigm.autodiff.graph import flat_trace
+from jaxparadigm.autodiff.complex_refusal import refuse_complex
+from jaxparadigm.autodiff.graph import Saved, flat_trace
+from jaxparadigm.autodiff.trace_cache import static_key
 
-__all__ = ["grad", "value_and_grad", "vjp", "normalize_argnums"]
+__all__ = ["grad", "value_and_grad", "vjp"]
 
 
-def _wrt_mask(args: tuple, argnums: Sequence[int], fn_name: str) -> list[bool]:
-    """One flag per flat leaf: True for leaves of the differentiated arguments (must be float)."""
+def wrt_mask(args: tuple, argnums: Sequence[int], fn_name: str) -> list[bool]:
+    """One flag per flat leaf: True for leaves of the differentiated arguments (must be real float)."""
     mask: list[bool] = []
     for i, arg in enumerate(args):
         leaves = jax.tree_util.tree_leaves(arg)
         if i in argnums:
             for leaf in leaves:
                 dtype = jnp.result_type(leaf)
-                if not jnp.issubdtype(dtype, jnp.inexact):
+                refuse_complex([dtype], f"argument {i} (argnums)", fn_name)
+                if not jnp.issubdtype(dtype, jnp.floating):
                     raise TypeError(
                         f"{fn_name}: argument {i} (argnums) has a leaf of dtype {dtype}; "
-                        "differentiation requires float or complex inputs"
+                        "differentiation requires floating-point inputs"
                     )
         mask.extend([i in argnums] * len(leaves))
     return mask
 
 
-def _grads_for(args, argnums, flat_args, wrt, in_cts):
-    """Rebuild per-argument gradient pytrees (zeros where the sweep found no path)."""
+def _check_cotangent(k: int, ct, aval) -> None:
+    """``ValueError`` unless cotangent ``k`` has the output's shape and dtype (as jax's vjp does).
+
+    Weak types are ignored (a Python float is a float32 cotangent); a non-float output's cotangent
+    is ignored, so any dtype (or float0) of the right shape is accepted for it.
+    """
+    shape, dtype = tuple(jnp.shape(ct)), jnp.result_type(ct)
+    float_out = jnp.issubdtype(aval.dtype, jnp.inexact)
+    if shape != tuple(aval.shape) or (float_out and dtype != aval.dtype):
+        raise ValueError(
+            f"vjp_fn: cotangent {k} has type {dtype}{list(shape)}; expected "
+            f"{aval.dtype}{list(aval.shape)}, the type of output {k} of the differentiated function"
+        )
+
+
+def _grads_for(args, argnums, flat_args, wrt, in_cts, float0_for_rest=False):
+    """Rebuild per-argument gradient pytrees (zeros where the sweep found no path).
+
+    Leaves not differentiated are ``None``, or with ``float0_for_rest`` (``vjp``'s integer and
+    boolean primals) ``float0`` zeros of their shape, as jax's vjp returns.
+    """
     in_tree = jax.tree_util.tree_structure(args)
+    rest = (lambda x: np.zeros(np.shape(x), dtypes.float0)) if float0_for_rest else (lambda x: None)
     leaves = [
-        (jnp.zeros_like(x) if c is None else c) if w else None
+        (jnp.zeros_like(x) if c is None else c) if w else rest(x)
         for x, w, c in zip(flat_args, wrt, in_cts, strict=True)
     ]
     per_arg = jax.tree_util.tree_unflatten(in_tree, leaves)
@@ -61,8 +92,28 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
         nums = resolve_argnums(argnums, len(args), "grad")
-        wrt = _wrt_mask(args, nums, "grad")
-        graph, flat_args, n_out, aux_tree = flat_trace(f, args, kwargs, has_aux)
+        wrt_mask(args, nums, "grad")
+        # Only the differentiated arguments are traced; the others (and kwargs) are closed over
+        # as they are, as jax.grad does: a custom_vjp's nondiff argument or a closure_convert
+        # constant stays concrete. The trace is cached under f itself, the argnums split and the
+        # closed-over values (static_key: scalars by value; never cached when one is an array).
+        # When every argument is differentiated nothing is closed over: f's own entry serves.
+        wrt_args = tuple(args[i] for i in nums)
+
+        def f_wrt(*wrt_vals):
+            full = list(args)
+            for i, v in zip(nums, wrt_vals, strict=True):
+                full[i] = v
+            return f(*full, **kwargs)
+
+        if nums == tuple(range(len(args))) and not kwargs:
+            static = ()  # f_wrt is f itself: share the entry of f's own trace (jvp, vjp)
+        else:
+            static = static_key((nums, [a for i, a in enumerate(args) if i not in nums], kwargs))
+        graph, flat_args, n_out, aux_tree = flat_trace(
+            f_wrt, wrt_args, None, has_aux, cache_as=(f, static)
+        )
+        wrt = [True] * len(flat_args)
         out_avals = [v.aval for v in graph.outputs[:n_out]]
         if n_out != 1 or out_avals[0].shape != ():
             shapes = [tuple(a.shape) for a in out_avals]
@@ -74,13 +125,13 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
             raise TypeError(
                 f"grad requires a real floating-point output; got dtype {out_avals[0].dtype}"
             )
-        env = graph.forward(flat_args)
+        env = graph.forward(flat_args, wrt)
         outs = graph.outputs_of(env)
         value = outs[0]
-        out_cts = [jnp.ones((), out_avals[0].dtype)] + [None] * (len(outs) - 1)
+        out_cts = [jnp.ones_like(value)] + [None] * (len(outs) - 1)  # keeps a weak type
         in_cts = graph.backward(env, out_cts, wrt)
-        per_arg = _grads_for(args, nums, flat_args, wrt, in_cts)
-        grads = per_arg[nums[0]] if isinstance(argnums, int) else tuple(per_arg[i] for i in nums)
+        per_arg = _grads_for(wrt_args, nums, flat_args, wrt, in_cts)
+        grads = per_arg[0] if isinstance(argnums, int) else tuple(per_arg)
         if has_aux:
             aux = jax.tree_util.tree_unflatten(aux_tree, outs[n_out:])
             return (value, aux), grads
@@ -115,30 +166,42 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     """
     if not callable(f):
         raise TypeError(f"vjp: f={f!r} is not callable")
-    wrt = [
-        jnp.issubdtype(jnp.result_type(x), jnp.inexact) for x in jax.tree_util.tree_leaves(primals)
-    ]
+    wrt = []
+    for i, p in enumerate(primals):
+        leaves = jax.tree_util.tree_leaves(p)
+        refuse_complex(leaves, f"primal {i}", "vjp")
+        wrt += [jnp.issubdtype(jnp.result_type(x), jnp.floating) for x in leaves]
     graph, flat_args, n_out, aux_tree = flat_trace(f, primals, None, has_aux)
-    env = graph.forward(flat_args)
+    for k, v in enumerate(graph.outputs[:n_out]):
+        refuse_complex([v.aval], f"output {k}", "vjp")
+    env = graph.forward(flat_args, wrt)
     outs = graph.outputs_of(env)
     out = jax.tree_util.tree_unflatten(graph.out_tree, outs[:n_out])
-
-    def vjp_fn(cotangent):
-        ct_leaves, ct_tree = jax.tree_util.tree_flatten(cotangent)
-        if ct_tree != graph.out_tree:
-            raise TypeError(
-                f"vjp_fn: cotangent structure {ct_tree} does not match the output {graph.out_tree}"
-            )
-        for c, v in zip(ct_leaves, graph.outputs[:n_out], strict=True):
-            if tuple(jnp.shape(c)) != tuple(v.aval.shape):
-                raise ValueError(
-                    f"vjp_fn: cotangent shape {jnp.shape(c)} does not match output shape "
-                    f"{tuple(v.aval.shape)}"
-                )
-        in_cts = graph.backward(env, list(ct_leaves) + [None] * (len(outs) - n_out), wrt)
-        per_arg = _grads_for(primals, None, flat_args, wrt, in_cts)
-        return tuple(per_arg)
-
+    likes = [jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)) for x in flat_args]
+    primals_like = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(primals), likes)
+    pullback = functools.partial(_pullback, graph, n_out, tuple(wrt), primals_like, likes)
+    # A pytree (jax's Partial over the saved forward values), so like jax's vjp_fn it can be
+    # returned from and passed into jitted functions.
+    vjp_fn = jax.tree_util.Partial(pullback, Saved(graph, env))
     if has_aux:
         return out, vjp_fn, jax.tree_util.tree_unflatten(aux_tree, outs[n_out:])
     return out, vjp_fn
+
+
+def _pullback(graph, n_out, wrt, primals, likes, saved, cotangent):
+    """``vjp``'s pullback: the reverse sweep over the saved forward environment."""
+    ct_leaves, ct_tree = jax.tree_util.tree_flatten(cotangent)
+    if ct_tree != graph.out_tree:
+        raise ValueError(
+            f"vjp_fn: cotangent structure {ct_tree} does not match the output {graph.out_tree}"
+        )
+    out_vars = graph.outputs[:n_out]
+    for k, (c, v) in enumerate(zip(ct_leaves, out_vars, strict=True)):
+        _check_cotangent(k, c, v.aval)
+    ct_leaves = [
+        jnp.asarray(c, v.aval.dtype) if jnp.issubdtype(v.aval.dtype, jnp.inexact) else None
+        for c, v in zip(ct_leaves, out_vars, strict=True)
+    ]
+    n_aux = len(graph.outputs) - n_out
+    in_cts = graph.backward(saved.env, ct_leaves + [None] * n_aux, list(wrt))
+    return tuple(_grads_for(primals, None, likes, wrt, in_cts, float0_for_rest=True))

@@ -11,9 +11,8 @@ import numpy as np
 from jax import lax
 
 from jaxparadigm.autodiff.registry import register_vjp
-from jaxparadigm.autodiff.scatter_dims import inverse_gather, inverse_scatter
 
-__all__: list[str] = []
+__all__ = ["unpad"]
 
 
 def _cast_like(ct, like):
@@ -30,12 +29,13 @@ def _consecutive_ranges(*lengths):
     return out
 
 
-def _dot_transpose_lhs(ct, x_ndim, y, dimension_numbers, swap_ans=False):
+def _dot_transpose_lhs(ct, x_ndim, y, dimension_numbers, swap_ans=False, **dot_params):
     """Cotangent of the lhs of ``dot_general``: contract ct with y over y's free dims.
 
     The output of dot_general is laid out (batch, lhs free, rhs free). Contracting ``ct`` with
     ``y`` over the rhs-free dims (batched over the batch dims) gives (batch, lhs free, y contract)
-    which a transpose puts back in lhs order.
+    which a transpose puts back in lhs order. ``dot_params`` (precision, preferred element type)
+    are the forward's, as in jax's transpose rule.
     """
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     y_ndim = jnp.ndim(y)
@@ -48,46 +48,23 @@ def _dot_transpose_lhs(ct, x_ndim, y, dimension_numbers, swap_ans=False):
     dims = ((tuple(ans_y), tuple(y_kept)), (tuple(ans_batch), tuple(y_batch)))
     x_contract_sorted_by_y = [int(d) for d in np.take(x_contract, np.argsort(y_contract))]
     out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)
-    res = lax.dot_general(ct, y, dims)
+    if jnp.result_type(y) != ct.dtype:
+        y = jnp.asarray(y).astype(ct.dtype)
+    res = lax.dot_general(ct, y, dims, **dot_params)
     return lax.transpose(res, tuple(int(a) for a in out_axes))
 
 
 @register_vjp("dot_general")
-def _dot_general_vjp(ct, x, y, *, dimension_numbers, **params):
+def _dot_general_vjp(
+    ct, x, y, *, dimension_numbers, precision=None, preferred_element_type=None, **params
+):
     """C = dot(A, B): dA = dot(dC, B) over B's free dims, dB likewise (then transposed back)."""
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     swapped = ((y_contract, x_contract), (y_batch, x_batch))
-    dx = _dot_transpose_lhs(ct, jnp.ndim(x), y, dimension_numbers)
-    dy = _dot_transpose_lhs(ct, jnp.ndim(y), x, swapped, swap_ans=True)
+    kw = {"precision": precision, "preferred_element_type": preferred_element_type}
+    dx = _dot_transpose_lhs(ct, jnp.ndim(x), y, dimension_numbers, **kw)
+    dy = _dot_transpose_lhs(ct, jnp.ndim(y), x, swapped, swap_ans=True, **kw)
     return _cast_like(dx, x), _cast_like(dy, y)
-
-
-@register_vjp("reduce_sum")
-def _reduce_sum_vjp(ct, x, *, axes, **params):
-    """y = sum_axes x: dx = broadcast of dy back over ``axes``."""
-    shape = jnp.shape(x)
-    kept = tuple(d for d in range(len(shape)) if d not in axes)
-    return (lax.broadcast_in_dim(ct, shape, kept),)
-
-
-def _reduce_chooser_vjp(ct, x, axes, reducer):
-    """max/min reduction: ct is shared equally among the positions that attain the extremum."""
-    shape = jnp.shape(x)
-    kept = tuple(d for d in range(len(shape)) if d not in axes)
-    ans = reducer(x, axis=tuple(axes))
-    hit = (x == lax.broadcast_in_dim(ans, shape, kept)).astype(ct.dtype)
-    counts = jnp.sum(hit, axis=tuple(axes))
-    return (lax.broadcast_in_dim(ct / counts, shape, kept) * hit,)
-
-
-@register_vjp("reduce_max")
-def _reduce_max_vjp(ct, x, *, axes, **params):
-    return _reduce_chooser_vjp(ct, x, axes, jnp.max)
-
-
-@register_vjp("reduce_min")
-def _reduce_min_vjp(ct, x, *, axes, **params):
-    return _reduce_chooser_vjp(ct, x, axes, jnp.min)
 
 
 @register_vjp("broadcast_in_dim")
@@ -102,10 +79,22 @@ def _broadcast_in_dim_vjp(ct, x, *dyn_shape, shape, broadcast_dimensions, **para
     return (_cast_like(jnp.reshape(out, x_shape), x), *([None] * len(dyn_shape)))
 
 
-@register_vjp("reshape", "squeeze", "expand_dims")
-def _reshape_vjp(ct, x, *dyn_shape, **params):
-    """Reshape-like ops move no data: reshape ct back to x's shape."""
-    return (jnp.reshape(ct, jnp.shape(x)), *([None] * len(dyn_shape)))
+@register_vjp("reshape")
+def _reshape_vjp(ct, x, *dyn_shape, dimensions=None, **params):
+    """y = reshape(transpose(x, dimensions), new_sizes): reshape ct to the transposed shape of x,
+    then apply the inverse permutation (``dimensions=None`` is the identity)."""
+    shape = jnp.shape(x)
+    if dimensions is None:
+        return (jnp.reshape(ct, shape), *([None] * len(dyn_shape)))
+    perm = tuple(int(d) for d in dimensions)
+    ct = jnp.reshape(ct, tuple(shape[d] for d in perm))
+    return (lax.transpose(ct, tuple(int(a) for a in np.argsort(perm))), *([None] * len(dyn_shape)))
+
+
+@register_vjp("squeeze", "expand_dims")
+def _squeeze_vjp(ct, x, **params):
+    """Squeezing moves no data: reshape ct back to x's shape."""
+    return (jnp.reshape(ct, jnp.shape(x)),)
 
 
 @register_vjp("transpose")
@@ -122,6 +111,33 @@ def _concatenate_vjp(ct, *xs, dimension, **params):
         out.append(lax.slice_in_dim(ct, start, start + size, axis=dimension))
         start += size
     return tuple(out)
+
+
+@register_vjp("stack")
+def _stack_vjp(ct, *xs, axis, **params):
+    """``stack(xs, axis)`` puts x_i at index i of a new axis: x_i's cotangent is ``ct[..., i, ...]``."""
+    return tuple(
+        _cast_like(lax.index_in_dim(ct, i, axis=axis, keepdims=False), x) for i, x in enumerate(xs)
+    )
+
+
+@register_vjp("unstack")
+def _unstack_vjp(cts, x, *, axis, **params):
+    """``unstack(x, axis)`` returns the slices along ``axis``: stack their cotangents back."""
+    shape = list(jnp.shape(x))
+    del shape[axis]
+    dtype = jnp.result_type(x)
+    pieces = [jnp.zeros(shape, dtype) if c is None else c for c in cts]
+    return (_cast_like(jnp.stack(pieces, axis=axis), x),)
+
+
+@register_vjp("tile")
+def _tile_vjp(ct, x, *, reps, **params):
+    """Each output axis holds ``reps[i]`` copies of x's axis i: sum the copies."""
+    shape = jnp.shape(x)
+    split = [n for r, d in zip(reps, shape, strict=True) for n in (r, d)]
+    summed = jnp.sum(jnp.reshape(ct, split), axis=tuple(range(0, 2 * len(shape), 2)))
+    return (_cast_like(summed, x),)
 
 
 @register_vjp("split")
@@ -157,84 +173,58 @@ def _slice_vjp(ct, x, *, start_indices, limit_indices, strides, **params):
     return (lax.pad(ct, jnp.zeros((), ct.dtype), pads),)
 
 
+def unpad(ct, padding_config):
+    """Transpose of ``lax.pad(x, v, padding_config)`` w.r.t. x: cut the edges, then the interior (C3.2).
+
+    Negative padding removed edges of x, which get zero cotangent; interior padding ``i`` is
+    undone by a stride ``i + 1``.
+    """
+    edges = [(-int(lo), -int(hi), 0) for lo, hi, _ in padding_config]
+    unpadded = lax.pad(ct, jnp.zeros((), ct.dtype), edges)
+    strides = [int(i) + 1 for _, _, i in padding_config]
+    return lax.slice(unpadded, [0] * ct.ndim, unpadded.shape, strides)
+
+
 @register_vjp("pad")
 def _pad_vjp(ct, x, padding_value, *, padding_config, **params):
-    """Un-pad: negative padding removes the edges, a strided slice removes interior padding."""
-    lo = [-int(a) for a, _, _ in padding_config]
-    hi = [-int(b) for _, b, _ in padding_config]
-    unpadded = lax.pad(
-        ct, jnp.zeros((), ct.dtype), [(a, b, 0) for a, b in zip(lo, hi, strict=True)]
-    )
-    strides = [int(i) + 1 for _, _, i in padding_config]
-    dx = lax.slice(unpadded, [0] * ct.ndim, unpadded.shape, strides)
+    """Un-pad for x; the padding value receives the cotangent of every padded position."""
+    dx = unpad(ct, padding_config)
     dpad = jnp.sum(ct) - jnp.sum(dx)
     return dx, dpad.astype(jnp.result_type(padding_value))
+
+
+@register_vjp("rev")
+def _rev_vjp(ct, x, *, dimensions, **params):
+    """Reversal is its own transpose."""
+    return (lax.rev(ct, dimensions),)
+
+
+def _clamped_starts(starts, operand_shape, window_shape):
+    """The start indices XLA really uses: each clamped to ``[0, dim - window]``.
+
+    The jaxpr's starts are already wrapped once by ``lax.dynamic_slice`` (``-1`` -> ``dim - 1``);
+    an index still out of range (``-8`` on a dim of 5 becomes ``-3``) is clamped by XLA, so the
+    backward must clamp too -- passing it to ``lax.dynamic_update_slice`` would wrap it again.
+    """
+    return tuple(
+        jnp.clip(s, 0, d - w) for s, d, w in zip(starts, operand_shape, window_shape, strict=True)
+    )
 
 
 @register_vjp("dynamic_slice")
 def _dynamic_slice_vjp(ct, x, *starts, slice_sizes, **params):
     """Scatter ct into zeros at the same (clamped) start indices."""
-    zeros = jnp.zeros(jnp.shape(x), ct.dtype)
-    return (lax.dynamic_update_slice(zeros, ct, starts), *([None] * len(starts)))
+    shape = jnp.shape(x)
+    zeros = jnp.zeros(shape, ct.dtype)
+    at = _clamped_starts(starts, shape, slice_sizes)
+    return (lax.dynamic_update_slice(zeros, ct, at), *([None] * len(starts)))
 
 
 @register_vjp("dynamic_update_slice")
 def _dynamic_update_slice_vjp(ct, x, update, *starts, **params):
     """x receives ct with the updated window zeroed; update receives that window of ct."""
     usize = jnp.shape(update)
-    dx = lax.dynamic_update_slice(ct, jnp.zeros(usize, ct.dtype), starts)
-    dupdate = lax.dynamic_slice(ct, starts, usize)
-    return (dx, dupdate, *([None] * len(starts)))
-
-
-@register_vjp("gather")
-def _gather_vjp(
-    ct, x, indices, *, dimension_numbers, unique_indices, indices_are_sorted, mode, **params
-):
-    """The transpose of a gather is a scatter-add of ct into zeros at the same indices."""
-    scatter_dn = inverse_scatter(dimension_numbers)
-    zeros = jnp.zeros(jnp.shape(x), ct.dtype)
-    dx = lax.scatter_add(
-        zeros,
-        indices,
-        ct,
-        scatter_dn,
-        indices_are_sorted=indices_are_sorted,
-        unique_indices=unique_indices,
-        mode=mode,
-    )
-    return dx, None
-
-
-@register_vjp("scatter-add", "scatter_add")
-def _scatter_add_vjp(
-    ct,
-    x,
-    indices,
-    updates,
-    *,
-    dimension_numbers,
-    indices_are_sorted,
-    unique_indices,
-    mode,
-    **params,
-):
-    """out = x + scatter(updates): dx = ct, dupdates = gather(ct) at the same indices."""
-    gather_dn, slice_sizes = inverse_gather(dimension_numbers, ct.shape, jnp.shape(updates))
-    dupdates = lax.gather(
-        ct,
-        indices,
-        dimension_numbers=gather_dn,
-        slice_sizes=slice_sizes,
-        mode=mode,
-        fill_value=0,
-        indices_are_sorted=indices_are_sorted,
-        unique_indices=unique_indices,
-    )
-    return ct, None, dupdates
-
-
-@register_vjp("cumsum")
-def _cumsum_vjp(ct, x, *, axis, reverse, **params):
-    """The transpose of a running sum is the running sum in the other direction."""
-    return (lax.cumsum(ct, axis=axis, reverse=not reverse),)
+    at = _clamped_starts(starts, jnp.shape(x), usize)
+    dx = lax.dynamic_update_slice(ct, jnp.zeros(usize, ct.dtype), at)
+    dupdate = lax.dynamic_slice(ct, at, usize)
+    return (dx, _cast_like(dupdate, update), *([None] * len(starts)))

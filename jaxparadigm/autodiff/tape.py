@@ -5,36 +5,31 @@
 leaf ``x`` (PyTorch's names, without the overload digit). ``y.backward()`` walks the nodes in
 reverse topological order (micrograd / minitorch style):
 
-    grad[input] += node.backward(grad[node output], *node.saved_tensors)
+    grad[input] += node.backward(grad[node output], ``*node.saved_tensors``)
 
 Saved tensors are dropped once backward has run unless ``retain_graph=True``; running a node whose
 saved tensors were dropped raises PyTorch's ``RuntimeError`` (claim C2.2). Broadcast operands get
 their gradient summed back over the broadcast dims (claim C2.4 rules).
+
+The tape is split by concern: ``tape_nodes`` (backward nodes, saved tensors, reverse order),
+``tape_var`` (``Var`` and its recorded ops), ``tape_formulas`` (each op's local derivative); this
+module is the public face: the functional ops, ``saved_tensors_report`` and ``grad``.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
-from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 
 from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
-from jaxparadigm.autodiff.tape_formulas import (
-    DIV_SAVE,
-    NO_SAVE,
-    SAVE_BOTH,
-    SAVE_OTHER,
-    add_backward,
-    div_backward,
-    matmul_backward,
-    mul_backward,
-    pow_backward,
-    sub_backward,
-    sum_to_shape,
+from jaxparadigm.autodiff.tape_nodes import (
+    AccumulateGrad,
+    BackwardNode,
+    SavedTensors,
+    saved_tensors_below,
 )
+from jaxparadigm.autodiff.tape_var import Var, _as_var
 
 __all__ = [
     "AccumulateGrad",
@@ -51,336 +46,6 @@ __all__ = [
     "sin",
     "tanh",
 ]
-
-SECOND_BACKWARD_MESSAGE = (
-    "Trying to backward through the graph a second time (or directly access saved tensors after "
-    "they have already been freed). Saved intermediate values of the graph are freed when you "
-    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
-    "through the graph a second time or if you need to access saved tensors after calling "
-    "backward."
-)
-
-
-class BackwardNode:
-    """A recorded op's backward: ``name``, ``next_functions`` and its saved tensors. C3.1/C2.2."""
-
-    __slots__ = ("name", "next_functions", "_fn", "_saved", "_had_saved", "__weakref__")
-
-    def __init__(self, name: str, next_functions: tuple, fn: Callable, saved: tuple):
-        self.name = name
-        self.next_functions = next_functions
-        self._fn = fn
-        self._saved = saved
-        self._had_saved = bool(saved)
-
-    @property
-    def saved_tensors(self) -> tuple:
-        """The arrays this node keeps for backward; ``RuntimeError`` once they were freed."""
-        if self._saved is None:
-            raise RuntimeError(SECOND_BACKWARD_MESSAGE)
-        return self._saved
-
-    def release(self) -> None:
-        """Drop the saved tensors (what ``backward`` does when ``retain_graph=False``)."""
-        self._saved = None
-
-    def apply(self, g) -> tuple:
-        """Gradients for each entry of ``next_functions`` given the output gradient ``g``."""
-        if self._saved is None and self._had_saved:
-            raise RuntimeError(SECOND_BACKWARD_MESSAGE)
-        return self._fn(g, *(self._saved or ()))
-
-    def __repr__(self) -> str:
-        return f"<{self.name}>"
-
-
-class AccumulateGrad(BackwardNode):
-    """The node of a leaf ``Var(requires_grad=True)``: adds the incoming gradient to ``.grad``."""
-
-    __slots__ = ("variable",)
-
-    def __init__(self, variable: Var):
-        super().__init__("AccumulateGrad", (), lambda g: (), ())
-        self.variable = variable
-
-    def accumulate(self, g) -> None:
-        v = self.variable
-        v.grad = g if v.grad is None else v.grad + g
-
-
-class Var:
-    """A value that records the ops applied to it (define-by-run tape). C3.1.
-
-    ``Var(value, requires_grad=False)``; ``.value``, ``.grad``, ``.grad_fn``, ``.is_leaf``.
-    """
-
-    __slots__ = ("value", "requires_grad", "grad", "grad_fn", "_accumulator", "__weakref__")
-    __array_priority__ = 100
-
-    def __init__(self, value, requires_grad: bool = False, *, _grad_fn=None):
-        if isinstance(value, Var):
-            raise TypeError("Var(value): value is already a Var; use it directly")
-        if not isinstance(value, jax.Array):
-            value = jnp.asarray(value)
-        if requires_grad and not jnp.issubdtype(value.dtype, jnp.inexact):
-            raise TypeError(
-                f"Var(requires_grad=True): value has dtype {value.dtype}; only floating point "
-                "values can require gradients"
-            )
-        self.value = value
-        self.requires_grad = bool(requires_grad) or _grad_fn is not None
-        self.grad = None
-        self.grad_fn = _grad_fn
-        self._accumulator = None
-
-    # -- introspection -------------------------------------------------------------------------
-    @property
-    def is_leaf(self) -> bool:
-        return self.grad_fn is None
-
-    @property
-    def shape(self) -> tuple:
-        return tuple(self.value.shape)
-
-    @property
-    def dtype(self):
-        return self.value.dtype
-
-    @property
-    def ndim(self) -> int:
-        return self.value.ndim
-
-    def __repr__(self) -> str:
-        extra = f", grad_fn=<{self.grad_fn.name}>" if self.grad_fn else ""
-        extra += ", requires_grad=True" if self.requires_grad and self.is_leaf else ""
-        return f"Var({self.value!r}{extra})"
-
-    def _edge(self):
-        """This Var's entry in a consumer's ``next_functions``: (node or None, 0)."""
-        if not self.requires_grad:
-            return (None, 0)
-        if self.grad_fn is not None:
-            return (self.grad_fn, 0)
-        if self._accumulator is None:
-            self._accumulator = AccumulateGrad(self)
-        return (self._accumulator, 0)
-
-    # -- backward ------------------------------------------------------------------------------
-    def backward(self, grad=None, retain_graph: bool = False) -> None:
-        """Reverse sweep from this Var; fills ``.grad`` of leaves (accumulating). C3.1, C2.2."""
-        if not self.requires_grad:
-            raise RuntimeError(
-                "element 0 of tensors does not require grad and does not have a grad_fn"
-            )
-        if grad is None:
-            if self.value.size != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            grad = jnp.ones_like(self.value)
-        else:
-            grad = jnp.asarray(grad.value if isinstance(grad, Var) else grad, self.value.dtype)
-            if grad.shape != self.value.shape:
-                raise ValueError(
-                    f"backward: grad has shape {grad.shape}; expected {self.value.shape}"
-                )
-        root = self._edge()[0]
-        order = _reverse_topological(root)
-        grads = {root: grad}
-        try:
-            for node in order:
-                g = grads.pop(node, None)
-                if g is None:
-                    continue
-                if isinstance(node, AccumulateGrad):
-                    node.accumulate(g)
-                    continue
-                for (nxt, _), gi in zip(node.next_functions, node.apply(g), strict=True):
-                    if nxt is not None and gi is not None:
-                        grads[nxt] = grads[nxt] + gi if nxt in grads else gi
-        finally:
-            if not retain_graph:
-                for node in order:
-                    node.release()
-
-    # -- recorded ops --------------------------------------------------------------------------
-    def __add__(self, other):
-        return _binary("AddBackward", self, other, jnp.add, add_backward, NO_SAVE)
-
-    def __radd__(self, other):
-        return self.__add__(other)
-
-    def __sub__(self, other):
-        return _binary("SubBackward", self, other, jnp.subtract, sub_backward, NO_SAVE)
-
-    def __rsub__(self, other):
-        return _binary("RsubBackward", _as_var(other), self, jnp.subtract, sub_backward, NO_SAVE)
-
-    def __mul__(self, other):
-        return _binary("MulBackward", self, other, jnp.multiply, mul_backward, SAVE_OTHER)
-
-    def __rmul__(self, other):
-        return self.__mul__(other)
-
-    def __truediv__(self, other):
-        return _binary("DivBackward", self, other, jnp.divide, div_backward, DIV_SAVE)
-
-    def __rtruediv__(self, other):
-        return _as_var(other).__truediv__(self)
-
-    def __pow__(self, other):
-        return _binary("PowBackward", self, other, jnp.power, pow_backward, SAVE_BOTH)
-
-    def __rpow__(self, other):
-        return _as_var(other).__pow__(self)
-
-    def __matmul__(self, other):
-        return _binary("MatmulBackward", self, other, jnp.matmul, matmul_backward, SAVE_OTHER)
-
-    def __rmatmul__(self, other):
-        return _as_var(other).__matmul__(self)
-
-    def __neg__(self):
-        return _unary("NegBackward", self, jnp.negative, lambda g: (-g,), save=None)
-
-    def exp(self):
-        return _unary("ExpBackward", self, jnp.exp, lambda g, out: (g * out,), save="out")
-
-    def log(self):
-        return _unary("LogBackward", self, jnp.log, lambda g, x: (g / x,), save="in")
-
-    def sin(self):
-        return _unary("SinBackward", self, jnp.sin, lambda g, x: (g * jnp.cos(x),), save="in")
-
-    def cos(self):
-        return _unary("CosBackward", self, jnp.cos, lambda g, x: (-g * jnp.sin(x),), save="in")
-
-    def tanh(self):
-        return _unary("TanhBackward", self, jnp.tanh, lambda g, t: (g * (1 - t * t),), save="out")
-
-    def sigmoid(self):
-        return _unary(
-            "SigmoidBackward", self, jax.nn.sigmoid, lambda g, s: (g * s * (1 - s),), save="out"
-        )
-
-    def relu(self):
-        return _unary(
-            "ReluBackward", self, jax.nn.relu, lambda g, r: (jnp.where(r > 0, g, 0),), save="out"
-        )
-
-    def sum(self, axis=None):
-        shape = self.shape
-        axes = _normalize_axes(axis, len(shape))
-        kept = tuple(d for d in range(len(shape)) if d not in axes)
-        back = lambda g: (jax.lax.broadcast_in_dim(g, shape, kept),)
-        return _unary("SumBackward", self, lambda x: jnp.sum(x, axis=axes), back, save=None)
-
-    def mean(self, axis=None):
-        shape = self.shape
-        axes = _normalize_axes(axis, len(shape))
-        kept = tuple(d for d in range(len(shape)) if d not in axes)
-        n = 1
-        for d in axes:
-            n *= shape[d]
-        back = lambda g: (jax.lax.broadcast_in_dim(g / n, shape, kept),)
-        return _unary("MeanBackward", self, lambda x: jnp.mean(x, axis=axes), back, save=None)
-
-    def reshape(self, *shape):
-        shape = (
-            tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-        )
-        old = self.shape
-        return _unary(
-            "ViewBackward",
-            self,
-            lambda x: jnp.reshape(x, shape),
-            lambda g: (jnp.reshape(g, old),),
-            save=None,
-        )
-
-    @property
-    def T(self):
-        perm = tuple(reversed(range(self.ndim)))
-        return _unary(
-            "PermuteBackward",
-            self,
-            lambda x: jnp.transpose(x, perm),
-            lambda g: (jnp.transpose(g, perm),),
-            save=None,
-        )
-
-
-def _as_var(x) -> Var:
-    return x if isinstance(x, Var) else Var(x)
-
-
-def _normalize_axes(axis, ndim: int) -> tuple[int, ...]:
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise ValueError(f"sum/mean: axis={axis!r} out of range for a {ndim}-d Var")
-    return tuple(sorted(a % ndim for a in axes))
-
-
-def _matmul_name(a: Var, b: Var) -> str:
-    """PyTorch's node name for ``a @ b``: Dot/Mv/Mm for 1-d/2-d operands."""
-    return {(1, 1): "DotBackward", (2, 1): "MvBackward", (2, 2): "MmBackward"}.get(
-        (a.ndim, b.ndim), "MatmulBackward"
-    )
-
-
-def _binary(name: str, a, b, op, backward, saves) -> Var:
-    a, b = _as_var(a), _as_var(b)
-    out = op(a.value, b.value)
-    need_a, need_b = a.requires_grad, b.requires_grad
-    if not (need_a or need_b):
-        return Var(out)
-    a_shape, b_shape = a.shape, b.shape
-    if name == "MatmulBackward":
-        name = _matmul_name(a, b)
-        backward = functools.partial(matmul_backward, a_shape=a_shape, b_shape=b_shape)
-    keep_a, keep_b = saves(need_a, need_b)
-
-    def fn(g, a_val=None, b_val=None):
-        ga, gb = backward(g, a_val, b_val, need_a, need_b)
-        return (
-            None if ga is None else sum_to_shape(ga, a_shape),
-            None if gb is None else sum_to_shape(gb, b_shape),
-        )
-
-    saved = (a.value if keep_a else None, b.value if keep_b else None) if keep_a or keep_b else ()
-    node = BackwardNode(name, (a._edge(), b._edge()), fn, saved)
-    return Var(out, _grad_fn=node)
-
-
-def _unary(name: str, x: Var, op, backward, save) -> Var:
-    out = op(x.value)
-    if not x.requires_grad:
-        return Var(out)
-    saved = {"in": (x.value,), "out": (out,), None: ()}[save]
-    node = BackwardNode(name, (x._edge(),), backward, saved)
-    return Var(out, _grad_fn=node)
-
-
-def _reverse_topological(root: BackwardNode) -> list[BackwardNode]:
-    """Nodes reachable from ``root``, each before every node it feeds (root first)."""
-    order: list[BackwardNode] = []
-    seen: set[int] = set()
-    stack: list[tuple[BackwardNode, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for nxt, _ in node.next_functions:
-            if nxt is not None and id(nxt) not in seen:
-                stack.append((nxt, False))
-    order.reverse()
-    return order
 
 
 def exp(x: Var) -> Var:
@@ -418,27 +83,13 @@ def relu(x: Var) -> Var:
     return _as_var(x).relu()
 
 
-class SavedTensors(NamedTuple):
-    """How many saved arrays the graph below a Var still holds, and their bytes. C2.2."""
-
-    count: int
-    nbytes: int
-
-
 def saved_tensors_report(root: Var) -> SavedTensors:
     """Count and bytes of saved tensors still held by ``root``'s graph (0 after backward). C2.2."""
     if not isinstance(root, Var):
         raise TypeError(f"saved_tensors_report: root={root!r}; expected a Var")
     if root.grad_fn is None:
         return SavedTensors(0, 0)
-    count = nbytes = 0
-    for node in _reverse_topological(root.grad_fn):
-        for arr in node._saved or ():
-            if arr is None:
-                continue
-            count += 1
-            nbytes += int(arr.nbytes)
-    return SavedTensors(count, nbytes)
+    return saved_tensors_below(root.grad_fn)
 
 
 def grad(f: Callable, argnums=0) -> Callable:

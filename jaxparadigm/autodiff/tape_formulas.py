@@ -8,7 +8,10 @@ gradient).
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
+
+from jaxparadigm.autodiff.unbroadcast import unbroadcast
 
 __all__ = [
     "DIV_SAVE",
@@ -21,19 +24,7 @@ __all__ = [
     "mul_backward",
     "pow_backward",
     "sub_backward",
-    "sum_to_shape",
 ]
-
-
-def sum_to_shape(g, shape: tuple):
-    """Reduce a broadcast gradient back to ``shape`` (sum leading and size-1 dims). C2.4."""
-    if g.shape == shape:
-        return g
-    lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1
-    )
-    return jnp.reshape(jnp.sum(g, axis=axes), shape)
 
 
 # Which operands a binary node keeps, given which operands need a gradient (PyTorch keeps the
@@ -87,8 +78,14 @@ def matmul_backward(g, a, b, need_a, need_b, a_shape, b_shape):
     ga = gb = None
     if need_a:
         b2 = jnp.reshape(b, b2_shape)
-        ga = jnp.reshape(sum_to_shape(g2 @ jnp.swapaxes(b2, -1, -2), a2_shape), a_shape)
+        ga = jnp.reshape(
+            unbroadcast(g2 @ jnp.swapaxes(b2, -1, -2), jax.ShapeDtypeStruct(a2_shape, g.dtype)),
+            a_shape,
+        )
     if need_b:
         a2 = jnp.reshape(a, a2_shape)
-        gb = jnp.reshape(sum_to_shape(jnp.swapaxes(a2, -1, -2) @ g2, b2_shape), b_shape)
+        gb = jnp.reshape(
+            unbroadcast(jnp.swapaxes(a2, -1, -2) @ g2, jax.ShapeDtypeStruct(b2_shape, g.dtype)),
+            b_shape,
+        )
     return ga, gb

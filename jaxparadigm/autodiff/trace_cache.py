@@ -5,7 +5,11 @@ Like ``jax.jit``'s cache, an entry is keyed on what determines the traced progra
     (f, input tree structure, (shape, dtype, weak_type) of every leaf, static kwargs, has_aux,
      jax's trace context -- x64, default precision, dtype promotion, ...)
 
-so a second call with same-typed arguments reuses the ``Graph``. The same caveat as ``jax.jit``
+so a second call with same-typed arguments reuses the ``Graph``. ``grad(f, argnums)`` traces a
+per-call closure of ``f`` over its non-differentiated arguments (they stay concrete, as in
+``jax.grad``); its entry is keyed on ``f`` itself plus ``static_key`` of the closed-over values --
+the argnums split and each value's type and ``repr`` -- and a call that closes over an array (whose
+value would be baked into the program) is not cached. The same caveat as ``jax.jit``
 applies: ``f`` is assumed pure -- a change to a global it reads is not seen until the entry is
 evicted (``clear_trace_cache()``). ``f`` is held by weak reference, as jax's own caches do: when a
 function dies (a per-step ``lambda p: loss(p, batch)``), its entries -- and the arrays its program
@@ -21,6 +25,7 @@ from collections import OrderedDict
 from typing import NamedTuple
 
 import jax
+import numpy as np
 from jax._src import config as jax_config
 
 __all__ = [
@@ -28,6 +33,7 @@ __all__ = [
     "TraceCacheInfo",
     "clear_trace_cache",
     "closes_over_tracers",
+    "static_key",
     "trace_cache_info",
     "trace_key",
 ]
@@ -85,20 +91,42 @@ class TraceCache:
 TRACES = TraceCache()
 
 
-def trace_key(f, flat_args, in_tree, kwargs: dict | None, has_aux: bool):
-    """The cache key of a trace, or ``None`` when some part is unhashable (then never cached)."""
+def trace_key(f, flat_args, in_tree, kwargs: dict | None, has_aux: bool, static=()):
+    """The cache key of a trace, or ``None`` when some part is unhashable (then never cached).
+
+    ``static`` is a hashable description of values ``f`` closes over (``static_key``); ``None``
+    means they cannot be described and the trace is never cached.
+    """
+    if static is None:
+        return None
     try:
         f_key = weakref.ref(f, TRACES.drop_function)
     except TypeError:  # not weakly referenceable: keep it (bounded by maxsize)
         f_key = f
     try:
         avals = tuple(jax.typeof(x) for x in flat_args)
-        static = tuple(sorted((kwargs or {}).items()))
-        key = (f_key, in_tree, avals, static, bool(has_aux), jax_config.trace_context())
+        kw = tuple(sorted((kwargs or {}).items()))
+        key = (f_key, in_tree, avals, kw, static, bool(has_aux), jax_config.trace_context())
         hash(key)
     except TypeError:
         return None
     return key
+
+
+_SCALARS = (bool, int, float, complex, str, bytes, np.generic)
+
+
+def static_key(values):
+    """A hashable key for values a traced closure holds *by value*, or ``None`` (do not cache).
+
+    ``(tree structure, (type, repr) of every leaf)``: the repr tells ``-0.0`` from ``0.0`` and
+    matches every NaN, so equal keys mean the same program. A leaf that is not an immutable scalar
+    (an array, whose data would be baked into the program; a mutable object) gives ``None``.
+    """
+    leaves, treedef = jax.tree_util.tree_flatten(values)
+    if not all(isinstance(x, _SCALARS) for x in leaves):
+        return None
+    return treedef, tuple((type(x), repr(x)) for x in leaves)
 
 
 def closes_over_tracers(closed_jaxpr) -> bool:

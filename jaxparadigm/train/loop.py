@@ -263,6 +263,7 @@ def _setup(cfg, dataset, tx, lr_fn, batch_transform, run_dir: Path) -> _Run:
         lr_fn=lr_fn if lr_fn is not None else schedule_for(cfg.optim),
         loss_scale=loss_scale,
         guard=c.guard.enabled,
+        grad=c.grad,
     )
     eval_fn = make_eval_step(graphdef, lambda m, b: eval_metrics(dataset.kind, m, b))
     if c.checkpoint.every > 0 and not c.checkpoint.resume:

@@ -25,6 +25,9 @@ Fault injection (``train.faults``): ``step(state, batch, grad_fault)`` with a fl
 replaces every gradient element by ``grad_fault`` when it is NaN or Inf (a finite value, e.g. 0,
 changes nothing): ``g <- where(isfinite(f), g, f)``. Under loss scaling such a step is handled as
 an overflow (finite loss, non-finite gradients). Without the argument the step has no fault code.
+
+``grad="jaxparadigm"`` computes ``value_and_grad`` with our own engine
+(``jaxparadigm.autodiff.value_and_grad``: graph + VJP registry) instead of ``jax.value_and_grad``.
 """
 
 from __future__ import annotations
@@ -37,10 +40,14 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
+from jaxparadigm import autodiff
 from jaxparadigm.optim import safe_increment
 from jaxparadigm.train.guard import GuardState, all_finite, guard_init, guard_update, tree_select
 
 __all__ = ["TrainState", "init_train_state", "make_eval_step", "make_train_step"]
+
+# train.grad: which engine computes (loss, grads) in the step.
+VALUE_AND_GRAD = {"jax": jax.value_and_grad, "jaxparadigm": autodiff.value_and_grad}
 
 
 class TrainState(NamedTuple):
@@ -85,6 +92,7 @@ def make_train_step(
     loss_scale=None,
     guard: bool = True,
     donate: bool = True,
+    grad: str = "jax",
 ) -> Callable:
     """Jitted ``step(state, batch) -> (state, metrics)`` (C5.1; loss scaling C4.2).
 
@@ -95,7 +103,11 @@ def make_train_step(
     ``grad_norm``, ``lr``, ``finite`` (loss and gradients finite), ``accepted`` (the update was
     applied: finite, or unguarded), ``overflow`` (skipped as a loss-scale overflow, not a guard bad
     step) and, with loss scaling, ``loss_scale`` (S used).
+    ``grad`` (``train.grad``) picks the engine: ``"jax"`` or ``"jaxparadigm"`` (ours, C3.2).
     """
+    if grad not in VALUE_AND_GRAD:
+        raise ValueError(f"grad: got {grad!r}, expected one of {sorted(VALUE_AND_GRAD)}")
+    value_and_grad = VALUE_AND_GRAD[grad]
     if not callable(loss_fn):
         raise TypeError(f"loss_fn: got {type(loss_fn).__name__}, expected a callable")
     if not (hasattr(tx, "init") and hasattr(tx, "update")):
@@ -115,7 +127,7 @@ def make_train_step(
             scaled = loss_scale.scale(loss, state.loss_scale) if loss_scale is not None else loss
             return scaled, loss
 
-        (_, loss), grads = jax.value_and_grad(objective, has_aux=True)(state.params)
+        (_, loss), grads = value_and_grad(objective, has_aux=True)(state.params)
         loss_finite = jnp.isfinite(loss)
         grads = _inject_fault(grads, grad_fault)
         if loss_scale is not None:

@@ -98,3 +98,32 @@ def test_count_equations_includes_nested_jaxprs():
     assert len(closed.jaxpr.eqns) == 2
     assert count_equations(closed) == 4
     assert isinstance(Graph(closed).nodes[0].name, str)
+
+
+def test_topological_order_is_fifo_over_ready_equations():
+    """Pins the documented tie rule: ready equations are taken first-in first-out.
+
+    Equations 0, 2 and 4 are ready at the start (queued in equation order); taking 0 frees 1,
+    which queues behind 2 and 4; taking 1 frees 3. Smallest-index-first would give 0 1 2 3 4 and
+    a stack (LIFO) 4 2 0 1 3.
+    """
+
+    def f(x, y):
+        b = jnp.sin(x) * 2.0  # eqns 0 (sin), 1 (mul)
+        d = b + jnp.cos(y)  # eqns 2 (cos), 3 (add)
+        return d, jnp.exp(y)  # eqn 4 (exp)
+
+    jaxpr = jax.make_jaxpr(f)(1.0, 2.0).jaxpr
+    assert [e.primitive.name for e in jaxpr.eqns] == ["sin", "mul", "cos", "add", "exp"]
+    assert [n.index for n in topological_order(jaxpr)] == [0, 2, 4, 1, 3]
+
+
+def test_equations_freed_by_one_producer_queue_in_equation_order():
+    def f(x, y):
+        a = jnp.sin(x)  # 0
+        c = jnp.cos(y)  # 1, ready at the start
+        return jnp.exp(a), jnp.tanh(a) + c, jnp.log(a)  # 2, 3, 4: all freed by 0 (3 needs 1)
+
+    jaxpr = jax.make_jaxpr(f)(1.0, 2.0).jaxpr
+    assert [e.primitive.name for e in jaxpr.eqns] == ["sin", "cos", "exp", "tanh", "add", "log"]
+    assert [n.index for n in topological_order(jaxpr)] == [0, 1, 2, 3, 5, 4]

@@ -22,8 +22,17 @@ from jax import lax
 
 from jaxparadigm.autodiff import jacfwd
 from tests.autodiff.jvp_checks import check_fwd
+from tests.autodiff.lax_autodiff_cases import (
+    COMPATIBLE_SHAPES,
+    F32,
+    LAX_GRAD_OPS,
+    REDUCE_SHAPES,
+    SPECIAL_VALUES,
+    rand_default,
+    rand_small,
+    rand_unique_int,
+)
 
-F32 = np.float32
 ORACLE = 1e-4  # our jvp vs jax.jvp (float32, different op order)
 NUMERIC = 1.5e-1  # vs finite differences: upstream's float32 tolerance
 
@@ -32,75 +41,8 @@ def _rng(seed):
     return np.random.default_rng(seed)
 
 
-def rand_default(rng, shape, dtype=F32):
-    return np.asarray(3 * rng.standard_normal(shape), dtype)
-
-
-def rand_small(rng, shape, dtype=F32):
-    return np.asarray(1e-3 * rng.standard_normal(shape), dtype)
-
-
-def rand_positive(rng, shape, dtype=F32):
-    return np.asarray(2 * rng.random(shape) + 1, dtype)
-
-
-def rand_not_small(rng, shape, dtype=F32):
-    x = 3 * rng.standard_normal(shape)
-    return np.asarray(x + np.where(x > 0, 1.0, -1.0), dtype)
-
-
-def rand_uniform(low, high):
-    return lambda rng, shape, dtype=F32: np.asarray(rng.uniform(low, high, shape), dtype)
-
-
-def rand_unique_int(rng, shape, dtype=F32):
-    return np.asarray(rng.permutation(math.prod(shape)).reshape(shape), dtype)
-
-
-COMPATIBLE_SHAPES = [[(3,)], [(), (3, 4), (3, 1), (1, 4)], [(2, 3, 4), (2, 1, 4)]]
-
-# LAX_GRAD_OPS (real dtypes): (op, nargs, order, rng, numeric tolerance or None)
-GRAD_OPS = [
-    (lax.neg, 1, 2, rand_default),
-    (lax.floor, 1, 2, rand_uniform(0.1, 0.4)),
-    (lax.ceil, 1, 2, rand_uniform(0.1, 0.4)),
-    (lax.round, 1, 2, rand_uniform(0.1, 0.4)),
-    (lax.exp, 1, 2, rand_small),
-    (lax.exp2, 1, 2, rand_small),
-    (lax.expm1, 1, 2, rand_default),
-    (lax.log, 1, 2, rand_positive),
-    (lax.log1p, 1, 2, rand_positive),
-    (lax.sinh, 1, 2, rand_default),
-    (lax.cosh, 1, 2, rand_default),
-    (lax.tanh, 1, 2, rand_default),
-    (lax.sin, 1, 2, rand_default),
-    (lax.cos, 1, 2, rand_default),
-    (lax.tan, 1, 2, rand_uniform(-1.3, 1.3)),
-    (lax.asin, 1, 2, rand_uniform(-0.9, 0.9)),  # upstream: (-1.3, 1.3) with nan-tolerant checks
-    (lax.acos, 1, 2, rand_uniform(-0.9, 0.9)),
-    (lax.atan2, 2, 2, rand_default),
-    (lax.erf, 1, 2, rand_small),
-    (lax.erfc, 1, 2, rand_small),
-    (lax.erf_inv, 1, 2, rand_small),
-    (lax.bessel_i0e, 1, 2, rand_default),
-    (lax.bessel_i1e, 1, 2, rand_default),
-    (lax.abs, 1, 2, rand_positive),
-    (lax.pow, 2, 2, rand_positive),
-    (lax.sqrt, 1, 2, rand_positive),
-    (lax.rsqrt, 1, 2, rand_positive),
-    (lax.cbrt, 1, 2, rand_not_small),
-    (lax.logistic, 1, 2, rand_default),
-    (lax.add, 2, 2, rand_default),
-    (lax.sub, 2, 2, rand_default),
-    (lax.mul, 2, 2, rand_default),
-    (lax.div, 2, 1, rand_not_small),
-    (lax.max, 2, 2, rand_default),
-    (lax.min, 2, 2, rand_default),
-]
-
-
 def _op_cases():
-    for op, nargs, order, rng_factory in GRAD_OPS:
+    for op, nargs, order, rng_factory in LAX_GRAD_OPS:
         for group in COMPATIBLE_SHAPES:
             for shapes in itertools.combinations_with_replacement(group, nargs):
                 yield pytest.param(
@@ -149,21 +91,6 @@ def test_op_grad_out_dtype(lhs, rhs, out):
     args = (rand_default(rng, (3, 4), lhs), rand_default(rng, (3, 1), rhs))
     tol = 1e-1 if min(jnp.finfo(d).bits for d in (lhs, rhs, out)) == 16 else ORACLE
     check_fwd(partial(lax.mul, out_dtype=out), args, 2, tol=tol, numeric_tol=None)
-
-
-SPECIAL_VALUES = [
-    (lax.sinh, [0.0]),
-    (lax.cosh, [0.0]),
-    (lax.tanh, [0.0, 1000.0]),
-    (lax.sin, [0.0, np.pi, np.pi / 2.0, np.pi / 4.0]),
-    (lax.cos, [0.0, np.pi, np.pi / 2.0, np.pi / 4.0]),
-    (lax.tan, [0.0]),
-    (lax.asin, [0.0]),
-    (lax.acos, [0.0]),
-    (lax.atan, [0.0, 1000.0]),
-    (lax.erf, [0.0, 10.0]),
-    (lax.erfc, [0.0, 10.0]),
-]
 
 
 @pytest.mark.parametrize(
@@ -429,16 +356,6 @@ def test_select_grad():
             check_fwd(lambda a, b, p=pred: lax.select(p, a, b), (t, f), 2, numeric_tol=NUMERIC)
 
 
-REDUCE_SHAPES = [
-    [(), ()],
-    [(3, 4, 5), ()],
-    [(3, 4, 5), (0,)],
-    [(3, 4, 5), (1, 2)],
-    [(3, 4, 5), (0, 2)],
-    [(3, 4, 5), (0, 1, 2)],
-    [(3, 1), (1,)],
-    [(3, 0, 5), (1,)],
-]
 REDUCERS = [
     (0.0, lax.add, rand_default),
     (-np.inf, lax.max, rand_unique_int),
@@ -465,13 +382,8 @@ def test_reduce_grad(init, op, rng_factory, shape, dims):
     check_fwd(f, (operand,), 2, tol=1e-3, numeric_tol=NUMERIC, eps=1e-2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=NotImplementedError,
-    reason="generic variadic reduce (lax.reduce with a pair reducer) has no JVP rule yet",
-)
 def test_reduce_pair_grad():
-    """LaxAutodiffTest.testReducePairGrad (one shape): a known gap, MissingJVPRule('reduce')."""
+    """LaxAutodiffTest.testReducePairGrad (one shape): generic variadic reduce, forward mode."""
     rng = _rng(26)
     operands = (rand_default(rng, (3, 4, 5)) / 3, rand_default(rng, (3, 4, 5)) / 3)
     init_vals = (F32(0), F32(1))

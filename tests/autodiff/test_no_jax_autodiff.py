@@ -4,8 +4,8 @@ Every public AD function of jax (``jax.jvp``, ``jax.linearize``, ``jax.vjp``, ``
 ``jax.value_and_grad``, ``jax.jacfwd``, ``jax.jacrev``, ``jax.hessian``; also their
 ``jax._src.api`` originals) is replaced by a function that fails, and so are jax's internal
 JVP tracer and transpose pass (``ad.JVPTrace.process_primitive``, ``ad.backward_pass``), which
-every jax AD path goes through. Our ``grad``, ``jvp``, ``jacfwd``, ``jacrev``, ``hessian``, ``hvp``
-then still run -- on programs with custom_jvp (relu, softplus), control flow and jit -- and equal
+every jax AD path goes through. Our ``grad`` (eager and under ``jax.jit``), ``vjp``, ``jvp``,
+``jacfwd``, ``jacrev``, ``hessian``, ``hvp`` then still run -- on programs with custom_jvp (relu, softplus), control flow and jit -- and equal
 values computed by jax before the patch.
 """
 
@@ -41,7 +41,7 @@ V = jnp.array([1.0, -2.0, 0.5])
 
 
 def _results(t):
-    """The six transforms of namespace ``t`` (ours: ``func``; jax's: ``JAX``) on our programs."""
+    """The transforms of namespace ``t`` (ours: ``func``; jax's: ``JAX``) on our programs."""
     softsin = lambda x: jnp.sum(jax.nn.softplus(x) * jnp.sin(x))
     return {
         "grad": t.grad(f)(X),
@@ -50,11 +50,14 @@ def _results(t):
         "jacrev": t.jacrev(lambda x: jnp.sin(x) * jax.nn.softplus(x))(X),
         "hessian": t.hessian(softsin)(X),
         "hvp": t.hvp(lambda x: jnp.sum(jax.nn.softplus(x) ** 3), (X,), (V,)),
+        "vjp": t.vjp(lambda x: jnp.sin(x) * jax.nn.softplus(x), X)[1](V),
+        "grad under jit": jax.jit(t.grad(f))(X),
     }
 
 
 JAX = SimpleNamespace(
     grad=jax.grad,
+    vjp=jax.vjp,
     jvp=jax.jvp,
     jacfwd=jax.jacfwd,
     jacrev=jax.jacrev,

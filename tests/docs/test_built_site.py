@@ -167,12 +167,6 @@ def test_no_warnings_from_the_site_sources(html_dir):
     assert not own, "\n".join(own)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="docstrings of jaxparadigm/autodiff/tape.py (emphasis) and jaxparadigm/retrieval/"
-    "evaluation.py (|dot - cosine| read as a substitution) give autodoc warnings; their modules "
-    "were being edited by other engineers during round 1 of issue 16",
-)
 def test_no_docstring_warnings(html_dir):
     warnings = [w for w in sphinx_warnings(html_dir) if "docstring of" in w]
     assert not warnings, "\n".join(warnings)
