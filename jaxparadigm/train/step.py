@@ -25,6 +25,11 @@ Fault injection (``train.faults``): ``step(state, batch, grad_fault)`` with a fl
 replaces every gradient element by ``grad_fault`` when it is NaN or Inf (a finite value, e.g. 0,
 changes nothing): ``g <- where(isfinite(f), g, f)``. Under loss scaling such a step is handled as
 an overflow (finite loss, non-finite gradients). Without the argument the step has no fault code.
+
+Sharding (``layout``, a :class:`jaxparadigm.train.sharding.StepLayout`): the forward pass uses
+``with_sharding_constraint(params, layout.gathered)`` (an all-gather when the parameters are
+split), the gradients are constrained to ``layout.grads`` (a reduce-scatter or an all-reduce), and
+the step's outputs keep ``layout.state``; the arithmetic is unchanged.
 """
 
 from __future__ import annotations
@@ -85,6 +90,7 @@ def make_train_step(
     loss_scale=None,
     guard: bool = True,
     donate: bool = True,
+    layout=None,
 ) -> Callable:
     """Jitted ``step(state, batch) -> (state, metrics)`` (C5.1; loss scaling C4.2).
 
@@ -94,7 +100,8 @@ def make_train_step(
     Non-finite steps are skipped when ``guard`` or loss scaling is on. Metrics: ``loss`` (unscaled),
     ``grad_norm``, ``lr``, ``finite`` (loss and gradients finite), ``accepted`` (the update was
     applied: finite, or unguarded), ``overflow`` (skipped as a loss-scale overflow, not a guard bad
-    step) and, with loss scaling, ``loss_scale`` (S used).
+    step) and, with loss scaling, ``loss_scale`` (S used). ``layout``: a ``StepLayout`` (sharded
+    state and batch; see the module docstring) or None.
     """
     if not callable(loss_fn):
         raise TypeError(f"loss_fn: got {type(loss_fn).__name__}, expected a callable")
@@ -111,11 +118,13 @@ def make_train_step(
         rng, sub = jax.random.split(state.rng)
 
         def objective(params):
+            params = _constrain(params, layout.gathered if layout is not None else None)
             loss = loss_fn(nnx.merge(graphdef, params), batch, sub)
             scaled = loss_scale.scale(loss, state.loss_scale) if loss_scale is not None else loss
             return scaled, loss
 
         (_, loss), grads = jax.value_and_grad(objective, has_aux=True)(state.params)
+        grads = _constrain(grads, layout.grads if layout is not None else None)
         loss_finite = jnp.isfinite(loss)
         grads = _inject_fault(grads, grad_fault)
         if loss_scale is not None:
@@ -160,7 +169,16 @@ def make_train_step(
             metrics["loss_scale"] = state.loss_scale.scale
         return new_state, metrics
 
-    return jax.jit(step, donate_argnums=(0,) if donate else ())
+    donate_argnums = (0,) if donate else ()
+    if layout is None:
+        return jax.jit(step, donate_argnums=donate_argnums)
+    out_shardings = (layout.state, layout.replicated)
+    return jax.jit(step, donate_argnums=donate_argnums, out_shardings=out_shardings)
+
+
+def _constrain(tree, shardings):
+    """``with_sharding_constraint(tree, shardings)``; ``tree`` itself when ``shardings`` is None."""
+    return tree if shardings is None else jax.lax.with_sharding_constraint(tree, shardings)
 
 
 def _inject_fault(grads, grad_fault):
@@ -171,6 +189,10 @@ def _inject_fault(grads, grad_fault):
     return jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(f), g, f.astype(g.dtype)), grads)
 
 
-def make_eval_step(graphdef: nnx.GraphDef, metric_fn: Callable) -> Callable:
-    """Jitted ``eval(params, batch) -> metrics`` with ``metric_fn(model, batch)`` (C5.1)."""
-    return jax.jit(lambda params, batch: metric_fn(nnx.merge(graphdef, params), batch))
+def make_eval_step(graphdef: nnx.GraphDef, metric_fn: Callable, layout=None) -> Callable:
+    """Jitted ``eval(params, batch) -> metrics`` with ``metric_fn(model, batch)`` (C5.1); with a
+    ``StepLayout``, the metrics are replicated (readable by every process)."""
+    fn = lambda params, batch: metric_fn(nnx.merge(graphdef, params), batch)
+    if layout is None:
+        return jax.jit(fn)
+    return jax.jit(fn, out_shardings=layout.replicated)

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from jax.sharding import PartitionSpec
 
-from jaxparadigm.train.sharding import data_mesh, initialize_distributed, replicate, shard_batch
+from jaxparadigm.train.distributed import initialize_distributed
+from jaxparadigm.train.sharding import data_mesh, replicate, shard_batch
 
 _CHILD = textwrap.dedent(
     """
