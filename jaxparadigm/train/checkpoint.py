@@ -439,7 +439,7 @@ class Checkpointer:
         targets = {
             f"{i:05d}": jax.ShapeDtypeStruct(
                 np.shape(x),
-                getattr(x, "dtype", np.asarray(x).dtype),
+                x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype,
                 sharding=x.sharding if isinstance(x, jax.Array) else None,
             )
             for i, (_, x) in enumerate(t_pairs)

@@ -125,8 +125,12 @@ def initialize_distributed(distributed_cfg, environ: Mapping[str, str] | None = 
         return False
     c = distributed_cfg
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    host = spec.coordinator_address.rsplit(":", 1)[0]
+    loopback = host in ("127.0.0.1", "localhost", "[::1]")
     jax.distributed.initialize(
         coordinator_address=spec.coordinator_address,
+        # a local run's coordinator listens on the loopback address only (default: all addresses)
+        coordinator_bind_address=spec.coordinator_address if loopback else None,
         num_processes=spec.num_processes,
         process_id=spec.process_id,
         initialization_timeout=c.initialization_timeout_s,
