@@ -40,12 +40,13 @@ def _losses(run_dir: Path) -> list[float]:
     return [r["loss"] for r in sorted(records, key=lambda r: r["step"]) if "loss" in r]
 
 
-def _one_process_losses(tmp_path, path: Path) -> list[float]:
+def _one_process_losses(tmp_path, path: Path, steps: int | None = None) -> list[float]:
     """The same config in this process: 1 process x the 4 devices of tests/conftest.py."""
     assert jax.device_count() == 4
     raw = yaml.safe_load(path.read_text())
     raw["train"]["checkpoint"] = {"every": 0}
     raw["train"].pop("faults", None)
+    raw["train"]["steps"] = steps or raw["train"]["steps"]
     sections = {k: raw[k] for k in ("model", "data", "optim", "train")}
     return train(tiny_config(tmp_path / "one", name="one", **sections), progress=False).losses
 
@@ -207,4 +208,12 @@ def test_a_killed_two_process_run_resumes_from_its_checkpoint(tmp_path):
     assert any(r.get("event") == "resume" and "step 8" in r["message"] for r in records)
     got = _losses(tmp_path / "mp")
     assert len(got) == 16  # each step once: the records after step 8 were dropped on resume
-    np.testing.assert_allclose(got, _one_process_losses(tmp_path, path), rtol=1e-5)
+    whole = _one_process_losses(tmp_path, path, steps=20)
+    np.testing.assert_allclose(got, whole[:16], rtol=1e-5)
+    # the 2-process checkpoint (step 16) resumes in one process of 4 devices, too
+    raw = yaml.safe_load(path.read_text())
+    sections = {k: raw[k] for k in ("model", "data", "optim", "train")}
+    sections["train"] = {**sections["train"], "steps": 20, "faults": {}}
+    more = train(tiny_config(tmp_path, name="mp", **sections), progress=False)
+    assert more.resumed_from == 16
+    np.testing.assert_allclose(more.losses, whole[16:], rtol=1e-5)
