@@ -8,7 +8,7 @@ ORACLES := $(VENV)/.oracles
 # Reference libraries of the MiniLM parity tests (tests/data/regenerate_minilm_reference.py too).
 PARITY := transformers==5.24.0 sentence-transformers==6.2.0
 
-.PHONY: install oracles demo test test-all lint format crosscheck crosscheck-slow bench claims clean
+.PHONY: install oracles demo test test-all lint format crosscheck crosscheck-slow mutation bench claims clean docs docs-check
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -58,8 +58,37 @@ crosscheck: $(ORACLES)
 crosscheck-slow: $(ORACLES)
 	$(BIN)/python -m pytest -q -m 'crosscheck and slow'
 
+# Mutation score of the core modules (issue 17; not part of CI). MODULE=tensor (or several,
+# space-separated) picks modules; reruns are incremental (cache in .mutation/). One worker, niced:
+# MUTATION_CHILDREN=2 on an idle machine.
+MODULE ?=
+MUTATION_CHILDREN ?= 1
+mutation: $(STAMP)
+	$(BIN)/pip install -q -e '.[test,mutation]'
+	nice -n 10 $(BIN)/python benchmarks/mutation_score.py run --max-children $(MUTATION_CHILDREN) $(MODULE)
+	$(BIN)/python benchmarks/mutation_score.py report --write $(MODULE)
+
 claims: $(STAMP)
 	$(BIN)/jaxparadigm claims
+
+# Documentation (issue 16): Sphinx + myst-nb, the `docs` extra. `make docs` executes the notebooks
+# (cached by their source in docs/_build/.jupyter_cache) and fails on any cell error.
+DOCS_STAMP := $(VENV)/.docs
+DOCS_HTML := docs/_build/html
+
+$(DOCS_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/pip install -q -e '.[test,docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(BIN)/sphinx-build -b html -q docs $(DOCS_HTML)
+
+# What CI runs: a fresh build with every notebook re-executed (no cache), warnings logged, then the
+# built pages checked (pictures present, no error output, verdicts and API entries rendered).
+docs-check: $(DOCS_STAMP)
+	rm -rf $(DOCS_HTML) && mkdir -p docs/_build
+	$(BIN)/sphinx-build -b html -q -E -D nb_execution_mode=force -w docs/_build/sphinx-warnings.txt docs $(DOCS_HTML)
+	JAXPARADIGM_DOCS_HTML=$(DOCS_HTML) $(BIN)/python -m pytest -q -m slow tests/docs
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info

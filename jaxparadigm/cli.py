@@ -4,6 +4,11 @@
         [--num-processes N [--devices-per-process K]]  as N local jax.distributed processes
     jaxparadigm claims [--only ID ...] [--json] [--report DIR] [--config FILE] [claims.key=value ...]
     jaxparadigm search "query" [--corpus FILE|pydoc] [--top-k 5]
+    jaxparadigm search "query" --index DIR [--top-k 5] [--dtype float32|bfloat16|int8] [--approx]
+                       [--stream]
+    jaxparadigm index build PATH... --out DIR [--chunk-tokens N] [--overlap 32]
+    jaxparadigm index add PATH... --index DIR
+    jaxparadigm index info DIR
     jaxparadigm bench NAME [args ...]                run benchmarks/NAME_bench.py (source checkout)
     jaxparadigm --version
 
@@ -88,15 +93,31 @@ def _cmd_claims(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    import warnings
-
     from jaxparadigm.retrieval.evaluation import format_search
 
-    with warnings.catch_warnings(record=True) as caught:  # each warning: one stderr line
+    if args.index:
+        from jaxparadigm.retrieval.index_text import index_search_text
+
+        kw = {"dtype": args.dtype, "approx": args.approx, "stream": args.stream}
+        out = index_search_text(args.query, args.index, args.top_k, **kw)
+    else:
         out = format_search(args.query, corpus=args.corpus, top_k=args.top_k)
-    for w in caught:
-        print(f"jaxparadigm search: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
-    print(out)
+    print(out)  # warnings (e.g. an all-[UNK] query) were printed by main(), one line each
+    return 0
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    from jaxparadigm.retrieval import index_text
+
+    progress = not getattr(args, "no_progress", True)
+    if args.index_command == "build":
+        kw = {"chunk_tokens": args.chunk_tokens, "overlap": args.overlap}
+        kw |= {"shard_rows": args.shard_rows, "batch_size": args.batch_size}
+        print(index_text.index_build_text(args.paths, args.out, progress=progress, **kw))
+    elif args.index_command == "add":
+        print(index_text.index_add_text(args.paths, args.index, progress=progress))
+    else:
+        print(index_text.index_info_text(args.index_dir))
     return 0
 
 
@@ -152,7 +173,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query")
     p.add_argument("--corpus", default="pydoc", help="'pydoc' or a text file, one document a line")
     p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("--index", metavar="DIR", help="search an index built by `index build`")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "int8"])
+    p.add_argument("--approx", action="store_true", help="lax.approx_max_k per block")
+    p.add_argument("--stream", action="store_true", help="read shards per search (low memory)")
     p.set_defaults(func=_cmd_search)
+
+    p = sub.add_parser("index", help="build, extend or describe a persistent passage index")
+    isub = p.add_subparsers(dest="index_command", required=True)
+    b = isub.add_parser("build", help="index text/Markdown/JSONL files or folders")
+    b.add_argument("paths", nargs="+", metavar="PATH")
+    b.add_argument("--out", required=True, metavar="DIR")
+    b.add_argument("--chunk-tokens", type=int, default=None, help="default max_seq_length - 2")
+    b.add_argument("--overlap", type=int, default=32)
+    b.add_argument("--shard-rows", type=int, default=4096)
+    b.add_argument("--batch-size", type=int, default=32)
+    b.add_argument("--no-progress", action="store_true")
+    a = isub.add_parser("add", help="append files to an index")
+    a.add_argument("paths", nargs="+", metavar="PATH")
+    a.add_argument("--index", required=True, metavar="DIR")
+    a.add_argument("--no-progress", action="store_true")
+    i = isub.add_parser("info", help="print an index's manifest")
+    i.add_argument("index_dir", metavar="DIR")
+    p.set_defaults(func=_cmd_index)
 
     p = sub.add_parser("bench", help="run benchmarks/NAME_bench.py")
     p.add_argument("name", help="e.g. optim, tensor, autodiff, retrieval, train")

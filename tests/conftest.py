@@ -2,6 +2,15 @@
 sharding tests have several devices. Must run before JAX initialises its backend."""
 
 import os
+import sys
+from pathlib import Path
+
+# Test modules import each other as ``tests.<area>.<module>``: put this checkout's root first on
+# sys.path, so that ``tests`` (and ``jaxparadigm``) resolve to it from any working directory and
+# under any ``--import-mode``.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 _flags = os.environ.get("XLA_FLAGS", "")

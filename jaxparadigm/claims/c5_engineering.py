@@ -13,7 +13,7 @@ import numpy as np
 
 from jaxparadigm.claims.ledger import experiment
 from jaxparadigm.config import config_from_dict
-from jaxparadigm.train.checkpoint import Checkpointer, CheckpointSignatureError
+from jaxparadigm.train.checkpoint import SIGNED_KEYS, Checkpointer, CheckpointSignatureError
 from jaxparadigm.train.data import drift_report, validate_batch
 from jaxparadigm.train.loop import train
 
@@ -93,6 +93,7 @@ def c5_1():
             ),
             signature_error_type=CheckpointSignatureError.__name__,
             signature_kind=ckpt.signature_kind,
+            signed_config_keys=list(SIGNED_KEYS),
         )
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -128,7 +129,8 @@ def _(ev):
     return "holds", (
         f"Measured: a NaN batch and an out-of-range label were refused by the schema; drift flagged "
         f"exactly feature(s) {ev['drift_flagged']} (PSI {max(ev['drift_psi']):.2f}); a checkpoint "
-        f"signed with {ev['signature_kind']} over state + config was refused under another config; "
+        f"signed with {ev['signature_kind']} over every state leaf and the config keys that define "
+        f"the state ({', '.join(ev['signed_config_keys'])}) was refused under another config; "
         f"NaN steps were skipped and the run rolled back ({events.count('skip')} skips, "
         f"{events.count('rollback')} rollback) and ended at loss {ev['guard_final_loss']:.4f} vs "
         f"{ev['clean_final_loss']:.4f} clean; a restore takes {ev['restore_seconds_median']:.2f} s. "

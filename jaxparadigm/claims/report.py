@@ -44,6 +44,11 @@ def article_errata(verdicts: list[Verdict]) -> str:
     return "\n".join(rows) if rows else "- (every claim held in this run)"
 
 
+def _table_cell(text: str) -> str:
+    """``text`` safe inside one Markdown table cell: ``|`` escaped, line breaks as spaces."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
 def write_report(verdicts: list[Verdict], directory: str | os.PathLike) -> Path:
     """Write ``report.md`` (table, evidence, embedded plots) and ``verdicts.json`` into ``directory``.
 
@@ -59,7 +64,7 @@ def write_report(verdicts: list[Verdict], directory: str | os.PathLike) -> Path:
         "| id | status | summary |",
         "|---|---|---|",
     ]
-    parts += [f"| {v.claim_id} | {v.status} | {v.summary} |" for v in verdicts]
+    parts += [f"| {v.claim_id} | {v.status} | {_table_cell(v.summary)} |" for v in verdicts]
     parts += ["", "## What the article gets wrong", "", article_errata(verdicts), ""]
     for v in verdicts:
         evidence = v.to_json()["evidence"]

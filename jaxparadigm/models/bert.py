@@ -1,7 +1,7 @@
 """A BERT encoder in Flax NNX with mean pooling: the all-MiniLM-L6-v2 sentence pipeline (C1.1, C1.2).
 
 The forward pass is the HuggingFace ``BertModel`` that sentence-transformers runs, followed by its
-``Pooling(mean)`` and ``Normalize`` modules:
+``Pooling(mean)`` and ``Normalize`` modules::
 
     h_0 = LayerNorm(E_word[ids] + E_pos[0..T) + E_type[type_ids])
     h_l = LayerNorm(a + FFN(a)),  a = LayerNorm(h_{l-1} + Attn(h_{l-1}))   (post-norm, l = 1..L)
@@ -26,11 +26,14 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from jaxparadigm.models.attention import attention, mask_bias
+
 __all__ = [
     "BertConfig",
     "BertEncoder",
     "load_bert",
     "mean_pool",
+    "packed_mean_pool",
     "l2_normalize",
 ]
 
@@ -117,9 +120,14 @@ class BertEmbeddings(nnx.Module):
         self.token_type = nnx.Embed(cfg.type_vocab_size, cfg.hidden_size, rngs=rngs)
         self.norm = nnx.LayerNorm(cfg.hidden_size, epsilon=cfg.layer_norm_eps, rngs=rngs)
 
-    def __call__(self, input_ids: jax.Array, token_type_ids: jax.Array) -> jax.Array:
-        t = input_ids.shape[1]
-        x = self.word(input_ids) + self.position.embedding[...][:t][None]
+    def __call__(
+        self, input_ids: jax.Array, token_type_ids: jax.Array, position_ids: jax.Array | None
+    ) -> jax.Array:
+        if position_ids is None:
+            t = input_ids.shape[1]
+            x = self.word(input_ids) + self.position.embedding[...][:t][None]
+        else:
+            x = self.word(input_ids) + self.position(position_ids)
         return self.norm(x + self.token_type(token_type_ids))
 
 
@@ -136,20 +144,24 @@ class BertLayer(nnx.Module):
         self.ffn_out = nnx.Linear(cfg.intermediate_size, h, rngs=rngs)
         self.ffn_norm = nnx.LayerNorm(h, epsilon=cfg.layer_norm_eps, rngs=rngs)
 
-    def __call__(self, x: jax.Array, mask_bias: jax.Array) -> jax.Array:
+    def __call__(self, x: jax.Array, bias: jax.Array) -> jax.Array:
         b, t, h = x.shape
         d = h // self.num_heads
         q, k, v = jnp.split(self.qkv(x).reshape(b, t, 3, self.num_heads, d), 3, axis=2)
-        q, k, v = q[:, :, 0], k[:, :, 0], v[:, :, 0]
-        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(d).astype(np.float32)
-        probs = jax.nn.softmax(scores + mask_bias, axis=-1)
-        ctx = jnp.einsum("bhqk,bkhd->bqhd", probs, v).reshape(b, t, h)
+        ctx = attention(q[:, :, 0], k[:, :, 0], v[:, :, 0], bias).reshape(b, t, h)
         a = self.attn_norm(x + self.attn_out(ctx))
         return self.ffn_norm(a + self.ffn_out(jax.nn.gelu(self.ffn_in(a), approximate=False)))
 
 
 class BertEncoder(nnx.Module):
-    """BERT token encoder: ``(input_ids [B,T], attention_mask [B,T]) -> hidden states [B,T,H]`` (C1.1)."""
+    """BERT token encoder: ``(input_ids [B,T], attention_mask [B,T]) -> hidden states [B,T,H]`` (C1.1).
+
+    Packed rows (several sentences in one row, :func:`packed_mean_pool`): pass ``segment_ids``
+    ``[B,T]`` (0 = padding, ``s >= 1`` = the row's s-th sentence) and ``position_ids`` restarting
+    at 0 for each sentence; token ``i`` then sees token ``j`` only when
+    ``segment_ids[i] == segment_ids[j] > 0`` (a block-diagonal mask), so each sentence's hidden
+    states equal those of the sentence encoded alone.
+    """
 
     def __init__(self, cfg: BertConfig, *, rngs: nnx.Rngs):
         self.config = cfg
@@ -161,6 +173,9 @@ class BertEncoder(nnx.Module):
         input_ids: jax.Array,
         attention_mask: jax.Array,
         token_type_ids: jax.Array | None = None,
+        *,
+        position_ids: jax.Array | None = None,
+        segment_ids: jax.Array | None = None,
     ) -> jax.Array:
         chex.assert_rank([input_ids, attention_mask], 2)
         chex.assert_equal_shape([input_ids, attention_mask])
@@ -171,12 +186,15 @@ class BertEncoder(nnx.Module):
             )
         if token_type_ids is None:
             token_type_ids = jnp.zeros_like(input_ids)
-        x = self.embeddings(input_ids, token_type_ids)
-        # Masked keys get the most negative float: exp() of it is exactly 0 after the max shift.
-        neg = jnp.finfo(x.dtype).min
-        mask_bias = jnp.where(attention_mask[:, None, None, :] > 0, 0.0, neg).astype(x.dtype)
+        x = self.embeddings(input_ids, token_type_ids, position_ids)
+        if segment_ids is None:
+            bias = mask_bias(attention_mask[:, None, None, :] > 0)
+        else:
+            chex.assert_equal_shape([input_ids, segment_ids])
+            same = segment_ids[:, :, None] == segment_ids[:, None, :]
+            bias = mask_bias(same & (segment_ids[:, None, :] > 0))[:, None]
         for layer in self.layers:
-            x = layer(x, mask_bias)
+            x = layer(x, bias)
         return x
 
 
@@ -189,6 +207,19 @@ def mean_pool(hidden: jax.Array, attention_mask: jax.Array) -> jax.Array:
     chex.assert_shape(attention_mask, hidden.shape[:2])
     m = attention_mask.astype(hidden.dtype)[..., None]
     return (hidden * m).sum(axis=1) / jnp.maximum(m.sum(axis=1), 1e-9)
+
+
+def packed_mean_pool(hidden: jax.Array, segment_ids: jax.Array, max_segments: int) -> jax.Array:
+    """Mean over each packed sentence: ``out[b, s-1] = mean_{t: seg[b,t]=s} h[b,t]`` (C1.1).
+
+    ``hidden`` ``[B, T, H]``, ``segment_ids`` ``[B, T]`` (0 = padding); returns
+    ``[B, max_segments, H]``, zeros for a segment number that a row does not use.
+    """
+    chex.assert_rank(hidden, 3)
+    chex.assert_shape(segment_ids, hidden.shape[:2])
+    onehot = (segment_ids[..., None] == jnp.arange(1, max_segments + 1)).astype(hidden.dtype)
+    sums = jnp.einsum("bts,bth->bsh", onehot, hidden)
+    return sums / jnp.maximum(onehot.sum(axis=1)[..., None], 1e-9)
 
 
 def l2_normalize(x: jax.Array, eps: float = 1e-12) -> jax.Array:

@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from jaxparadigm.models.attention import attention, mask_bias
+
 _DTYPES = ("float32", "bfloat16", "float16")
 
 
@@ -49,10 +51,7 @@ class CausalSelfAttention(nnx.Module):
         h = self.num_heads
         q, k, v = jnp.split(self.qkv(x), 3, axis=-1)
         q, k, v = (a.reshape(b, t, h, d // h) for a in (q, k, v))
-        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(jnp.float32) / jnp.sqrt(d // h)
-        scores = jnp.where(causal_mask(t), scores, jnp.finfo(jnp.float32).min)
-        weights = jax.nn.softmax(scores, axis=-1).astype(x.dtype)
-        y = jnp.einsum("bhqk,bkhd->bqhd", weights, v).reshape(b, t, d)
+        y = attention(q, k, v, mask_bias(causal_mask(t))).reshape(b, t, d)
         return self.out(y)
 
 

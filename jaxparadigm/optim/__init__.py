@@ -1,4 +1,4 @@
-"""jaxparadigm.optim: optimisers rebuilt as optax ``GradientTransformation``s (C4.1-C4.4).
+"""jaxparadigm.optim: optimisers rebuilt as optax ``GradientTransformation`` (init, update) pairs (C4.1-C4.4).
 
 Every stateful transformation counts with ``safe_increment``; schedules live in
 ``jaxparadigm.optim.schedules``, clipping paradigms in ``jaxparadigm.optim.clipping``, live

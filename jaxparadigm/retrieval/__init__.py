@@ -3,8 +3,11 @@
 * :func:`load_minilm` -> :class:`SentenceEncoder` (``encode`` like sentence-transformers)
 * :func:`keyword_search` -- the seed's substring matcher and a token-overlap ranker
 * :class:`SemanticIndex` -- dot products of normalised embeddings, exact top-k, ``.npz`` save/load
-* ``jaxparadigm.retrieval.evaluation`` -- ``run_experiment(cfg)`` and ``format_search`` (imported
-  on demand: it pulls in matplotlib)
+* ``jaxparadigm.retrieval.experiment`` -- ``run_experiment(cfg)``; ``search_text.format_search``
+  (both re-exported by ``jaxparadigm.retrieval.evaluation``; imported on demand)
+* a persistent index of a user's files: ``passages`` (token windows), ``index_store`` (manifest +
+  checksummed shards), ``index_build`` (build/add/resume), ``index_search.IndexSearcher`` over
+  ``topk_search.VectorSearcher`` (streaming, multi-device exact top-k; bfloat16/int8 + rescoring)
 """
 
 from jaxparadigm.retrieval.keyword import keyword_search

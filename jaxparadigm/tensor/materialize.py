@@ -49,8 +49,7 @@ class _Plan:
     active: tuple[int, ...]  # output dims that vary (size > 1, stride > 0)
 
 
-@functools.lru_cache(maxsize=4096)
-def _plan(view: View, storage_size: int) -> _Plan | None:
+def _compute_plan(view: View, storage_size: int) -> _Plan | None:
     """Express ``view`` as slice -> reshape -> strided slice -> transpose -> broadcast, or None."""
     active = tuple(d for d in range(view.ndim) if view.shape[d] > 1 and view.strides[d] > 0)
     if not active:
@@ -94,6 +93,11 @@ def _plan(view: View, storage_size: int) -> _Plan | None:
     return _Plan(
         base, take, length - take, tuple(grid), tuple(starts), limits, tuple(steps), perm, active
     )
+
+
+# Cached by (view, storage size); wrapped here rather than decorated so that the plan arithmetic
+# stays an ordinary function, which mutation testing (benchmarks/mutation_score.py) can mutate.
+_plan = functools.lru_cache(maxsize=4096)(_compute_plan)
 
 
 def _run_plan(plan: _Plan, storage: jax.Array, shape: tuple[int, ...]) -> jax.Array:

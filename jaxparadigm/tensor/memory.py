@@ -91,7 +91,7 @@ def _last_write_wins(flat: np.ndarray, values: jax.Array) -> tuple[np.ndarray, j
 
 @jax.tree_util.register_pytree_node_class
 class Memory:
-    """Immutable storages plus PyTorch-style aliasing through ``Handle``s (C2.1, C2.5).
+    """Immutable storages plus PyTorch-style aliasing through ``Handle`` objects (C2.1, C2.5).
 
     ``Memory()`` is empty; ``mem, h = mem.tensor(data)`` allocates a storage. Reads are
     ``view.materialize(storage)``; writes are ``storage.at[positions].set(...)`` on the static

@@ -71,8 +71,11 @@ __all__ = [
 ]
 
 _FORMAT = 2  # 1: the whole config was signed; 2: signed_config(config)
+#: Environment variable holding an HMAC key; when set, checkpoint signatures are keyed.
 KEY_ENV_VAR = "JAXPARADIGM_CHECKPOINT_KEY"
-SIGNED_KEYS = ("model", "data", "optim", "train.seed")  # what defines a train state
+#: The config keys that define a train state and are signed (claim C5.1, issue 10): model,
+#: data, optimiser and seed. Run-control keys (resume, steps, cadence, out_dir) are not signed.
+SIGNED_KEYS = ("model", "data", "optim", "train.seed")
 _DELETED = ".deleted"  # rotation renames old steps here, then deletes them
 _TMP_SUFFIX = ".orbax-checkpoint-tmp"  # orbax writes a step here, then renames it
 _REQUIRED = ("meta/metadata", "state/_METADATA", "state/manifest.ocdbt")  # a complete step's files

@@ -1,6 +1,7 @@
 """Ledger mechanics: statuses only from rules, rendering, unknown IDs."""
 
 import json
+import re
 
 import pytest
 
@@ -103,3 +104,13 @@ def test_no_torch_switch(monkeypatch):
     for value, disabled in (("1", True), ("yes", True), ("0", False), ("", False)):
         monkeypatch.setenv("JAXPARADIGM_NO_TORCH", value)
         assert torch_disabled() is disabled
+
+
+def test_report_table_keeps_one_row_per_claim_when_a_summary_has_pipes(tmp_path):
+    """A summary quoting |dot - cos| must not split its report.md table row into extra cells."""
+    v = Verdict("C1.2", "conditional", "max |dot - cos| = 1.2e-07\nsecond line", {"x": 1})
+    text = write_report([v], tmp_path / "out").read_text()
+    (row,) = [line for line in text.splitlines() if line.startswith("| C1.2 |")]
+    cells = re.split(r"(?<!\\)\|", row)[1:-1]
+    assert len(cells) == 3, row
+    assert cells[2].strip() == r"max \|dot - cos\| = 1.2e-07 second line"

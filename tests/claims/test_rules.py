@@ -234,6 +234,7 @@ EXPECT = {
         "not_measured": SAME,
         "restore_seconds_median": when(lambda v: not v < 5.0, "fails"),
         "signature_kind": SAME,
+        "signed_config_keys": SAME,
         "signature_mismatch_error": lambda label, v: "fails" if label == "empty" else SAME,
         "validation_good_batch_error": ALWAYS_FAILS,
         "validation_nan_error": lambda label, v: "fails" if label == "empty" else SAME,

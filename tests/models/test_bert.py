@@ -15,7 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import save_file
 
-from jaxparadigm.models.bert import BertConfig, BertEncoder, l2_normalize, load_bert, mean_pool
+from jaxparadigm.models.bert import (
+    BertConfig,
+    BertEncoder,
+    l2_normalize,
+    load_bert,
+    mean_pool,
+    packed_mean_pool,
+)
 
 TINY = dict(
     vocab_size=11,
@@ -120,6 +127,18 @@ class TinyBertTest(chex.TestCase):
         m = MASK.astype(bool)
         np.testing.assert_allclose(got[m], want[m], atol=2e-5, rtol=1e-5)
 
+    def test_layer_norm_epsilon_is_the_configs(self):
+        """Weights scaled by 1e-3 put every LayerNorm's input variance near 1e-6, where the
+        epsilon matters: each of the three norms (embeddings, attention, feed-forward) using
+        flax's default 1e-6 or 1e-5 instead of the config's 1e-12 moves the output by ~30%."""
+        w = {k: 1e-3 * v for k, v in tiny_weights(3).items()}
+        model = load_bert(write_model(self.tmp_path, w))
+        got = np.asarray(model(jnp.asarray(IDS), jnp.asarray(MASK)))
+        want = numpy_bert(w, IDS, MASK)
+        m = MASK.astype(bool)
+        assert np.abs(want[m]).max() < 1e-2  # the regime described above
+        np.testing.assert_allclose(got[m], want[m], rtol=1e-3, atol=1e-7)
+
     def test_qkv_is_fused_from_three_projections(self):
         w = tiny_weights(2)
         model = load_bert(write_model(self.tmp_path, w))
@@ -127,6 +146,30 @@ class TinyBertTest(chex.TestCase):
         np.testing.assert_array_equal(
             kernel[:, 8:16], w["encoder.layer.0.attention.self.key.weight"].T
         )
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_packed_rows_equal_each_sentence_alone(self):
+        """Two sentences in one row (block-diagonal mask, positions restarting at 0) give the
+        hidden states and mean-pooled vectors each sentence gets alone (the oracle)."""
+        model = load_bert(write_model(self.tmp_path, tiny_weights(1)))
+        a, b = IDS[0, :5], IDS[1, :3]  # 5 and 3 real tokens
+        packed = np.zeros((1, 10), np.int32)
+        packed[0, :8] = np.concatenate([a, b])
+        seg = np.array([[1] * 5 + [2] * 3 + [0] * 2], np.int32)
+        pos = np.array([[0, 1, 2, 3, 4, 0, 1, 2, 0, 0]], np.int32)
+
+        def fwd(ids, seg, pos):
+            h = model(ids, (seg > 0).astype(jnp.int32), position_ids=pos, segment_ids=seg)
+            return h, packed_mean_pool(h, seg, max_segments=3)
+
+        h, pooled = self.variant(fwd)(jnp.asarray(packed), jnp.asarray(seg), jnp.asarray(pos))
+        want_a = numpy_bert(tiny_weights(1), a[None], np.ones((1, 5), bool))[0]
+        want_b = numpy_bert(tiny_weights(1), b[None], np.ones((1, 3), bool))[0]
+        np.testing.assert_allclose(h[0, :5], want_a, atol=2e-5, rtol=1e-5)
+        np.testing.assert_allclose(h[0, 5:8], want_b, atol=2e-5, rtol=1e-5)
+        np.testing.assert_allclose(pooled[0, 0], want_a.mean(0), atol=2e-5)
+        np.testing.assert_allclose(pooled[0, 1], want_b.mean(0), atol=2e-5)
+        np.testing.assert_array_equal(pooled[0, 2], 0.0)  # an unused segment pools to zeros
 
 
 class PoolingTest(chex.TestCase):
@@ -166,6 +209,13 @@ def test_config_from_json_reads_minilm_fields(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(TINY))
     cfg = BertConfig.from_json(tmp_path / "config.json")
     assert cfg.hidden_size == 8 and cfg.layer_norm_eps == 1e-12
+
+
+def test_config_defaults_are_all_minilm_l6_v2():
+    """``BertConfig()`` is the config.json shipped with all-MiniLM-L6-v2."""
+    from jaxparadigm.retrieval.sentence_encoder import minilm_path
+
+    assert BertConfig() == BertConfig.from_json(minilm_path() / "config.json")
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """chain_for / schedule_for refuse bad config values with errors naming the config key path."""
 
-import glob
+from pathlib import Path
 
 import pytest
 
@@ -56,7 +56,11 @@ def test_unknown_storage_dtype_is_a_config_error():
         config_from_dict({"name": "x", "optim": {"nu_dtype": "float64"}})
 
 
-@pytest.mark.parametrize("path", sorted(glob.glob("configs/*.yaml")))
+# The repo's configs/, whatever the working directory (a relative glob found none elsewhere).
+CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_every_shipped_config_builds_its_chain(path):
     cfg = load_config(path)
     chain_for(cfg.optim)

@@ -45,3 +45,41 @@ def test_recall_is_monotone_in_k_and_bounds_mrr(ranks):
     r = [recall_at_k(ranks, k) for k in (1, 5, 20)]
     assert r[0] <= r[1] <= r[2] <= 1.0
     assert r[0] <= mean_reciprocal_rank(ranks) <= r[2]
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: first_hit_rank([1], set()),
+            "relevant: got an empty set, expected at least one relevant item",
+        ),
+        (
+            lambda: recall_at_k([], 1),
+            "ranks: got an empty list, expected one rank (or None) per query",
+        ),
+        (
+            lambda: mean_reciprocal_rank([2, None, 0]),
+            "ranks[2]: got 0, expected an int >= 1 or None",
+        ),
+        (lambda: mean_reciprocal_rank([1.0]), "ranks[0]: got 1.0, expected an int >= 1 or None"),
+        (lambda: recall_at_k([1], True), "k: got True, expected an int >= 1"),
+        (lambda: recall_at_k([1], 2.0), "k: got 2.0, expected an int >= 1"),
+        (
+            lambda: ranking_from_scores(np.zeros((2, 2))),
+            "scores: got shape (2, 2), expected a 1-D array",
+        ),
+    ],
+)
+def test_errors_name_argument_value_and_expectation(call, message):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_ranking_from_scores_keeps_index_order_among_many_ties():
+    """Python's ``sorted`` is stable: the independent oracle for "ties keep index order". Many ties
+    over thousands of items: NumPy's default (introsort) argsort breaks this order."""
+    scores = np.random.default_rng(0).integers(0, 3, 5000).astype(np.float32)
+    expected = sorted(range(scores.size), key=lambda i: -scores[i])
+    np.testing.assert_array_equal(ranking_from_scores(scores), expected)

@@ -23,6 +23,10 @@ def test_parity_with_sentence_transformers_reference(encoder):
     assert got.shape == (20, 384) and got.dtype == np.float32
     cos = np.sum(got * ref, axis=1) / np.linalg.norm(got, axis=1) / np.linalg.norm(ref, axis=1)
     assert cos.min() >= 0.99999, cos
+    # Element-wise too (measured max |got - ref| = 3.5e-7): a cosine near 1 cannot see small
+    # slips such as a LayerNorm epsilon of 1e-6 instead of the config's 1e-12 (max 1.4e-5, 1-cos
+    # 6e-8) or 1e-5 (1.4e-4).
+    np.testing.assert_allclose(got, ref, rtol=0, atol=2e-6)
 
 
 def test_input_ids_equal_reference(encoder):
@@ -175,3 +179,76 @@ def test_matches_live_sentence_transformers(encoder):
     assert np.sum(got * want, axis=1).min() >= 0.99999
     tok = ref.tokenize(sents)["input_ids"].numpy()
     np.testing.assert_array_equal(encoder.tokenize(sents)["input_ids"], tok)
+
+
+# ---- tokenizer ownership, bfloat16 compute, sequence packing ---------------------------------
+
+
+def test_constructor_does_not_change_the_given_tokenizer(encoder):
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(minilm_path() / "tokenizer.json"))
+    tok.enable_truncation(max_length=5)
+    before = (tok.truncation, tok.padding)
+    enc = SentenceEncoder(encoder.model, tok)
+    assert (tok.truncation, tok.padding) == before
+    assert enc.tokenizer is not tok and enc.tokenizer.truncation["max_length"] == 256
+    long = " ".join(["word"] * 40)
+    assert len(enc.tokenize([long])["input_ids"][0]) == 42  # the encoder's copy truncates at 256
+
+
+def test_packed_rows_give_the_unpacked_embeddings(encoder):
+    sents = [*SHORT, "Émigré café naïve", "How do I make my database queries faster?"]
+    plain = encoder.encode(sents, batch_size=4)
+    before = set(encoder.compiled_variants)
+    packed = encoder.encode(sents, batch_size=4, pack=True)
+    assert np.abs(packed - plain).max() <= 2e-6
+    new = encoder.compiled_variants - before
+    assert new and all(v[:2] == ("float32", True) for v in new)
+    # several sentences really shared a row: fewer rows than sentences
+    assert sum(v[2] for v in new) < len(sents)
+    raw = encoder.encode(sents[:3], pack=True, normalize=False)
+    np.testing.assert_allclose(raw, encoder.encode(sents[:3], normalize=False), atol=1e-5)
+
+
+def test_packing_a_sentence_longer_than_the_row(encoder):
+    small = SentenceEncoder(encoder.model, encoder.tokenizer, pack_length=8)
+    sents = ["a much longer sentence that does not fit in eight tokens at all", "cat", "dog"]
+    np.testing.assert_allclose(small.encode(sents, pack=True), encoder.encode(sents), atol=2e-6)
+
+
+def test_bfloat16_stays_close_to_float32(encoder):
+    want = np.load(DATA / "embeddings.npy")
+    got = encoder.encode(SENTENCES[:8], batch_size=8, dtype="bfloat16")
+    assert got.dtype == np.float32 and got.shape == (8, 384)
+    cos = np.sum(got * want[:8], axis=1)
+    assert cos.min() >= 0.999, cos
+    assert cos.max() < 0.9999999  # it really computed in bfloat16
+    assert ("bfloat16", False) in {v[:2] for v in encoder.compiled_variants}
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [({"dtype": "float16"}, "dtype: got 'float16'"), ({"pack": 1}, "pack: got 1")],
+)
+def test_encode_option_errors(encoder, kwargs, match):
+    from jaxparadigm.errors import InputError
+
+    with pytest.raises(InputError, match=match):
+        encoder.encode(["x"], **kwargs)
+    with pytest.raises(ValueError, match="pack_length"):
+        SentenceEncoder(encoder.model, encoder.tokenizer, pack_length=1)
+    with pytest.raises(InputError, match="dtype: got 'int8'"):
+        SentenceEncoder(encoder.model, encoder.tokenizer, dtype="int8")
+
+
+def test_encoder_level_defaults(encoder):
+    bf = SentenceEncoder(encoder.model, encoder.tokenizer, dtype="bfloat16", pack=True)
+    assert (bf.compute_dtype, bf.pack) == ("bfloat16", True)
+    np.testing.assert_array_equal(
+        bf.encode(SHORT[:2]), encoder.encode(SHORT[:2], dtype="bfloat16", pack=True)
+    )
+    np.testing.assert_array_equal(
+        bf.encode(SHORT[:2], dtype="float32", pack=False), encoder.encode(SHORT[:2])
+    )
+    assert {v[:2] for v in bf.compiled_variants} == {("bfloat16", True)}

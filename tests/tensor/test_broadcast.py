@@ -174,3 +174,45 @@ def test_explain_unknown_and_conflict():
     assert "?" in text
     bad = explain_broadcast((2, 3), (4,))
     assert "incompatible: aligned axis -1: 3 (#0) vs 4 (#1)" in bad
+
+
+# -- issue 17: the whole table, character for character (layout written out by hand) ------------
+
+_TABLES = [
+    (
+        [(3, 1), (None, 4), (4,)],
+        "axis         -2 -1\n"
+        "#0 (3, 1)     3  1\n"
+        "#1 (None, 4)  ?  4\n"
+        "#2 (4,)          4\n"
+        "------------------\n"
+        "result        3  4",
+    ),
+    (
+        [(10, 1), (1, 100)],
+        "axis         -2  -1\n"
+        "#0 (10, 1)   10   1\n"
+        "#1 (1, 100)   1 100\n"
+        "-------------------\n"
+        "result       10 100",
+    ),
+    (
+        [(2, 3), (4,)],
+        "axis      -2 -1\n"
+        "#0 (2, 3)  2  3\n"
+        "#1 (4,)       4\n"
+        "incompatible: aligned axis -1: 3 (#0) vs 4 (#1); neither is 1",
+    ),
+    ([], "axis  \n------\nresult"),
+    ([()], "axis  \n#0 () \n------\nresult"),  # labels padded to the widest, "result"
+]
+
+
+@pytest.mark.parametrize("shapes, table", _TABLES)
+def test_explain_table_exactly(shapes, table):
+    assert explain_broadcast(*shapes) == table
+
+
+def test_explain_names_the_position_of_a_bad_shape():
+    with pytest.raises(TypeError, match=r"shape #1 must be a tuple of ints or None"):
+        explain_broadcast((2,), "x")

@@ -378,3 +378,185 @@ class RepeatedAdvancedIndexTest(parameterized.TestCase):
         for r, c, v in zip(rows, cols, values, strict=True):
             last[r, c] = v
         np.testing.assert_array_equal(ours, [[last[r, c] for c in range(4)] for r in range(3)])
+
+
+# -- issue 17 --------------------------------------------------------------------------------------
+
+
+def test_repr_lists_each_storage_dtype_and_size():
+    mem, _ = Memory().tensor(np.zeros((2, 3), np.float32))
+    mem, _ = mem.tensor(np.arange(4, dtype=np.int32))
+    assert repr(mem) == "Memory(float32[6], int32[4])"
+    assert repr(Memory()) == "Memory()"
+
+
+def test_storage_is_the_whole_flat_storage_and_checks_the_handle():
+    mem, a = Memory().tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    b = mem.as_strided(a, (2,), (2,), 1)  # elements 1 and 3 of the storage
+    np.testing.assert_array_equal(np.asarray(mem.storage(b)), np.arange(6.0))
+    other, _ = Memory().tensor(np.zeros(6, np.float32))
+    with pytest.raises(ValueError, match="h is a handle from another Memory"):
+        other.storage(a)
+
+
+def test_set_with_shape_and_no_strides_is_row_major():
+    """torch: ``b.set_(a.untyped_storage(), 1, (2, 2))`` views a's storage from element 1 with the
+    row-major strides (2, 1): [[1, 2], [3, 4]] of [0, 1, 2, 3, 4, 5]."""
+    mem, a = Memory().tensor(np.arange(6.0, dtype=np.float32))
+    mem, b = mem.tensor(np.zeros(2, np.float32))
+    mem, b = mem.set_(b, a, 1, (2, 2))
+    assert b.view.strides == (2, 1) and b.view.offset == 1
+    np.testing.assert_array_equal(np.asarray(mem.read(b)), [[1.0, 2.0], [3.0, 4.0]])
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (
+            {"offset": 1.5, "shape": (2,)},
+            TypeError,
+            "offset must be a Python int, got 1.5 of type float",
+        ),
+        (
+            {"shape": (2, "x")},
+            TypeError,
+            "shape[1] must be a Python int, got 'x' of type str",
+        ),
+        (
+            {"shape": (2,), "strides": (1.5,)},
+            TypeError,
+            "strides[0] must be a Python int, got 1.5 of type float",
+        ),
+        (
+            {"offset": 4, "shape": (3,)},
+            ValueError,
+            "element (2,) of the view (shape (3,), strides (1,), offset 4) addresses storage "
+            "index 6, but the source storage has only 6 elements (valid indices 0..5)",
+        ),
+        (
+            {"offset": 2},
+            ValueError,
+            "set_ with offset=2 or strides=None needs shape (torch's "
+            "set_(source, storage_offset, size, stride))",
+        ),
+    ],
+)
+def test_set_errors_name_the_argument(kwargs, error, message):
+    mem, a = Memory().tensor(np.arange(6.0, dtype=np.float32))
+    with pytest.raises(error) as info:
+        mem.set_(a, a, **kwargs)
+    assert str(info.value) == message
+
+
+def test_fill_errors_name_the_op():
+    mem, a = Memory().tensor(np.zeros(3, np.float32))
+    with pytest.raises(ValueError) as info:
+        mem.fill_(a, np.ones(2))
+    assert str(info.value) == "fill_ value must be a scalar, got shape (2,)"
+    wide = mem.as_strided(a, (2, 2), (0, 1))  # both rows are elements 0 and 1
+    with pytest.raises(ValueError, match=r"^fill_: more than one element of the written-to view"):
+        mem.fill_(wide, 1.0)
+
+
+def test_add_refuses_a_float_into_an_int_storage_naming_the_op():
+    mem, a = Memory().tensor(np.arange(6, dtype=np.int32))
+    with pytest.raises(TypeError) as info:
+        mem.add_(a, 0.5)
+    assert str(info.value) == (
+        "add_: result type float32 can't be cast to the storage dtype int32 (as torch's in-place "
+        "add)"
+    )
+
+
+def _errors(mem, a, e):
+    """(call, error, whole message) for ``a`` = tensor([0, 1, 2]) and ``e`` = its rows repeated."""
+    overlap = "(shape (2, 3), strides (0, 1))"
+    one_place = (
+        f"more than one element of the written-to view {overlap} refers to a single storage "
+        "element; read() and tensor() a copy first (PyTorch: clone())"
+    )
+    return [
+        # None and Ellipsis keep an index basic: a basic index into an overlapping view is a write
+        # through overlapping elements, not an advanced index.
+        (lambda: mem.setitem_(e, (None, slice(None)), 5.0), ValueError, "setitem_: " + one_place),
+        (lambda: mem.setitem_(e, (Ellipsis, 0), 5.0), ValueError, "setitem_: " + one_place),
+        (
+            lambda: mem.setitem_(e, np.array([0, 1]), 5.0),
+            ValueError,
+            f"setitem_: advanced index into an overlapping view {overlap}; read() and tensor() a "
+            "copy first (PyTorch: clone(); it deprecates index_put_ on expanded tensors)",
+        ),
+        (
+            lambda: mem.setitem_(a, slice(None), np.ones(4)),
+            ValueError,
+            "setitem_: values of shape (4,) cannot be broadcast to the written shape (3,)",
+        ),
+        (
+            lambda: mem.copy_(a, np.ones(4)),
+            ValueError,
+            "copy_: values of shape (4,) cannot be broadcast to the written shape (3,)",
+        ),
+        (
+            lambda: mem.as_strided(a, (2.5,), (1,)),
+            TypeError,
+            "shape[0] must be a Python int, got 2.5 of type float",
+        ),
+        (
+            lambda: mem.as_strided(a, (2,), (1.5,)),
+            TypeError,
+            "strides[0] must be a Python int, got 1.5 of type float",
+        ),
+    ]
+
+
+@pytest.mark.parametrize("case", range(7))
+def test_write_and_alias_errors_give_the_whole_message(case):
+    mem, a = Memory().tensor(np.arange(3.0, dtype=np.float32))
+    call, error, message = _errors(mem, a, mem.as_strided(a, (2, 3), (0, 1)))[case]
+    with pytest.raises(error) as info:
+        call()
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("wrap", [lambda i: i, lambda i: (i,), lambda i: (i, slice(None))])
+def test_traced_index_is_refused_alone_or_in_a_tuple(wrap):
+    mem, a = Memory().tensor(np.zeros((2, 2), np.float32))
+    with pytest.raises(TypeError, match=r"^setitem_ index must be static \(ints, slices, numpy"):
+        jax.jit(lambda i: mem.setitem_(a, wrap(i), 1.0).storages[0])(0)
+
+
+def test_new_storages_get_fresh_ids_and_the_ids_must_match():
+    a = jnp.zeros(2)
+    m1, m2 = Memory((a,)), Memory((a,))
+    assert m1.uids[0] >= 1 and m2.uids[0] > m1.uids[0]
+    with pytest.raises(ValueError) as info:
+        Memory((a,), (1, 2))
+    assert str(info.value) == "uids: got 2 ids for 1 storages"
+
+
+def test_handle_errors_give_the_whole_message():
+    mem, a = Memory().tensor(np.zeros(3, np.float32))
+    with pytest.raises(TypeError) as info:
+        mem.read("a")
+    assert str(info.value) == "h must be a Handle, got str"
+    other, _ = Memory().tensor(np.zeros(3, np.float32))
+    with pytest.raises(ValueError) as info:
+        other.read(a)
+    assert str(info.value) == (
+        f"h is a handle from another Memory: its storage 0 has id {a.uid}, this Memory's storage "
+        f"0 has id {other.uids[0]}; use the handles this Memory's tensor()/set_() returned"
+    )
+
+
+def test_add_of_a_wider_float_into_a_half_storage_is_allowed():
+    """torch: ``half_tensor += float_tensor`` is an in-place add (same kind); only a kind change
+    (float into int) is refused."""
+    mem, a = Memory().tensor(np.zeros(3, np.float16))
+    np.testing.assert_array_equal(np.asarray(mem.add_(a, np.ones(3, np.float32)).read(a)), 1.0)
+
+
+def test_tensor_of_a_handle_is_refused_with_the_whole_message():
+    mem, a = Memory().tensor(np.zeros(3, np.float32))
+    with pytest.raises(TypeError) as info:
+        mem.tensor(a)
+    assert str(info.value) == "data must be array-like values, got a Handle (use view/read)"

@@ -234,3 +234,88 @@ def test_random_scatters_match_reference(case):
 @given(_scatter_case())
 def test_random_scatters_match_reference_many(case):
     _check_case(case)
+
+
+# -- issue 17 -------------------------------------------------------------------------------------
+
+_scatter_traced = jax.jit(scatter_nd_update)  # indices are jit arguments: genuinely traced
+
+
+def test_traced_row_with_a_negative_leading_component_is_dropped():
+    """[-1, 1] must not wrap around to the last row: every component is range-checked."""
+    out = _scatter_traced(jnp.zeros((3, 2)), jnp.array([[-1, 1], [1, 0]]), jnp.array([9.0, 7.0]))
+    np.testing.assert_array_equal(np.asarray(out), [[0.0, 0.0], [7.0, 0.0], [0.0, 0.0]])
+
+
+def test_traced_index_equal_to_a_dim_at_the_dtype_maximum_is_dropped():
+    """int8 indices into a dim of size 127 = int8 max: the component 127 is out of range and must
+    not spill into the next row ([0, 127] would be flat position 127 = row [1, 0])."""
+    x = jnp.zeros((3, 127), jnp.int8)
+    out = _scatter_traced(x, jnp.array([[0, 127]], jnp.int8), jnp.array([9], jnp.int8))
+    assert not np.asarray(out).any()
+
+
+def test_many_duplicates_last_row_wins():
+    """200 rows into 5 slots: the last row for each slot wins, as a sequential loop does."""
+    rng = np.random.default_rng(7)
+    x = np.zeros((5, 2), np.float32)
+    indices = rng.integers(0, 5, (200, 1))
+    updates = rng.normal(size=(200, 2)).astype(np.float32)
+    np.testing.assert_array_equal(
+        np.asarray(scatter_nd_update(x, indices, updates)), reference(x, indices, updates)
+    )
+
+
+def test_positions_are_sized_by_the_addressed_slices_only():
+    """x of shape (2, 2**31): two addressable rows, so int32 positions suffice (checked without
+    allocating, under jax.eval_shape); only prod(x.shape[:k]) counts, not the slice size."""
+    out = jax.eval_shape(
+        lambda x, u: scatter_nd_update(x, np.array([[1]]), u),
+        jax.ShapeDtypeStruct((2, 2**31), jnp.int8),
+        jax.ShapeDtypeStruct((1, 2**31), jnp.int8),
+    )
+    assert out.shape == (2, 2**31)
+
+
+def test_one_dimensional_indices_are_one_row():
+    """TF: indices of shape [k] address one slice; updates then have shape x.shape[k:]."""
+    out = scatter_nd_update(np.zeros((2, 3), np.float32), np.array([1]), np.ones(3, np.float32))
+    np.testing.assert_array_equal(np.asarray(out), [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+
+
+def test_batched_indices_under_vmap():
+    """vmap tracers hold no trace-time constant: the indices are treated as traced."""
+    scatter_each = jax.vmap(lambda i, u: scatter_nd_update(jnp.zeros(3), i, u))
+    out = scatter_each(jnp.array([[[0]], [[1]]]), jnp.ones((2, 1)))
+    np.testing.assert_array_equal(np.asarray(out), [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("a", [[0]], [1.0]), "x must be array-like, got str"),
+        ((np.zeros(3), "b", [1.0]), "indices must be array-like, got str"),
+        ((np.zeros(3), [[0]], "c"), "updates must be array-like, got str"),
+        # the dtype named is the caller's (float64), not the float32 jnp.asarray made of it
+        (
+            (np.zeros(3), np.array([[0.5]]), np.ones(1)),
+            "indices must have an integer dtype, got float64",
+        ),
+    ],
+)
+def test_argument_errors_give_the_whole_message(args, message):
+    with pytest.raises(TypeError) as info:
+        scatter_nd_update(*args)
+    assert str(info.value) == message
+
+
+def test_out_of_range_row_is_named_by_its_full_batch_position():
+    """indices of shape [1, 2, k]: the bad row is indices[0, 1], not indices[0]."""
+    with pytest.raises(ValueError) as info:
+        scatter_nd_update(
+            np.zeros((3, 2), np.float32), np.array([[[0, 0], [5, 1]]]), np.ones((1, 2), np.float32)
+        )
+    assert str(info.value) == (
+        "indices[0, 1] = [5, 1] is out of range for x of shape (3, 2): component 0 must lie in "
+        "[0, 2]"
+    )

@@ -119,3 +119,27 @@ def test_matches_torch_as_strided():
         np.testing.assert_array_equal(
             np.asarray(as_strided(storage, shape, strides, offset)), expected
         )
+
+
+def test_offset_defaults_to_zero():
+    np.testing.assert_array_equal(np.asarray(as_strided(np.arange(6.0), (2,), (1,))), [0.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    "args, error, message",
+    [
+        (((2.5,), (1,)), TypeError, "shape[0] must be a Python int, got 2.5 of type float"),
+        (((2,), (1.5,)), TypeError, "strides[0] must be a Python int, got 1.5 of type float"),
+        (((2,), (1,), 1.5), TypeError, "offset must be a Python int, got 1.5 of type float"),
+        (
+            ((2,), (-1,)),
+            ValueError,
+            "as_strided strides[0] = -1 is negative (strides (-1,)); strides must be "
+            "non-negative, as in torch.as_strided",
+        ),
+    ],
+)
+def test_errors_give_the_whole_message(args, error, message):
+    with pytest.raises(error) as info:
+        as_strided(np.arange(6.0), *args)
+    assert str(info.value) == message

@@ -106,6 +106,9 @@ class MetadataTest(parameterized.TestCase):
         ("step_slice", View((2, 3), (8, 2), 1), False),
         ("interleaved_unique", View((3, 2), (2, 3)), False),
         ("size_one_zero_stride", View((1, 3), (0, 1)), False),
+        ("two_elements_one_place", View((2,), (0,)), True),
+        ("one_element", View((1, 1), (0, 0)), False),
+        ("scalar", View((), ()), False),
     )
     def test_internal_overlap(self, view, expected):
         self.assertEqual(view.has_internal_overlap(), expected)
@@ -267,3 +270,134 @@ def test_view_strides_match_torch():
             np.testing.assert_array_equal(
                 v.view(*new_shape).materialize(jnp.arange(t.numel())), t2.numpy()
             )
+
+
+def test_empty_views_are_contiguous_whatever_their_strides():
+    """PyTorch's rule: a view with no elements is contiguous (``torch.empty_strided((0, 3), (1, 5))
+    .is_contiguous()`` is True)."""
+    assert View((0, 3), (1, 5)).is_contiguous()
+    assert View((3, 0), (7, 2)).is_contiguous()
+    assert not View((2, 3), (1, 5)).is_contiguous()
+
+
+@pytest.mark.parametrize(
+    "target, strides",
+    [
+        # torch.empty(2, 3).expand(*target).stride(): a new size-1 leading dim takes the stride
+        # that would step over the dims to its right (PyTorch's inferExpandGeometry).
+        ((1, 1, 2, 3), (6, 6, 3, 1)),
+        ((4, 1, 2, 3), (0, 6, 3, 1)),
+        ((1, 4, 2, 3), (0, 0, 3, 1)),
+    ],
+)
+def test_expand_new_leading_dims_strides_match_torch(target, strides):
+    assert View.contiguous((2, 3)).expand(*target).strides == strides
+
+
+def test_expand_edge_sizes_match_torch():
+    # torch.empty(3).expand(1, 3).stride() == (3, 1); torch.empty(1).expand(0): shape (0,), stride 0
+    assert View.contiguous((3,)).expand(1, 3).strides == (3, 1)
+    assert View.contiguous((1,)).expand(0) == View((0,), (0,))
+    with pytest.raises(ValueError) as info:
+        View.contiguous((1,)).expand(-2)
+    assert str(info.value) == "expand shape (-2,): size -2 at dim 0 is negative"
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (
+            lambda v: v.transpose(5, 0),
+            ValueError,
+            "d0 = 5 is out of range for a 2-d view of shape (2, 3); expected a dim in [-2, 1]",
+        ),
+        (
+            lambda v: v.transpose(0, -3),
+            ValueError,
+            "d1 = -3 is out of range for a 2-d view of shape (2, 3); expected a dim in [-2, 1]",
+        ),
+        (
+            lambda v: v.expand(2.5),
+            TypeError,
+            "shape[0] must be a Python int, got 2.5 of type float",
+        ),
+        (
+            lambda v: v.slice(1, 0, 2, 0),
+            ValueError,
+            "slice step = 0 must be positive (views cannot reverse)",
+        ),
+        (
+            lambda v: v.slice(1, 0, 2, 1.5),
+            TypeError,
+            "step must be a Python int, got 1.5 of type float",
+        ),
+        (
+            lambda v: v.slice(1, 0.5, 2),
+            TypeError,
+            "start must be a Python int, got 0.5 of type float",
+        ),
+        (
+            lambda v: v.slice(5, 0, 1),
+            ValueError,
+            "dim = 5 is out of range for a 2-d view of shape (2, 3); expected a dim in [-2, 1]",
+        ),
+        (
+            lambda v: v.slice(1.5, 0, 1),
+            TypeError,
+            "dim must be a Python int, got 1.5 of type float",
+        ),
+        (
+            lambda v: v.permute(0, 5),
+            ValueError,
+            "dims[1] = 5 is out of range for a 2-d view of shape (2, 3); expected a dim in [-2, 1]",
+        ),
+        (
+            lambda v: v.select(0, 1.5),
+            TypeError,
+            "index must be a Python int, got 1.5 of type float",
+        ),
+        (
+            lambda v: v.select(0, 5),
+            ValueError,
+            "select index = 5 is out of range for dim 0 of size 2 (view shape (2, 3)); expected "
+            "an index in [-2, 1]",
+        ),
+        (
+            lambda v: v.slice(1, 0, "2"),
+            TypeError,
+            "stop must be a Python int, got '2' of type str",
+        ),
+    ],
+)
+def test_movement_errors_name_the_argument(call, error, message):
+    with pytest.raises(error) as info:
+        call(View.contiguous((2, 3)))
+    assert str(info.value) == message
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shape=st.lists(st.integers(0, 4), min_size=0, max_size=3),
+    strides=st.lists(st.integers(0, 6), min_size=3, max_size=3),
+    offset=st.integers(0, 3),
+)
+def test_internal_overlap_matches_brute_force(shape, strides, offset):
+    """Oracle: two elements overlap exactly when the storage indices are not all distinct."""
+    view = View(tuple(shape), tuple(strides[: len(shape)]), offset)
+    indices = view.storage_indices().reshape(-1)
+    assert view.has_internal_overlap() == (np.unique(indices).size != indices.size)
+
+
+@pytest.mark.parametrize(
+    "view, target, strides",
+    [
+        # torch: tensor(5.).view(1, 1), empty(0, 3).view(3, 0), empty_strided((1,), (5,)).view(1, 1),
+        # empty_strided((0, 3), (1, 5)).view(0, 3): strides (1, 1), (1, 1), (5, 5), (1, 5).
+        (View((), ()), (1, 1), (1, 1)),
+        (View.contiguous((0, 3)), (3, 0), (1, 1)),
+        (View((1,), (5,)), (1, 1), (5, 5)),
+        (View((0, 3), (1, 5)), (0, 3), (1, 5)),
+    ],
+)
+def test_view_strides_of_scalar_single_and_empty_views_match_torch(view, target, strides):
+    assert view.view(*target).strides == strides

@@ -149,3 +149,75 @@ def test_one_sided_and_integer_bounds():
 def test_violations_are_input_errors():
     with pytest.raises(InputError, match="field 'y': missing"):
         validate_batch({"x": np.zeros((1, 3), np.float32)}, SCHEMA)
+
+
+# -- issue 17: tests that kill the surviving mutants of validation.py ------------------------------
+
+
+@pytest.mark.parametrize(
+    "spec, error, message",
+    [
+        (
+            ((2,), None),
+            TypeError,
+            "schema['x'] dtype: got None, expected a dtype (np.dtype(None) would silently mean "
+            "float64)",
+        ),
+        (
+            ((2,), "floaty"),
+            TypeError,
+            "schema['x'] dtype: got 'floaty', not a numpy or ml_dtypes dtype (e.g. 'float32', "
+            "'int32', 'bfloat16', 'float8_e4m3fn')",
+        ),
+        (
+            ((2,), "U3", ("a", "z")),
+            TypeError,
+            "schema['x'] range: dtype <U3 is not an integer or real floating type; a (lo, hi) "
+            "range applies to numeric fields only",
+        ),
+        (
+            ((2,), np.float32, (0.0, "z")),
+            TypeError,
+            "schema['x'] range: bound 'z' is not a real number; expected (lo, hi) of numbers or "
+            "None",
+        ),
+        (
+            ((True, 2), np.float32),
+            TypeError,
+            "schema['x'] shape: got (True, 2), expected a tuple of ints >= 0 or None",
+        ),
+        (
+            ((-1,), np.float32),
+            TypeError,
+            "schema['x'] shape: got (-1,), expected a tuple of ints >= 0 or None",
+        ),
+    ],
+)
+def test_schema_errors_give_the_whole_message(spec, error, message):
+    with pytest.raises(error) as info:
+        validate_batch({"x": np.zeros(2, np.float32)}, {"x": spec})
+    assert str(info.value) == message
+
+
+def test_range_bounds_are_inclusive_and_may_coincide():
+    """``lo <= value <= hi``: a value equal to either bound passes, and ``lo == hi`` is a range."""
+    validate_batch({"x": np.array([2.0, 2.0], np.float32)}, {"x": ((2,), np.float32, (2, 2))})
+    validate_batch({"n": np.array([-3, 4], np.int32)}, {"n": ((2,), np.int32, (-3, 4))})
+    with pytest.raises(InputError, match=r"values span \[-3, 4\], expected within \[-2, 4\]"):
+        validate_batch({"n": np.array([-3, 4], np.int32)}, {"n": ((2,), np.int32, (-2, 4))})
+
+
+@pytest.mark.parametrize(
+    "dtype, value, bounds",
+    [
+        # float16 has no 2049: a bound of 2049.5 rounds to 2050 in float16, so comparing in the
+        # field's own dtype would let 2050 through.
+        (np.float16, 2050.0, (0, 2049.5)),
+        # float32 has no 2**24 + 0.5: the bound would round down to the value itself.
+        (np.float32, 2.0**24, (2.0**24 + 0.5, None)),
+    ],
+)
+def test_float_ranges_are_compared_in_float64(dtype, value, bounds):
+    assert float(dtype(value)) == value  # the value itself is exact in the field's dtype
+    with pytest.raises(InputError, match="field 'x': values span"):
+        validate_batch({"x": np.array([value], dtype)}, {"x": ((1,), dtype, bounds)})

@@ -1,0 +1,331 @@
+"""Equivalent mutants of the core (issue 17): mutants that no test can kill, each with the reason.
+
+``EQUIVALENT[mutant name] = (the mutated line as mutmut writes it, reason)``.
+``benchmarks/mutation_score.py`` counts an entry only while the mutant still turns the code into
+exactly that line (mutmut numbers the mutants of a function in order, so an edit of the function
+can give the name to another mutant, which then shows up as a survivor again).
+"""
+
+_KIND = "dtype.kind (and _numeric_kind's result) is one character and 'X' is no NumPy kind"
+_ZIP = "the zip runs only after value.ndim == len(shape) was checked: the lengths always match"
+
+_WIDTH = "the default is used only when there are no dims, and then no cell or header is padded"
+_LABELS = "labels and rows are built with one entry per shape (plus 'result' for both): same length"
+_BYTES = "the byte values are not part of the result: any nbytes of uint8 are timed the same"
+
+_DIMS_ARG = "dims_arg does not use its name argument (it only unwraps f((2, 3)) to (2, 3))"
+_EXPAND = "expand fills every entry from the right before reading it: the initial values are unread"
+
+_OVERLAP = (
+    "only sends more views from the stride test to the exact fallback (np.unique of the storage "
+    "indices), which gives the same answer: the shortcut is a speed-up, not a different result"
+)
+
+_VIEW_ZIP = "a View's shape and strides have the same length (__post_init__ refuses others)"
+
+_SLICE = "for a positive step (checked just before) slice.indices clamps start and stop the same"
+_INF = 'float() reads "INF" case-insensitively: it is inf'
+
+_ADD_NONE = "_write only tests add for truth: None and False behave alike"
+
+_POS_ROWS = (
+    "an out-of-range row gets position rows (out of bounds) whatever its components or validity "
+    "flag became, and the scatter drops position rows"
+)
+_CPU_ORDER = (
+    "XLA:CPU applies duplicate scatter rows in order (checked with 100,000 rows into 10 slots), "
+    "so the last-wins pass is invisible on CPU; it matters where XLA scatters in parallel"
+)
+_BOOL = "a float 1.0 concatenated to the bool mask is set back into a bool array: True either way"
+_DROP = "'drop' is the default mode of a jnp .at[].set scatter"
+
+_HINT = (
+    "unique_indices only tells XLA the positions are unique (a speed hint); here they are: repeats "
+    "were refused or reduced to the last write before"
+)
+
+EQUIVALENT: dict[str, tuple[str, str]] = {
+    # jaxparadigm/train/validation.py
+    "jaxparadigm.train.validation.x__numeric_kind__mutmut_2": ('if dtype.kind in "XXiuXX":', _KIND),
+    "jaxparadigm.train.validation.x__numeric_kind__mutmut_7": (
+        'if dtype.kind not in "XXfVXX":  # complex, bool, strings, dates, objects',
+        _KIND,
+    ),
+    "jaxparadigm.train.validation.x__numeric_kind__mutmut_9": (
+        'if dtype.kind not in "FV":  # complex, bool, strings, dates, objects',
+        "kind 'f' then returns 'f' early, which is what the finfo probe returns for every NumPy "
+        "kind-'f' dtype (there is no kind 'F')",
+    ),
+    "jaxparadigm.train.validation.x__schema_bounds__mutmut_9": (
+        'if _numeric_kind(dtype) not in "XXifXX":',
+        _KIND,
+    ),
+    "jaxparadigm.train.validation.x__check_values__mutmut_4": ('if kind in "XXfcXX":', _KIND),
+    "jaxparadigm.train.validation.x__check_values__mutmut_22": (
+        "value = value.astype(None)  # ml_dtypes floats compare exactly in float64",
+        "astype(None) is astype(float64): np.dtype(None) is float64",
+    ),
+    "jaxparadigm.train.validation.x_validate_batch__mutmut_29": (
+        "want is not None and want != got for want, got in zip(shape, value.shape, strict=None)",
+        _ZIP,
+    ),
+    "jaxparadigm.train.validation.x_validate_batch__mutmut_32": (
+        "want is not None and want != got for want, got in zip(shape, value.shape, )",
+        _ZIP,
+    ),
+    "jaxparadigm.train.validation.x_validate_batch__mutmut_33": (
+        "want is not None and want != got for want, got in zip(shape, value.shape, strict=False)",
+        _ZIP,
+    ),
+    # jaxparadigm/tensor/broadcast.py
+    "jaxparadigm.tensor.broadcast.x_explain_broadcast__mutmut_45": (
+        "width = max([len(x) for row in rows + [header] for x in row], default=None)",
+        _WIDTH,
+    ),
+    "jaxparadigm.tensor.broadcast.x_explain_broadcast__mutmut_49": (
+        "width = max([len(x) for row in rows + [header] for x in row], default=2)",
+        _WIDTH,
+    ),
+    "jaxparadigm.tensor.broadcast.x_explain_broadcast__mutmut_69": (
+        "for label, row in zip(labels, rows, strict=None):",
+        _LABELS,
+    ),
+    "jaxparadigm.tensor.broadcast.x_explain_broadcast__mutmut_72": (
+        "for label, row in zip(labels, rows, ):",
+        _LABELS,
+    ),
+    "jaxparadigm.tensor.broadcast.x_explain_broadcast__mutmut_73": (
+        "for label, row in zip(labels, rows, strict=False):",
+        _LABELS,
+    ),
+    # jaxparadigm/tensor/memory.py
+    "jaxparadigm.tensor.memory.xǁMemoryǁfill___mutmut_9": (
+        'return self._write(h, h.view.storage_indices(), value, add=None, what="fill_")',
+        _ADD_NONE,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁview__mutmut_7": (
+        "return dataclasses.replace(h, view=h.view.view(*dims_arg(shape, None)))",
+        _DIMS_ARG,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁview__mutmut_10": (
+        'return dataclasses.replace(h, view=h.view.view(*dims_arg(shape, "XXshapeXX")))',
+        _DIMS_ARG,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁview__mutmut_11": (
+        'return dataclasses.replace(h, view=h.view.view(*dims_arg(shape, "SHAPE")))',
+        _DIMS_ARG,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁcopy___mutmut_4": (
+        'return self._write(h, h.view.storage_indices(), values, add=None, what="copy_")',
+        _ADD_NONE,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁsetitem___mutmut_17": (
+        'return self._write(h, positions, values, add=None, what="setitem_", repeats=advanced)',
+        _ADD_NONE,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_7": (
+        "unique = positions.size < 1 or np.unique(positions).size == positions.size",
+        "a one-position write is unique either way (np.unique of one element)",
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_26": (
+        'out_shape = ""',
+        '"" differs from the target shape exactly as None does: the same error follows',
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_56": (
+        "flat = positions.reshape(-2)",
+        "NumPy reads any negative size in reshape as the one inferred dim",
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_59": (
+        "if unique:",
+        _CPU_ORDER,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_91": (
+        "new = storage.at[flat].add(values, )",
+        _HINT,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_92": (
+        "new = storage.at[flat].add(values, unique_indices=False)",
+        _HINT,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_97": (
+        "new = storage.at[flat].set(values, )",
+        _HINT,
+    ),
+    "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_98": (
+        "new = storage.at[flat].set(values, unique_indices=False)",
+        _HINT,
+    ),
+    # jaxparadigm/tensor/view.py
+    "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_7": (
+        'target = as_int_tuple(dims_arg(shape, None), "shape")',
+        _DIMS_ARG,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_10": (
+        'target = as_int_tuple(dims_arg(shape, "XXshapeXX"), "shape")',
+        _DIMS_ARG,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_11": (
+        'target = as_int_tuple(dims_arg(shape, "SHAPE"), "shape")',
+        _DIMS_ARG,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_18": ("sizes = [1] * len(target)", _EXPAND),
+    "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_21": ("strides = [1] * len(target)", _EXPAND),
+    "jaxparadigm.tensor.view.xǁViewǁhas_internal_overlap__mutmut_1": (
+        "if self.numel() < 1:",
+        "a one-element view has no dim of size > 1, so the code after returns False too",
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁhas_internal_overlap__mutmut_17": (
+        "if dims and dims[0][1] == 0:",
+        _OVERLAP,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁhas_internal_overlap__mutmut_22": (
+        "span = 2  # every stride must exceed the extent spanned by the smaller ones",
+        _OVERLAP,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁhas_internal_overlap__mutmut_23": ("if s <= span:", _OVERLAP),
+    "jaxparadigm.tensor.view.xǁViewǁhas_internal_overlap__mutmut_30": (
+        "span = s * (n + 1) + span",
+        _OVERLAP,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁpermute__mutmut_3": ("dims = dims_arg(dims, None)", _DIMS_ARG),
+    "jaxparadigm.tensor.view.xǁViewǁpermute__mutmut_6": (
+        'dims = dims_arg(dims, "XXdimsXX")',
+        _DIMS_ARG,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁpermute__mutmut_7": (
+        'dims = dims_arg(dims, "DIMS")',
+        _DIMS_ARG,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁis_contiguous__mutmut_8": (
+        "for n, s in zip(reversed(self.shape), reversed(self.strides), strict=None):",
+        _VIEW_ZIP,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁis_contiguous__mutmut_11": (
+        "for n, s in zip(reversed(self.shape), reversed(self.strides), ):",
+        _VIEW_ZIP,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁis_contiguous__mutmut_14": (
+        "for n, s in zip(reversed(self.shape), reversed(self.strides), strict=False):",
+        _VIEW_ZIP,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁhas_internal_overlap__mutmut_8": (
+        "dims = sorted((s, n) for n, s in zip(self.shape, self.strides, strict=None) if n > 1)",
+        _VIEW_ZIP,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁhas_internal_overlap__mutmut_11": (
+        "dims = sorted((s, n) for n, s in zip(self.shape, self.strides, ) if n > 1)",
+        _VIEW_ZIP,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁhas_internal_overlap__mutmut_12": (
+        "dims = sorted((s, n) for n, s in zip(self.shape, self.strides, strict=False) if n > 1)",
+        _VIEW_ZIP,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_53": (
+        "stride = sizes[i + 1] * strides[i + 1] if i + 1 < len(target) else 2",
+        "only a scalar view expanded to (1,) reaches it: the stride of a size-1 dim, which addresses "
+        "nothing (torch itself reports 0 there)",
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁslice__mutmut_38": (
+        "lo, hi, _ = slice(start, stop, None).indices(self.shape[d])",
+        _SLICE,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁslice__mutmut_41": (
+        "lo, hi, _ = slice(start, stop, ).indices(self.shape[d])",
+        _SLICE,
+    ),
+    # jaxparadigm/tensor/scatter.py
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_47": (
+        "idx = jnp.where(valid[:, None], idx, 1).astype(dtype)  # in range, so the cast is exact",
+        _POS_ROWS,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_67": (
+        "if n >= 1:",
+        "one row has nothing to deduplicate: the pass keeps it",
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_68": (
+        "if n > 2:",
+        _CPU_ORDER,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_73": (
+        "order = jnp.argsort(flat, )",
+        "stable=True is jnp.argsort's default",
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_80": (
+        "last_sorted = jnp.concatenate([ranked[1:] != ranked[:+1], jnp.ones((1,), bool)])",
+        _CPU_ORDER,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_83": (
+        "last_sorted = jnp.concatenate([ranked[1:] != ranked[:-1], jnp.ones((1,), None)])",
+        _BOOL,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_85": (
+        "last_sorted = jnp.concatenate([ranked[1:] != ranked[:-1], jnp.ones((1,), )])",
+        _BOOL,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_87": (
+        "valid = jnp.zeros(n, bool).at[order].set(last_sorted)",
+        _POS_ROWS,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_88": (
+        "valid |= jnp.zeros(n, bool).at[order].set(last_sorted)",
+        _CPU_ORDER,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_103": (
+        "out = x.reshape((rows,) + x.shape[k:]).at[target].set(upd, mode=None)",
+        _DROP,
+    ),
+    "jaxparadigm.tensor.scatter.x__scatter__mutmut_105": (
+        "out = x.reshape((rows,) + x.shape[k:]).at[target].set(upd, )",
+        _DROP,
+    ),
+    "jaxparadigm.tensor.broadcast.x_explain_broadcast__mutmut_54": (
+        'label_w = max([len(x) for x in labels + ["AXIS"]])',
+        "only the length of the word is used: len('AXIS') == len('axis')",
+    ),
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_43": (
+        "zero_copy.append(None)",
+        "the flags are only read through all(), for which None is as false as False",
+    ),
+    "jaxparadigm.tensor.view.x__compute_view_strides__mutmut_12": (
+        "new_strides = [1] * len(new_shape)",
+        "every entry is written before the strides are returned (else None is returned)",
+    ),
+    "jaxparadigm.tensor.view.x__compute_view_strides__mutmut_64": (
+        "if tensor_d >= 0:",
+        "at tensor_d == 0 the loop ends: the reset is never read",
+    ),
+    # jaxparadigm/tensor/transfer.py
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_17": (
+        "host = (np.arange(nbytes, dtype=np.int64) / 251).astype(np.uint8)",
+        _BYTES,
+    ),
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_19": (
+        "host = (np.arange(nbytes, dtype=None) % 251).astype(np.uint8)",
+        "np.arange of ints is int64 without a dtype",
+    ),
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_21": (
+        "host = (np.arange(nbytes, ) % 251).astype(np.uint8)",
+        "np.arange of ints is int64 without a dtype",
+    ),
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_22": (
+        "host = (np.arange(nbytes, dtype=np.int64) % 252).astype(np.uint8)",
+        _BYTES,
+    ),
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_51": (
+        "back = np.array(arr, )",
+        "copy=True is np.array's default",
+    ),
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_114": (
+        '"h2d_gbps": nbytes / h2d_ready / 1e9 if h2d_ready > 0 else float("INF"),',
+        _INF,
+    ),
+    "jaxparadigm.tensor.transfer.x_transfer_profile__mutmut_131": (
+        '"d2h_gbps": nbytes / d2h_s / 1e9 if d2h_s > 0 else float("INF"),',
+        _INF,
+    ),
+    # jaxparadigm/retrieval/ranking_metrics.py
+    "jaxparadigm.retrieval.ranking_metrics.x_ranking_from_scores__mutmut_12": (
+        'return np.argsort(-scores, kind="STABLE")',
+        "NumPy reads the sort kind case-insensitively: 'STABLE' is 'stable'",
+    ),
+}

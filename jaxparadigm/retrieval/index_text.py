@@ -1,0 +1,124 @@
+"""What ``jaxparadigm index build|add|info`` and ``search --index`` print (C1.1).
+
+Each function does the library call and returns the text: the CLI only parses arguments.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from jaxparadigm.errors import InputError
+from jaxparadigm.retrieval.index_build import add_to_index, build_index
+from jaxparadigm.retrieval.index_search import Hit, IndexSearcher
+from jaxparadigm.retrieval.index_store import read_manifest
+from jaxparadigm.retrieval.sentence_encoder import shorten
+
+__all__ = ["index_build_text", "index_add_text", "index_info_text", "index_search_text"]
+
+
+def _encoder(model_path: str | os.PathLike | None):
+    from jaxparadigm.retrieval.sentence_encoder import cached_minilm
+
+    return cached_minilm(None if model_path is None else str(model_path))
+
+
+def _summary(verb: str, index_dir: Path, m: dict, added: int, seconds: float) -> str:
+    return (
+        f"{verb} {added} passages in {seconds:.1f} s: {index_dir} now holds {m['count']} passages "
+        f"from {len(m['sources'])} sources in {len(m['shards'])} shard(s) of <= {m['shard_rows']} "
+        f"rows ({m['model']['name']}, dim {m['model']['dim']}, {m['dtype']})"
+    )
+
+
+def index_build_text(
+    paths: Sequence[str],
+    out_dir: str,
+    *,
+    model_path: str | None = None,
+    progress: bool = True,
+    **kw,
+) -> str:
+    """Build (or resume building) an index of ``paths`` in ``out_dir``; returns a summary line."""
+    t0 = time.perf_counter()
+    m = build_index(paths, out_dir, _encoder(model_path), progress=progress, **kw)
+    return _summary("indexed", Path(out_dir), m, m["count"], time.perf_counter() - t0)
+
+
+def index_add_text(
+    paths: Sequence[str],
+    index_dir: str,
+    *,
+    model_path: str | None = None,
+    progress: bool = True,
+    **kw,
+) -> str:
+    """Append ``paths`` to the index in ``index_dir``; returns a summary line."""
+    t0 = time.perf_counter()
+    before = read_manifest(index_dir)["count"]
+    m = add_to_index(index_dir, paths, _encoder(model_path), progress=progress, **kw)
+    return _summary("added", Path(index_dir), m, m["count"] - before, time.perf_counter() - t0)
+
+
+def index_info_text(index_dir: str) -> str:
+    """The manifest in a few lines (status, model, build config, sources, shards with sha256)."""
+    m = read_manifest(index_dir)
+    lines = [
+        f"index: {index_dir}",
+        f"status: {m['status']}"
+        + (
+            f" ({m['count']} of {m['pending']['start_row'] + m['pending']['rows']} written)"
+            if m["pending"]
+            else ""
+        ),
+        f"model: {m['model']['name']} (dim {m['model']['dim']}, max_seq_length "
+        f"{m['model']['max_seq_length']}), embeddings {m['dtype']}",
+        f"passages: {m['count']} in {len(m['shards'])} shard(s) of <= {m['shard_rows']} rows",
+        "build: " + ", ".join(f"{k}={v}" for k, v in m["build"].items()),
+        f"sources ({len(m['sources'])}):",
+        *(f"  {s['source']}: {s['passages']} passages" for s in m["sources"][:20]),
+    ]
+    if len(m["sources"]) > 20:
+        lines.append(f"  ... and {len(m['sources']) - 20} more")
+    lines.append("shards:")
+    lines += [
+        f"  {s['name']}: {s['rows']} rows, sha256 {s['sha256']['embeddings'][:16]}..."
+        for s in m["shards"]
+    ]
+    return "\n".join(lines)
+
+
+def _excerpt(hit: Hit, width: int) -> str:
+    text = " ".join(hit.text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def index_search_text(
+    query: str,
+    index_dir: str,
+    top_k: int = 10,
+    *,
+    dtype: str = "float32",
+    approx: bool = False,
+    stream: bool = False,
+    model_path: str | None = None,
+    excerpt_chars: int = 160,
+) -> str:
+    """The top ``top_k`` passages of the index for ``query``: score, source [start:end], excerpt.
+
+    ``stream=True`` reads the shards during the search instead of holding them (memory: one
+    placement of shards, not the corpus)."""
+    if not isinstance(query, str):
+        raise TypeError(f"query: got {type(query).__name__}, expected str")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise InputError(f"top_k: got {top_k!r}, expected an int >= 1")
+    searcher = IndexSearcher(index_dir, dtype=dtype, resident=not stream)
+    hits = searcher.search(_encoder(model_path), query, top_k, approx=approx)[0]
+    lines = [f"query: {shorten(query, 80)}  index: {index_dir} ({len(searcher)} passages, {dtype})"]
+    lines += [
+        f"  {r}. [{h.score:.3f}] {h.source} [{h.start}:{h.end}]\n     {_excerpt(h, excerpt_chars)}"
+        for r, h in enumerate(hits, 1)
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,343 @@
+"""Exact top-k over a sharded corpus: jitted matmul + ``lax.top_k`` per block, merged as it streams (C1.1).
+
+For unit queries ``Q [q, d]`` and rows ``X [n, d]`` the score is ``s[i, r] = Q_i . X_r`` (the
+cosine, C1.2). Rows are scanned in blocks ``X_j`` of ``block_rows`` and a running top-k is kept:
+
+    T_0 = (-inf, -1),   T_{j+1} = top_k(concat(T_j, top_k(Q X_j^T, k)), k)
+
+so working memory is one ``[q, block_rows]`` score block, never ``[q, n]``. ``lax.top_k`` puts
+the lower index first among equal scores and blocks are merged in row order, so ties go to the
+lower row id whatever the block size or device count. On ``D`` devices a *placement* of ``D * R``
+rows is laid out with ``NamedSharding(mesh, P("rows"))`` (device ``i`` holds rows
+``[i R, (i+1) R)``); each device scans its rows under ``shard_map`` and the ``D`` per-device top-k
+are merged in device (= row) order. A corpus larger than memory is searched as a stream of
+placements (:class:`VectorSearcher` with ``resident=False``).
+
+Search dtypes: ``float32`` (exact); ``bfloat16`` (rows stored as bfloat16, widened exactly to
+float32 per block by a 16-bit shift, :func:`bfloat16_bits_to_float32`, then a float32 matmul);
+``int8`` (per-row symmetric ``X_r ~= scale_r c_r`` with ``c_r = round(127 X_r / max|X_r|)``, scored
+as ``scale_r (Q . c_r)``). A compact dtype returns ``k * rescore_factor`` candidates that
+:func:`rescore` scores again in float32 from the float32 rows. ``approx=True`` uses
+``lax.approx_max_k(recall_target)`` per block; XLA:CPU lowers it to the exact TopK (same result,
+no speed-up), other backends may trade recall for speed.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from jaxparadigm.errors import InputError
+
+__all__ = [
+    "SEARCH_DTYPES",
+    "TopK",
+    "RowSource",
+    "compact_rows",
+    "VectorSearcher",
+    "rescore",
+    "merge_topk",
+    "bfloat16_bits_to_float32",
+]
+
+SEARCH_DTYPES = ("float32", "bfloat16", "int8")
+_MAX_ROWS = 2**31 - 1  # row ids are int32 on device
+
+
+class TopK(NamedTuple):
+    """Best-first ``scores`` float32 ``[q, k]`` and their corpus row ``ids`` int64 ``[q, k]``."""
+
+    scores: np.ndarray
+    ids: np.ndarray
+
+
+class RowSource:
+    """Rows ``[start, stop)`` of a corpus stored as consecutive 2-D float32 shards (e.g. memmaps)."""
+
+    def __init__(self, shards: Sequence[np.ndarray]):
+        if not shards:
+            raise InputError("shards: got none, expected at least one [rows, dim] array")
+        dims = {s.shape[1] for s in shards if s.ndim == 2}
+        if len(dims) != 1 or any(s.ndim != 2 or s.dtype != np.float32 for s in shards):
+            raise InputError(
+                f"shards: got {[(s.dtype, s.shape) for s in shards]}, expected float32 "
+                "[rows, dim] arrays of one dim"
+            )
+        self.shards = list(shards)
+        self.dim = dims.pop()
+        self.bounds = np.cumsum([0] + [s.shape[0] for s in shards])
+        self.rows = int(self.bounds[-1])
+        if self.rows > _MAX_ROWS:
+            raise InputError(f"corpus: {self.rows} rows, at most {_MAX_ROWS} are supported")
+
+    def take(self, start: int, stop: int, rows: int | None = None) -> np.ndarray:
+        """float32 ``[rows, dim]`` holding rows ``[start, stop)`` then zeros (``rows`` defaults to
+        ``stop - start``): one allocation, filled from the shards."""
+        out = np.zeros((stop - start if rows is None else rows, self.dim), np.float32)
+        first = int(np.searchsorted(self.bounds, start, side="right")) - 1
+        at = start
+        for j in range(max(first, 0), len(self.shards)):
+            if at >= stop:
+                break
+            lo, hi = self.bounds[j], self.bounds[j + 1]
+            out[at - start : min(stop, hi) - start] = self.shards[j][at - lo : min(stop, hi) - lo]
+            at = min(stop, hi)
+        return out
+
+    def gather(self, ids: np.ndarray) -> np.ndarray:
+        """float32 ``[*ids.shape, dim]``: the rows ``ids`` (any shape, values in ``[0, rows)``)."""
+        flat = ids.reshape(-1)
+        out = np.empty((flat.size, self.dim), np.float32)
+        shard = np.searchsorted(self.bounds, flat, side="right") - 1
+        for j in np.unique(shard):
+            sel = shard == j
+            out[sel] = self.shards[j][flat[sel] - self.bounds[j]]
+        return out.reshape(*ids.shape, self.dim)
+
+
+def compact_rows(x: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """``x`` in the search ``dtype``: ``(rows, None)``, or ``(int8 codes, float32 scale)`` for int8.
+
+    int8: ``scale_r = max_j |x_rj| / 127`` (1 for an all-zero row), ``codes = round(x / scale)``.
+    """
+    if dtype == "float32":
+        return np.ascontiguousarray(x, np.float32), None
+    if dtype == "bfloat16":
+        return x.astype(ml_dtypes.bfloat16), None
+    if dtype == "int8":
+        peak = np.max(np.abs(x), axis=1)
+        scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+        codes = np.clip(np.rint(x / scale[:, None]), -127, 127).astype(np.int8)
+        return codes, scale
+    raise InputError(f"dtype: got {dtype!r}, expected one of {', '.join(SEARCH_DTYPES)}")
+
+
+def merge_topk(scores: jax.Array, ids: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
+    """Top ``k`` of ``[q, m]`` candidates (``m >= k``), ties to the earlier column."""
+    best, pos = jax.lax.top_k(scores, k)
+    return best, jnp.take_along_axis(ids, pos, axis=1)
+
+
+def bfloat16_bits_to_float32(bits: jax.Array) -> jax.Array:
+    """bfloat16 values stored as their uint16 bits -> float32, exactly: ``bitcast(bits << 16)``.
+
+    The same numbers as ``astype(float32)``, but an integer shift that XLA:CPU vectorises: on the
+    AVX2 machine of benchmarks/RESULTS.md its bfloat16 convert (and bf16 x bf16 dot) scanned
+    one query at 0.3-0.4 queries/s per 1M rows, this path at 5.9 (float32: 4.1).
+    """
+    return jax.lax.bitcast_convert_type(bits.astype(jnp.uint32) << 16, jnp.float32)
+
+
+def _block_scores(queries: jax.Array, block: jax.Array, scale: jax.Array | None) -> jax.Array:
+    if block.dtype == jnp.int8:
+        return jnp.dot(queries, block.astype(jnp.float32).T) * scale[None, :]
+    if block.dtype == jnp.uint16:  # bfloat16 bits
+        return jnp.dot(queries, bfloat16_bits_to_float32(block).T)
+    return jnp.dot(queries, block.T)
+
+
+@functools.lru_cache(maxsize=64)
+def _placement_search(
+    mesh: Mesh, k: int, block_rows: int, approx: bool, recall_target: float, has_scale: bool
+):
+    """Jitted ``(data, scale, queries, start, valid) -> (scores, ids)`` for one placement."""
+
+    def local(data, scale, queries, start, valid):
+        rows = data.shape[0]  # R: this device's rows
+        dev_first = jax.lax.axis_index("rows") * rows
+        blocks = data.reshape(rows // block_rows, block_rows, data.shape[1])
+        scales = scale.reshape(rows // block_rows, block_rows) if has_scale else None
+        q = queries.shape[0]
+        init = (
+            jnp.full((q, k), -jnp.inf, jnp.float32),
+            jnp.full((q, k), -1, jnp.int32),
+        )
+
+        def body(carry, j):
+            blk = blocks[j]
+            s = _block_scores(queries, blk, scales[j] if has_scale else None)
+            local_row = dev_first + j * block_rows + jnp.arange(block_rows, dtype=jnp.int32)
+            s = jnp.where(local_row < valid, s, -jnp.inf)
+            kb = min(k, block_rows)  # a block holds at most block_rows candidates
+            if approx:
+                v, i = jax.lax.approx_max_k(s, kb, recall_target=recall_target)
+            else:
+                v, i = jax.lax.top_k(s, kb)
+            cand_v = jnp.concatenate([carry[0], v], axis=1)
+            cand_i = jnp.concatenate([carry[1], start + local_row[i]], axis=1)
+            return merge_topk(cand_v, cand_i, k), None
+
+        (v, i), _ = jax.lax.scan(body, init, jnp.arange(rows // block_rows))
+        return v[None], i[None]
+
+    spec = PartitionSpec("rows")
+    sharded = jax.shard_map(
+        local,
+        mesh=mesh,
+        in_specs=(spec, spec if has_scale else PartitionSpec(), *(PartitionSpec(),) * 3),
+        out_specs=(spec, spec),
+        check_vma=False,
+    )
+
+    @jax.jit
+    def run(data, scale, queries, start, valid):
+        v, i = sharded(data, scale, queries, start, valid)  # [D, q, k], device = row order
+        q = queries.shape[0]
+        v = jnp.transpose(v, (1, 0, 2)).reshape(q, -1)
+        i = jnp.transpose(i, (1, 0, 2)).reshape(q, -1)
+        return merge_topk(v, i, k)
+
+    return run
+
+
+class _Placement(NamedTuple):
+    data: jax.Array  # [D * R, dim] in the search dtype, NamedSharding(mesh, P("rows"))
+    scale: jax.Array  # [D * R] float32 (int8) or a replicated scalar
+    start: int  # corpus row of data[0]
+    valid: int  # real rows (the rest is padding)
+
+
+class VectorSearcher:
+    """Streaming exact (or compact-dtype) top-k over a :class:`RowSource` on ``devices`` (C1.1).
+
+    ``resident=True`` places the whole corpus once (memory: the corpus in ``dtype``);
+    ``resident=False`` re-reads it as placements of ``len(devices) * rows_per_device`` rows per
+    search (memory: one placement). ``search(queries, k)`` returns a :class:`TopK`.
+    """
+
+    def __init__(
+        self,
+        source: RowSource,
+        *,
+        dtype: str = "float32",
+        devices: Sequence[jax.Device] | None = None,
+        block_rows: int = 8192,
+        resident: bool = True,
+        rows_per_device: int | None = None,
+    ):
+        if dtype not in SEARCH_DTYPES:
+            raise InputError(f"dtype: got {dtype!r}, expected one of {', '.join(SEARCH_DTYPES)}")
+        if isinstance(block_rows, bool) or not isinstance(block_rows, int) or block_rows < 8:
+            raise InputError(f"block_rows: got {block_rows!r}, expected an int >= 8")
+        devices = list(jax.devices() if devices is None else devices)
+        if not devices:
+            raise InputError("devices: got an empty list, expected at least one device")
+        self.source, self.dtype, self.devices = source, dtype, devices
+        self.mesh = Mesh(np.array(devices), ("rows",))
+        per_device = -(-source.rows // len(devices))
+        self.block_rows = min(block_rows, _round_up(per_device, 8))
+        if rows_per_device is None:
+            rows_per_device = per_device if resident else 16 * block_rows
+        self.rows_per_device = _round_up(max(rows_per_device, 1), self.block_rows)
+        self.resident = resident
+        self._placements = list(self._place_all()) if resident else None
+
+    @property
+    def bytes_per_row(self) -> int:
+        """Bytes one corpus row occupies in the search dtype (int8 includes its float32 scale)."""
+        return {"float32": 4, "bfloat16": 2, "int8": 1}[self.dtype] * self.source.dim + (
+            4 if self.dtype == "int8" else 0
+        )
+
+    def _place(self, start: int) -> _Placement:
+        rows, d = self.rows_per_device, self.source.dim
+        datas, scales = [], []
+        for i, device in enumerate(self.devices):
+            lo = min(start + i * rows, self.source.rows)
+            hi = min(lo + rows, self.source.rows)
+            # padding rows are zeros (int8: scale 1); they are masked out of every top-k
+            codes, scale = compact_rows(self.source.take(lo, hi, rows), self.dtype)
+            if codes.dtype == ml_dtypes.bfloat16:
+                codes = codes.view(np.uint16)  # decoded in the kernel by a shift
+            datas.append(jax.device_put(codes, device))
+            if scale is not None:
+                scales.append(jax.device_put(scale, device))
+        sharding = NamedSharding(self.mesh, PartitionSpec("rows"))
+        data = jax.make_array_from_single_device_arrays(
+            (len(self.devices) * rows, d), sharding, datas
+        )
+        if scales:
+            scale = jax.make_array_from_single_device_arrays(
+                (len(self.devices) * rows,), sharding, scales
+            )
+        else:
+            scale = jax.device_put(
+                jnp.zeros((), jnp.float32), NamedSharding(self.mesh, PartitionSpec())
+            )
+        valid = min(len(self.devices) * rows, self.source.rows - start)
+        return _Placement(data, scale, start, valid)
+
+    def _place_all(self):
+        step = len(self.devices) * self.rows_per_device
+        for start in range(0, self.source.rows, step):
+            yield self._place(start)
+
+    def search(
+        self,
+        queries: np.ndarray,
+        k: int,
+        *,
+        approx: bool = False,
+        recall_target: float = 0.95,
+        rescore_factor: int = 4,
+    ) -> TopK:
+        """Top ``k`` rows for each query row (float32 ``[q, dim]``): :class:`TopK` best first.
+
+        With a compact dtype, ``k * rescore_factor`` candidates are rescored in float32.
+        """
+        queries = np.asarray(queries, np.float32)
+        chex.assert_rank(queries, 2)
+        if queries.shape[1] != self.source.dim:
+            raise InputError(f"queries: got shape {queries.shape}, expected (n, {self.source.dim})")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InputError(f"k: got {k!r}, expected an int >= 1")
+        if (
+            isinstance(rescore_factor, bool)
+            or not isinstance(rescore_factor, int)
+            or rescore_factor < 1
+        ):
+            raise InputError(f"rescore_factor: got {rescore_factor!r}, expected an int >= 1")
+        if not 0.0 < recall_target <= 1.0:
+            raise InputError(f"recall_target: got {recall_target!r}, expected a float in (0, 1]")
+        k = min(k, self.source.rows)
+        wide = k if self.dtype == "float32" else min(k * rescore_factor, self.source.rows)
+        fn = _placement_search(
+            self.mesh, wide, self.block_rows, approx, float(recall_target), self.dtype == "int8"
+        )
+        replicated = NamedSharding(self.mesh, PartitionSpec())
+        q = jax.device_put(queries, replicated)
+        best = None
+        for p in self._placements if self.resident else self._place_all():
+            v, i = fn(p.data, p.scale, q, np.int32(p.start), np.int32(p.valid))
+            if best is not None:
+                v, i = merge_topk(
+                    jnp.concatenate([best[0], v], 1), jnp.concatenate([best[1], i], 1), wide
+                )
+            best = (v, i)
+        scores, ids = np.asarray(best[0]), np.asarray(best[1]).astype(np.int64)
+        if self.dtype == "float32":
+            return TopK(scores, ids)
+        return rescore(self.source, queries, ids, k)
+
+
+def rescore(source: RowSource, queries: np.ndarray, candidates: np.ndarray, k: int) -> TopK:
+    """Exact float32 scores of ``candidates`` ``[q, m]`` from ``source``; top ``k``, ties to lower id."""
+    rows = source.gather(candidates)  # [q, m, dim]
+    scores = np.einsum("qmd,qd->qm", rows, queries.astype(np.float32))
+    order = np.lexsort((candidates, -scores), axis=1)[:, :k]
+    return TopK(
+        np.take_along_axis(scores, order, 1).astype(np.float32),
+        np.take_along_axis(candidates, order, 1),
+    )
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m

@@ -1,0 +1,141 @@
+"""Passages (C1.1): file collection, JSONL records, token windows with overlap and exact offsets."""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxparadigm.errors import InputError
+from jaxparadigm.retrieval.passages import (
+    Document,
+    collect_files,
+    read_documents,
+    split_passages,
+    splitting_tokenizer,
+)
+
+WORDS = "broadcasting aligns shapes from the right while gradients flow back through views".split()
+
+
+def _doc(n_words, seed=0):
+    words = [WORDS[(i * 7 + seed) % len(WORDS)] for i in range(n_words)]
+    return Document("d.txt", "  " + " ".join(words) + ".\n")
+
+
+def test_collect_files_recurses_sorted_skips_hidden_and_unknown_suffixes(tmp_path):
+    (tmp_path / "b").mkdir()
+    (tmp_path / ".git").mkdir()
+    for name in ("z.md", "a.txt", "b/c.rst", "b/d.jsonl", "e.py", ".git/x.md", ".hidden.md"):
+        (tmp_path / name).write_text("x")
+    got = [p.relative_to(tmp_path).as_posix() for p in collect_files([tmp_path])]
+    assert got == ["a.txt", "b/c.rst", "b/d.jsonl", "z.md"]
+    # an explicitly named file is taken whatever its suffix; a file named twice is read once
+    assert collect_files([tmp_path / "e.py", tmp_path / "e.py"]) == [tmp_path / "e.py"]
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda p: [p / "missing"], "no such file or folder"),
+        (lambda p: [p], "folder holds no"),
+        (lambda p: [], "expected a non-empty list"),
+        (lambda p: str(p), "expected a non-empty list"),
+    ],
+)
+def test_collect_files_errors(tmp_path, make, match):
+    with pytest.raises(InputError, match=match):
+        collect_files(make(tmp_path))
+
+
+def test_read_documents_text_and_jsonl(tmp_path):
+    (tmp_path / "a.md").write_text("# Title\nbody", encoding="utf-8")
+    lines = [json.dumps({"text": "first"}), "", json.dumps({"text": "second", "id": 7})]
+    (tmp_path / "r.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    docs = read_documents([tmp_path])
+    src = tmp_path.as_posix()
+    assert docs == [
+        Document(f"{src}/a.md", "# Title\nbody"),
+        Document(f"{src}/r.jsonl:1", "first"),
+        Document(f"{src}/r.jsonl:3", "second"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        (b"{not json\n", r"r.jsonl:1: not a JSON object"),
+        (b'{"body": "x"}\n', r"r.jsonl:1: expected a JSON object with a string 'text'"),
+        (b'[1, 2]\n{"text": "ok"}\n', r"r.jsonl:1: expected a JSON object"),
+        (b"\xff\xfe binary", r"r.jsonl: not UTF-8"),
+    ],
+)
+def test_bad_jsonl_names_file_and_line(tmp_path, content, match):
+    (tmp_path / "r.jsonl").write_bytes(content)
+    with pytest.raises(InputError, match=match):
+        read_documents([tmp_path / "r.jsonl"])
+
+
+def test_splitting_tokenizer_is_a_copy(minilm_tokenizer):
+    minilm_tokenizer.enable_truncation(max_length=7)
+    try:
+        copy = splitting_tokenizer(minilm_tokenizer)
+        assert copy.truncation is None and copy.padding is None
+        assert minilm_tokenizer.truncation["max_length"] == 7  # the given one is untouched
+        long = " ".join(WORDS * 3)
+        assert len(copy.encode(long).ids) > 7
+    finally:
+        minilm_tokenizer.no_truncation()
+
+
+def test_windows_on_a_known_document(minilm_tokenizer):
+    tok = splitting_tokenizer(minilm_tokenizer)
+    doc = _doc(25)
+    n = len(tok.encode(doc.text, add_special_tokens=False).ids)
+    got = split_passages([doc], tok, chunk_tokens=10, overlap=3)
+    # windows start every 7 pieces until one reaches the last piece
+    assert len(got) == len(range(0, n - 3, 7))
+    for p in got:
+        assert p.source == "d.txt" and p.text == doc.text[p.start : p.end]
+        assert (
+            not p.text[0].isspace() and len(tok.encode(p.text, add_special_tokens=False).ids) <= 10
+        )
+    assert got[0].start == 2 and got[-1].end == len(doc.text.rstrip())
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n_words=st.integers(0, 60),
+    chunk=st.integers(2, 20),
+    overlap_frac=st.floats(0, 0.9),
+    seed=st.integers(0, 10),
+)
+def test_windows_cover_every_piece_with_the_given_overlap(
+    minilm_tokenizer, n_words, chunk, overlap_frac, seed
+):
+    tok = splitting_tokenizer(minilm_tokenizer)
+    overlap = min(int(chunk * overlap_frac), chunk - 1)
+    doc = _doc(n_words, seed)
+    enc = tok.encode(doc.text, add_special_tokens=False)
+    got = split_passages([doc], tok, chunk, overlap)
+    if not enc.ids:
+        assert got == []
+        return
+    starts = [o[0] for o in enc.offsets]
+    first = [starts.index(p.start) for p in got]
+    assert first == list(range(0, len(first) * (chunk - overlap), chunk - overlap))
+    ends = [o[1] for o in enc.offsets]
+    last = [len(ends) - 1 - ends[::-1].index(p.end) for p in got]
+    assert all(b - a + 1 == min(chunk, len(ends) - a) for a, b in zip(first, last, strict=True))
+    assert last[-1] == len(ends) - 1  # the last window reaches the last piece
+    assert len(got) == 1 or last[-2] < len(ends) - 1  # and no window after it
+
+
+@pytest.mark.parametrize(
+    "chunk, overlap, match",
+    [(1, 0, "chunk_tokens: got 1"), (8, 8, r"overlap: got 8, expected an int in \[0, 8\)"),
+     (8, -1, "overlap: got -1"), (True, 0, "chunk_tokens")],
+)  # fmt: skip
+def test_window_argument_errors(minilm_tokenizer, chunk, overlap, match):
+    with pytest.raises(InputError, match=match):
+        split_passages([_doc(3)], splitting_tokenizer(minilm_tokenizer), chunk, overlap)
