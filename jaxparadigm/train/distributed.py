@@ -45,8 +45,11 @@ __all__ = [
     "process_shard",
 ]
 
+#: ``host:port`` of process 0's coordinator; set, it makes this process join a group.
 ENV_COORDINATOR = "JAXPARADIGM_COORDINATOR_ADDRESS"
+#: The process count (fallback: SLURM's ``SLURM_NTASKS``).
 ENV_NUM_PROCESSES = "JAXPARADIGM_NUM_PROCESSES"
+#: This process's id (fallbacks: ``SLURM_PROCID``, Kubernetes' ``JOB_COMPLETION_INDEX``).
 ENV_PROCESS_ID = "JAXPARADIGM_PROCESS_ID"
 _COUNT_VARS = (ENV_NUM_PROCESSES, "SLURM_NTASKS")
 _ID_VARS = (ENV_PROCESS_ID, "SLURM_PROCID", "JOB_COMPLETION_INDEX")

@@ -59,8 +59,11 @@ __all__ = [
     "tree_shardings",
 ]
 
+#: The one mesh axis: batch rows, and the split dimension of sharded leaves, lie along it.
 DATA_AXIS = "data"
+#: ``train.sharding.mode`` values: one device, replicated state, + split optimiser state, + split params.
 MODES = ("none", "data", "zero1", "fsdp")
+#: HLO collective ops counted in a compiled step (``collective_stats``).
 COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "collective-permute", "all-to-all")
 
 
