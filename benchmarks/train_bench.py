@@ -23,7 +23,8 @@ devices on a CPU; one device, mode ``none``, as the reference), interleaved, and
 and the ratio to ``data``, bytes per device of params and optimiser state (from
 ``addressable_shards``) and the compiled step's collectives. ``--num-processes N`` runs the
 config through ``jaxparadigm run --num-processes N`` (N processes x K/N devices) and in one process
-of K devices, alternately, ``--rounds`` times each, and compares the steps/s the runs measured.
+of K devices, alternately, ``--rounds`` times each, and compares the steps/s the runs measured
+and their loss curves (max relative difference over the steps).
 
 Usage: python benchmarks/train_bench.py [--rounds R] [--steps S] [--no-torch] [--json PATH]
        python benchmarks/train_bench.py --sharding [--devices 8] [--mode fsdp ...]
@@ -79,7 +80,11 @@ def _optax_chain(cfg) -> optax.GradientTransformation:
 def _jax_runner(cfg, dataset, tx, batches, guard: bool = True) -> Callable[[int], None]:
     graphdef, variables = nnx.split(build_model(cfg.model, dataset, cfg.train.seed))
     state = init_train_state(nnx.to_pure_dict(variables), tx, cfg.train.seed)
-    step = make_train_step(graphdef, next_byte_loss, tx, guard=guard)
+    return _stepper(make_train_step(graphdef, next_byte_loss, tx, guard=guard), state, batches)
+
+
+def _stepper(step, state, batches) -> Callable[[int], None]:
+    """``run(n)``: ``n`` steps from the current state over ``batches`` in turn, then block."""
     box = {"state": state, "i": 0}
 
     def run(n: int) -> None:
@@ -89,6 +94,19 @@ def _jax_runner(cfg, dataset, tx, batches, guard: bool = True) -> Callable[[int]
         jax.block_until_ready(metrics["loss"])
 
     return run
+
+
+def _interleaved(runners: dict, rounds: int, steps: int) -> tuple[dict[str, float], float]:
+    """Median steps/s of each runner over ``rounds`` interleaved rounds of ``steps`` steps, and the
+    1-minute load average at the start."""
+    per_round: dict[str, list[float]] = {k: [] for k in runners}
+    load = os.getloadavg()[0]
+    for _ in range(rounds):
+        for name, run in runners.items():
+            t0 = time.perf_counter()
+            run(steps)
+            per_round[name].append(steps / (time.perf_counter() - t0))
+    return {k: statistics.median(v) for k, v in per_round.items()}, load
 
 
 def _torch_runner(cfg, batches) -> Callable[[int], None] | None:
@@ -208,15 +226,7 @@ def _sharded_runner(cfg, dataset, mode: str, batches) -> tuple[Callable[[int], N
     fig = None
     if layout is not None:
         fig = layout_figures(layout, state, step.lower(state, placed[0]).compile().as_text())
-    box = {"state": state, "i": 0}
-
-    def run(n: int) -> None:
-        for _ in range(n):
-            box["state"], metrics = step(box["state"], placed[box["i"] % len(placed)])
-            box["i"] += 1
-        jax.block_until_ready(metrics["loss"])
-
-    return run, fig
+    return _stepper(step, state, placed), fig
 
 
 def _sharding_bench(args) -> dict:
@@ -230,14 +240,7 @@ def _sharding_bench(args) -> dict:
     for mode in modes:
         runners[mode], figures[mode] = _sharded_runner(cfg, dataset, mode, batches)
         runners[mode](3)  # compile / warm up
-    per_round: dict[str, list[float]] = {m: [] for m in modes}
-    load = os.getloadavg()[0]
-    for _ in range(args.rounds):
-        for mode, run in runners.items():
-            t0 = time.perf_counter()
-            run(args.steps)
-            per_round[mode].append(args.steps / (time.perf_counter() - t0))
-    med = {m: statistics.median(v) for m, v in per_round.items()}
+    med, load = _interleaved(runners, args.rounds, args.steps)
     results = {
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "device": f"{jax.device_count()} x {jax.devices()[0].platform} ({platform.machine()}, "
@@ -283,20 +286,24 @@ def _num_processes_bench(args) -> dict:
     overrides = [
         f"out_dir={out}",
         f"train.steps={args.steps}",
-        f"train.log_every={args.steps}",
+        "train.log_every=1",  # every step's loss, for the curve comparison
         f"train.eval_every={args.steps}",
         "train.checkpoint.every=0",
         "train.plots=false",
         f"train.sharding.mode={mode}",
     ]
     rates: dict[str, list[float]] = {"1 process": [], f"{n} processes": []}
+    rel_diff: list[float] = []  # max over steps of |multi - one| / |one| per round
     load = os.getloadavg()[0]
     for r in range(args.rounds):
         cfg = load_config(CONFIG, [*overrides, f"name=one{r}"])
-        rates["1 process"].append(train(cfg, progress=False).steps_per_second)
+        one = train(cfg, progress=False)
+        rates["1 process"].append(one.steps_per_second)
         launch(CONFIG, [*overrides, f"name=multi{r}"], num_processes=n, devices_per_process=k // n)
-        last = [x for x in read_metrics(out / f"multi{r}" / "metrics.jsonl") if "steps_per_s" in x]
-        rates[f"{n} processes"].append(last[-1]["steps_per_s"])
+        recs = [x for x in read_metrics(out / f"multi{r}" / "metrics.jsonl") if "loss" in x]
+        rates[f"{n} processes"].append(recs[-1]["steps_per_s"])
+        multi = np.array([x["loss"] for x in sorted(recs, key=lambda x: x["step"])])
+        rel_diff.append(float(np.max(np.abs(multi - one.losses) / np.abs(one.losses))))
     med = {key: statistics.median(v) for key, v in rates.items()}
     results = {
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -306,12 +313,14 @@ def _num_processes_bench(args) -> dict:
         "load_average_1min_at_start": load,
         "steps_per_s": med,
         "ratio multi/one": med[f"{n} processes"] / med["1 process"],
+        "max_relative_loss_difference": max(rel_diff),
     }
     print(f"charlm {results['setup']} (load {load:.1f})")
     print(f"  cpu: {results['cpu']}")
     for key, v in med.items():
         print(f"  {key:12s} {v:7.2f} steps/s (runs: {[round(x, 2) for x in rates[key]]})")
     print(f"  ratio multi/one: {results['ratio multi/one']:.2f}x")
+    print(f"  loss curves, max relative difference multi vs one: {max(rel_diff):.2e}")
     return results
 
 
@@ -347,16 +356,9 @@ def main(argv: list[str] | None = None) -> dict:
             runners["torch eager"] = torch_run
     for run in runners.values():  # compile / warm up
         run(3)
-    per_round: dict[str, list[float]] = {k: [] for k in runners}
-    load = os.getloadavg()[0]
-    for _ in range(args.rounds):
-        for name, run in runners.items():
-            t0 = time.perf_counter()
-            run(args.steps)
-            per_round[name].append(args.steps / (time.perf_counter() - t0))
+    med, load = _interleaved(runners, args.rounds, args.steps)
     tokens = cfg.data.batch_size * cfg.data.seq_len
     flops_tok = _model_flops_per_token(cfg, dataset)
-    med = {k: statistics.median(v) for k, v in per_round.items()}
     results = {
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "device": f"{jax.devices()[0].platform} ({platform.machine()}, {os.cpu_count()} cores)",
