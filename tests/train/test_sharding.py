@@ -240,6 +240,7 @@ def _check_curves(curves: dict, steps: int) -> None:
         assert got["placement"]["devices"] == 8
 
 
+@pytest.mark.slow  # 161 s at load 10 on 2 cores (a child process of 8 devices compiles 4 modes)
 def test_eight_devices_data_zero1_fsdp_equal_one_device_then_restore_on_4_and_1(tmp_path):
     """8 devices: each mode's curve is the one-device curve; fsdp's checkpoint (8 devices) is then
     resumed on 4 devices (zero1, this process) and on 1 (mode none), and the whole curve equals
