@@ -17,7 +17,18 @@ machine load hits every variant alike; we report medians of per-round steps/s, t
 and model FLOP/s (6 N per token for the parameter matmuls plus 12 L T d for attention; on a GPU
 divide by the device's peak for MFU — none was available for this run).
 
+``--sharding`` (issue 14) instead steps the same model with its state laid out by
+``train.sharding.mode`` ``data``, ``zero1`` and ``fsdp`` over ``--devices K`` devices (forced host
+devices on a CPU; one device, mode ``none``, as the reference), interleaved, and reports steps/s
+and the ratio to ``data``, bytes per device of params and optimiser state (from
+``addressable_shards``) and the compiled step's collectives. ``--num-processes N`` runs the
+config through ``jaxparadigm run --num-processes N`` (N processes x K/N devices) and in one process
+of K devices, alternately, ``--rounds`` times each, and compares the steps/s the runs measured
+and their loss curves (max relative difference over the steps).
+
 Usage: python benchmarks/train_bench.py [--rounds R] [--steps S] [--no-torch] [--json PATH]
+       python benchmarks/train_bench.py --sharding [--devices 8] [--mode fsdp ...]
+       python benchmarks/train_bench.py --num-processes 2 [--devices 4] [--mode fsdp]
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +53,14 @@ from jaxparadigm.optim import chain_for
 from jaxparadigm.train.data import build_dataset
 from jaxparadigm.train.loop import build_model
 from jaxparadigm.train.objectives import next_byte_loss
+from jaxparadigm.train.sharding import (
+    data_mesh,
+    layout_figures,
+    place,
+    shard_batch,
+    step_layout,
+    to_host,
+)
 from jaxparadigm.train.step import init_train_state, make_train_step
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "charlm_pydoc.yaml"
@@ -60,7 +80,11 @@ def _optax_chain(cfg) -> optax.GradientTransformation:
 def _jax_runner(cfg, dataset, tx, batches, guard: bool = True) -> Callable[[int], None]:
     graphdef, variables = nnx.split(build_model(cfg.model, dataset, cfg.train.seed))
     state = init_train_state(nnx.to_pure_dict(variables), tx, cfg.train.seed)
-    step = make_train_step(graphdef, next_byte_loss, tx, guard=guard)
+    return _stepper(make_train_step(graphdef, next_byte_loss, tx, guard=guard), state, batches)
+
+
+def _stepper(step, state, batches) -> Callable[[int], None]:
+    """``run(n)``: ``n`` steps from the current state over ``batches`` in turn, then block."""
     box = {"state": state, "i": 0}
 
     def run(n: int) -> None:
@@ -70,6 +94,19 @@ def _jax_runner(cfg, dataset, tx, batches, guard: bool = True) -> Callable[[int]
         jax.block_until_ready(metrics["loss"])
 
     return run
+
+
+def _interleaved(runners: dict, rounds: int, steps: int) -> tuple[dict[str, float], float]:
+    """Median steps/s of each runner over ``rounds`` interleaved rounds of ``steps`` steps, and the
+    1-minute load average at the start."""
+    per_round: dict[str, list[float]] = {k: [] for k in runners}
+    load = os.getloadavg()[0]
+    for _ in range(rounds):
+        for name, run in runners.items():
+            t0 = time.perf_counter()
+            run(steps)
+            per_round[name].append(steps / (time.perf_counter() - t0))
+    return {k: statistics.median(v) for k, v in per_round.items()}, load
 
 
 def _torch_runner(cfg, batches) -> Callable[[int], None] | None:
@@ -156,13 +193,154 @@ def _model_flops_per_token(cfg, dataset) -> float:
     return 6.0 * n + 12.0 * m.num_layers * cfg.data.seq_len * m.d_model
 
 
+def _force_devices(k: int | None) -> None:
+    """Ask for ``k`` host (CPU) devices; must run before JAX starts its backend."""
+    if k is not None:
+        flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f]
+        os.environ["XLA_FLAGS"] = " ".join([*flags, f"--xla_force_host_platform_device_count={k}"])
+
+
+def _cpu_info() -> str:
+    """CPU model, core count and SIMD flags, as benchmarks/index_bench.py reports them."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:  # ``jaxparadigm bench`` runs this file without benchmarks/ on the path
+        sys.path.insert(0, here)
+    from index_bench import cpu_info
+
+    return cpu_info()
+
+
+def _sharded_runner(cfg, dataset, mode: str, batches) -> tuple[Callable[[int], None], dict]:
+    """A stepping closure for ``mode`` over all devices, and its layout_figures (or None)."""
+    graphdef, variables = nnx.split(build_model(cfg.model, dataset, cfg.train.seed))
+    tx = chain_for(cfg.optim)
+    state = init_train_state(nnx.to_pure_dict(variables), tx, cfg.train.seed)
+    layout = None
+    if mode == "none":
+        state, placed = jax.device_put(state), [jax.device_put(b) for b in batches]
+    else:
+        mesh = data_mesh()
+        layout = step_layout(state, mesh, mode, cfg.train.sharding.min_size)
+        state, placed = place(to_host(state), layout.state), [shard_batch(b, mesh) for b in batches]
+    step = make_train_step(graphdef, next_byte_loss, tx, layout=layout)
+    fig = None
+    if layout is not None:
+        fig = layout_figures(layout, state, step.lower(state, placed[0]).compile().as_text())
+    return _stepper(step, state, placed), fig
+
+
+def _sharding_bench(args) -> dict:
+    """Steps/s of data / zero1 / fsdp (and one device) on the charlm step, interleaved rounds."""
+    _force_devices(args.devices or 8)
+    cfg = load_config(CONFIG)
+    dataset = build_dataset(cfg.data)
+    batches = [dataset.batch(i) for i in range(16)]
+    modes = args.mode or ["none", "data", "zero1", "fsdp"]
+    runners, figures = {}, {}
+    for mode in modes:
+        runners[mode], figures[mode] = _sharded_runner(cfg, dataset, mode, batches)
+        runners[mode](3)  # compile / warm up
+    med, load = _interleaved(runners, args.rounds, args.steps)
+    results = {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "device": f"{jax.device_count()} x {jax.devices()[0].platform} ({platform.machine()}, "
+        f"{os.cpu_count()} cores)",
+        "cpu": _cpu_info(),
+        "load_average_1min_at_start": load,
+        "steps_per_s": med,
+        "ratio_vs_data": {m: v / med["data"] for m, v in med.items()} if "data" in med else {},
+        "placement": figures,
+    }
+    print(f"charlm sharded step ({results['device']}, load {load:.1f}; medians of {args.rounds})")
+    print(f"  cpu: {results['cpu']}")
+    for m in modes:
+        fig = figures[m]
+        line = f"  {m:6s} {med[m]:7.2f} steps/s"
+        if "data" in med:
+            line += f"  {med[m] / med['data']:5.2f}x data"
+        if fig is not None:
+            ops = {k: v["count"] for k, v in fig["collectives"].items() if v["count"]}
+            line += (
+                f"  params {fig['params_bytes_per_device']}/{fig['params_bytes_total']} B"
+                f"  opt {fig['opt_state_bytes_per_device']}/{fig['opt_state_bytes_total']} B"
+                f" per device  {ops}"
+            )
+        print(line)
+    return results
+
+
+def _num_processes_bench(args) -> dict:
+    """``--num-processes N`` x K/N devices vs one process of K devices, alternately (C5.2)."""
+    import tempfile
+
+    from jaxparadigm.train.launch import launch
+    from jaxparadigm.train.loop import train
+    from jaxparadigm.train.metrics import read_metrics
+
+    n, k = args.num_processes, args.devices or 2 * args.num_processes
+    mode = (args.mode or ["fsdp"])[0]
+    if k % n:
+        raise SystemExit(f"--devices {k} is not a multiple of --num-processes {n}")
+    _force_devices(k)  # this process: one process of k devices
+    out = Path(tempfile.mkdtemp(prefix="train_bench_"))
+    overrides = [
+        f"out_dir={out}",
+        f"train.steps={args.steps}",
+        "train.log_every=1",  # every step's loss, for the curve comparison
+        f"train.eval_every={args.steps}",
+        "train.checkpoint.every=0",
+        "train.plots=false",
+        f"train.sharding.mode={mode}",
+    ]
+    rates: dict[str, list[float]] = {"1 process": [], f"{n} processes": []}
+    rel_diff: list[float] = []  # max over steps of |multi - one| / |one| per round
+    load = os.getloadavg()[0]
+    for r in range(args.rounds):
+        cfg = load_config(CONFIG, [*overrides, f"name=one{r}"])
+        one = train(cfg, progress=False)
+        rates["1 process"].append(one.steps_per_second)
+        launch(CONFIG, [*overrides, f"name=multi{r}"], num_processes=n, devices_per_process=k // n)
+        recs = [x for x in read_metrics(out / f"multi{r}" / "metrics.jsonl") if "loss" in x]
+        rates[f"{n} processes"].append(recs[-1]["steps_per_s"])
+        multi = np.array([x["loss"] for x in sorted(recs, key=lambda x: x["step"])])
+        rel_diff.append(float(np.max(np.abs(multi - one.losses) / np.abs(one.losses))))
+    med = {key: statistics.median(v) for key, v in rates.items()}
+    results = {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "setup": f"{mode}, {k} CPU devices: 1 process vs {n} processes x {k // n} devices, "
+        f"{args.steps} steps per run, {args.rounds} runs each, config {CONFIG.name}",
+        "cpu": _cpu_info(),
+        "load_average_1min_at_start": load,
+        "steps_per_s": med,
+        "ratio multi/one": med[f"{n} processes"] / med["1 process"],
+        "max_relative_loss_difference": max(rel_diff),
+    }
+    print(f"charlm {results['setup']} (load {load:.1f})")
+    print(f"  cpu: {results['cpu']}")
+    for key, v in med.items():
+        print(f"  {key:12s} {v:7.2f} steps/s (runs: {[round(x, 2) for x in rates[key]]})")
+    print(f"  ratio multi/one: {results['ratio multi/one']:.2f}x")
+    print(f"  loss curves, max relative difference multi vs one: {max(rel_diff):.2e}")
+    return results
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--sharding", action="store_true", help="compare data / zero1 / fsdp")
+    parser.add_argument("--num-processes", type=int, metavar="N", help="N processes vs one")
+    parser.add_argument("--devices", type=int, default=None, metavar="K", help="devices in all")
+    parser.add_argument("--mode", nargs="+", default=None, help="sharding modes to run")
     args = parser.parse_args(argv)
+    if args.sharding or args.num_processes:
+        run = _num_processes_bench if args.num_processes else _sharding_bench
+        results = run(args)
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=2))
+        return results
 
     cfg = load_config(CONFIG)
     dataset = build_dataset(cfg.data)
@@ -178,16 +356,9 @@ def main(argv: list[str] | None = None) -> dict:
             runners["torch eager"] = torch_run
     for run in runners.values():  # compile / warm up
         run(3)
-    per_round: dict[str, list[float]] = {k: [] for k in runners}
-    load = os.getloadavg()[0]
-    for _ in range(args.rounds):
-        for name, run in runners.items():
-            t0 = time.perf_counter()
-            run(args.steps)
-            per_round[name].append(args.steps / (time.perf_counter() - t0))
+    med, load = _interleaved(runners, args.rounds, args.steps)
     tokens = cfg.data.batch_size * cfg.data.seq_len
     flops_tok = _model_flops_per_token(cfg, dataset)
-    med = {k: statistics.median(v) for k, v in per_round.items()}
     results = {
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "device": f"{jax.devices()[0].platform} ({platform.machine()}, {os.cpu_count()} cores)",

@@ -1,6 +1,7 @@
 """Command line: parses arguments and calls the library; nothing else lives here.
 
     jaxparadigm run CONFIG [key.path=value ...]     run an experiment config (train, retrieval, ...)
+        [--num-processes N [--devices-per-process K]]  as N local jax.distributed processes
     jaxparadigm claims [--only ID ...] [--json] [--report DIR] [--config FILE] [claims.key=value ...]
     jaxparadigm search "query" [--corpus FILE|pydoc] [--top-k 5]
     jaxparadigm search "query" --index DIR [--top-k 5] [--dtype float32|bfloat16|int8] [--approx]
@@ -49,6 +50,18 @@ def _call(target: str, *args, **kwargs):
 def _cmd_run(args: argparse.Namespace) -> int:
     from jaxparadigm.config import load_config
 
+    if args.num_processes is not None:  # workers print the report line (process 0's terminal)
+        from jaxparadigm.train.launch import launch
+
+        launch(
+            args.config,
+            args.overrides,
+            num_processes=args.num_processes,
+            devices_per_process=args.devices_per_process,
+        )
+        return 0
+    if args.devices_per_process is not None:
+        raise InputError("--devices-per-process: given without --num-processes")
     cfg = load_config(args.config, args.overrides)
     report = _call(TASKS[cfg.task], cfg)
     print(f"report: {report}")
@@ -130,6 +143,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run an experiment config")
     p.add_argument("config", help="YAML config file, e.g. configs/default.yaml")
     p.add_argument("overrides", nargs="*", help="key.path=value overrides")
+    p.add_argument(
+        "--num-processes",
+        type=int,
+        metavar="N",
+        help="launch N local processes on jax.distributed (task train; sharding mode data, "
+        "zero1 or fsdp)",
+    )
+    p.add_argument(
+        "--devices-per-process",
+        type=int,
+        metavar="K",
+        help="with --num-processes: K forced CPU devices per process",
+    )
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("claims", help="run the claims ledger")
@@ -179,7 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command == "run" and not any(e.startswith("-") for e in extra):
+        args.overrides += extra  # overrides after an option: run CONFIG --num-processes 2 a=b
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         with warnings.catch_warnings():  # restores showwarning on exit
             warnings.showwarning = lambda message, *_, **__: print(

@@ -179,18 +179,31 @@ class FaultsConfig:
 
 @dataclass(frozen=True)
 class ShardingConfig:
-    """``none`` (one device) or ``data`` (data-parallel over all local devices)."""
+    """Placement over all devices of all processes (C4.1, C5.2; ``jaxparadigm.train.sharding``).
 
-    mode: Literal["none", "data"] = "none"
+    ``none``: one device; ``data``: state replicated, batch split; ``zero1``: optimiser state split
+    too; ``fsdp``: parameters and optimiser state split. A leaf with fewer than ``min_size``
+    elements (or no dimension divisible by the device count) stays replicated."""
+
+    mode: Literal["none", "data", "zero1", "fsdp"] = "none"
+    min_size: Annotated[int, Bounds(ge=1)] = 1024
 
 
 @dataclass(frozen=True)
 class DistributedConfig:
-    """Multi-host setup passed to ``jax.distributed.initialize`` when ``coordinator_address`` is set."""
+    """Multi-process setup for ``jax.distributed.initialize`` (``jaxparadigm.train.distributed``).
+
+    Used when ``coordinator_address`` is set here or ``JAXPARADIGM_COORDINATOR_ADDRESS`` in the
+    environment (``jaxparadigm run --num-processes N`` sets it). A peer silent for
+    ``heartbeat_timeout_s`` seconds ends the run; joining gives up after
+    ``initialization_timeout_s``; shutdown waits at most ``shutdown_timeout_s`` for the others."""
 
     coordinator_address: str | None = None
     num_processes: Annotated[int, Bounds(ge=1)] = 1
     process_id: Annotated[int, Bounds(ge=0)] = 0
+    initialization_timeout_s: Annotated[int, Bounds(ge=1)] = 300
+    heartbeat_timeout_s: Annotated[int, Bounds(ge=1)] = 100
+    shutdown_timeout_s: Annotated[int, Bounds(ge=1)] = 300
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,8 @@ import orbax.checkpoint as ocp
 
 from jaxparadigm.config import Config, to_dict
 from jaxparadigm.errors import InputError
+from jaxparadigm.train.distributed import on_primary
+from jaxparadigm.train.sharding import to_host
 
 __all__ = [
     "KEY_ENV_VAR",
@@ -75,6 +77,7 @@ KEY_ENV_VAR = "JAXPARADIGM_CHECKPOINT_KEY"
 #: data, optimiser and seed. Run-control keys (resume, steps, cadence, out_dir) are not signed.
 SIGNED_KEYS = ("model", "data", "optim", "train.seed")
 _DELETED = ".deleted"  # rotation renames old steps here, then deletes them
+_TMP_SUFFIX = ".orbax-checkpoint-tmp"  # orbax writes a step here, then renames it
 _REQUIRED = ("meta/metadata", "state/_METADATA", "state/manifest.ocdbt")  # a complete step's files
 
 
@@ -132,9 +135,10 @@ def _differences(stored: Any, current: Any, prefix: str = "") -> list[str]:
 
 
 def _flat(state) -> tuple[list[str], list[np.ndarray], Any]:
+    """Leaf paths, global leaf values on the host (gathered across processes), tree structure."""
     pairs, treedef = jax.tree_util.tree_flatten_with_path(state)
     paths = [jax.tree_util.keystr(p) for p, _ in pairs]
-    leaves = [np.asarray(jax.device_get(x)) for _, x in pairs]
+    leaves = [to_host(x) for _, x in pairs]
     return paths, leaves, treedef
 
 
@@ -260,11 +264,11 @@ class Checkpointer:
                 enable_async_checkpointing=False,
                 create=True,
                 todelete_subdir=_DELETED,
-                cleanup_tmp_directories=True,
+                cleanup_tmp_directories=False,  # done by _purge_leftovers, before returning
             ),
         )
         self.incomplete: dict[int, str] = {}
-        self._purge_deleted()
+        on_primary(self._purge_leftovers, "checkpoint-init")
 
     def __enter__(self) -> Checkpointer:
         return self
@@ -274,6 +278,13 @@ class Checkpointer:
 
     def _purge_deleted(self) -> None:
         shutil.rmtree(os.path.join(self.directory, _DELETED), ignore_errors=True)
+
+    def _purge_leftovers(self) -> None:
+        """Delete what interrupted runs left: ``.deleted`` and unfinished orbax temporary steps
+        (synchronously: orbax's own clean-up runs in the background)."""
+        self._purge_deleted()
+        for path in Path(self.directory).glob(f"*{_TMP_SUFFIX}*"):
+            shutil.rmtree(path, ignore_errors=True)
 
     def _step_dir(self, step: int) -> Path:
         return Path(self.directory) / str(step)
@@ -316,6 +327,7 @@ class Checkpointer:
                 raise ValueError("step: not given and state has no 'step' field/key")
             step = found
         step = int(step)
+        pairs = jax.tree_util.tree_flatten_with_path(state)[0]
         paths, leaves, _ = _flat(state)
         meta = {
             "format": _FORMAT,
@@ -325,10 +337,13 @@ class Checkpointer:
             "signature_kind": self.signature_kind,
             "signature": _signature(paths, leaves, self._config_json, self._key),
         }
-        arrays = {f"{i:05d}": leaf for i, leaf in enumerate(leaves)}
+        # jax.Arrays go to orbax as they are: each process writes the shards it holds.
+        arrays = {
+            f"{i:05d}": x if isinstance(x, jax.Array) else leaf
+            for i, ((_, x), leaf) in enumerate(zip(pairs, leaves, strict=True))
+        }
         if self._step_dir(step).is_dir() and self.incomplete_reason(step):  # not restorable:
-            os.makedirs(os.path.join(self.directory, _DELETED), exist_ok=True)  # replace it
-            os.replace(self._step_dir(step), os.path.join(self.directory, _DELETED, str(step)))
+            on_primary(lambda: self._set_aside(step), "checkpoint-replace")  # replace it
             self._manager.reload()
         self._manager.save(
             step,
@@ -338,8 +353,14 @@ class Checkpointer:
             force=True,
         )
         self._manager.wait_until_finished()
-        self._purge_deleted()
+        if jax.process_index() == 0:
+            self._purge_deleted()
         return step
+
+    def _set_aside(self, step: int) -> None:
+        """Move step ``step``'s directory into ``.deleted`` (out of the listing)."""
+        os.makedirs(os.path.join(self.directory, _DELETED), exist_ok=True)
+        os.replace(self._step_dir(step), os.path.join(self.directory, _DELETED, str(step)))
 
     def _check_meta(self, step: int, meta: dict, t_paths: list[str]) -> None:
         """Refuse a stored config that differs, another structure, or another signature kind."""
@@ -397,7 +418,8 @@ class Checkpointer:
         t_paths = [jax.tree_util.keystr(p) for p, _ in t_pairs]
         meta = _read_meta(self._step_dir(step) / "meta" / "metadata", step)
         self._check_meta(step, meta, t_paths)
-        leaves = self._read_leaves(step, t_pairs)
+        arrays = self._read_leaves(step, t_pairs)
+        leaves = [to_host(x) for x in arrays]
         actual = _signature(t_paths, leaves, _config_json(meta.get("config")), self._key)
         if not hmac.compare_digest(actual.encode(), meta["signature"].encode()):
             raise CheckpointSignatureError(
@@ -407,22 +429,32 @@ class Checkpointer:
                 + (" or the key differs" if self._key is not None else "")
                 + ". Refusing to restore."
             )
-        restored = []
-        for (_, t), leaf in zip(t_pairs, leaves, strict=True):
-            sharding = getattr(t, "sharding", None)
-            restored.append(jax.device_put(leaf, sharding) if sharding is not None else leaf)
+        restored = [
+            x if isinstance(t, jax.Array) else leaf
+            for (_, t), x, leaf in zip(t_pairs, arrays, leaves, strict=True)
+        ]
         return jax.tree_util.tree_unflatten(treedef, restored)
 
-    def _read_leaves(self, step: int, t_pairs) -> list[np.ndarray]:
+    def _read_leaves(self, step: int, t_pairs) -> list:
+        """The stored leaves: a template ``jax.Array`` leaf is read straight into its sharding
+        (each process reads only its shards, whatever device count wrote them); any other leaf
+        as a host array."""
         targets = {
-            f"{i:05d}": jax.ShapeDtypeStruct(np.shape(x), getattr(x, "dtype", np.asarray(x).dtype))
+            f"{i:05d}": jax.ShapeDtypeStruct(
+                np.shape(x),
+                x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype,
+                sharding=x.sharding if isinstance(x, jax.Array) else None,
+            )
             for i, (_, x) in enumerate(t_pairs)
         }
         try:
             arrays = self._manager.restore(
                 step, args=ocp.args.Composite(state=ocp.args.StandardRestore(targets))
             )["state"]
-            return [np.asarray(arrays[f"{i:05d}"]) for i in range(len(t_pairs))]
+            return [
+                arrays[f"{i:05d}"] if isinstance(x, jax.Array) else np.asarray(arrays[f"{i:05d}"])
+                for i, (_, x) in enumerate(t_pairs)
+            ]
         except Exception as exc:  # orbax/tensorstore read errors of a damaged step
             _drop_closed_loop_callbacks()
             first = " ".join(str(exc).split())[:300]

@@ -6,6 +6,10 @@
 * Batching is *stateless*: the batch for step ``k`` is a pure function of ``(seed, k)`` (epoch
   ``e = k // steps_per_epoch`` uses permutation ``rng(seed, e)``), so a resumed run sees exactly the
   data order of an uninterrupted one.
+* Per process (C5.2): with ``shard=(p, P)`` a process loads only rows ``[p B/P, (p+1) B/P)`` of
+  the global batch ``B`` of step ``k``, a pure function of ``(seed, k, p)``: the ``P`` processes
+  together see exactly the one-process batch, whatever ``P`` is, and a resumed multi-process run
+  sees the same data order.
 * ``validate_batch`` (schema check) and ``drift_report`` (PSI/KS) are re-exported from
   :mod:`jaxparadigm.train.validation` and :mod:`jaxparadigm.train.drift`.
 """
@@ -96,35 +100,71 @@ def pydoc_bytes(val_fraction: float = 0.1, seed: int = 0) -> tuple[np.ndarray, n
     return stream(pick[:-n_val]), stream(pick[-n_val:])
 
 
+def _check_shard(shard, batch_size: int) -> tuple[int, int]:
+    """``(index, count)`` with ``0 <= index < count`` and ``count`` dividing ``batch_size``."""
+    ok = isinstance(shard, tuple) and len(shard) == 2
+    ok = ok and all(isinstance(v, int) and not isinstance(v, bool) for v in shard)
+    if not ok or not 0 <= shard[0] < shard[1]:
+        raise ValueError(f"shard: got {shard!r}, expected (index, count) with 0 <= index < count")
+    if batch_size % shard[1]:
+        raise ValueError(
+            f"batch_size: got {batch_size}, expected a multiple of the {shard[1]} processes "
+            "(each loads batch_size / processes rows)"
+        )
+    return shard
+
+
+def _local_rows(rows: np.ndarray, shard: tuple[int, int]) -> np.ndarray:
+    """Process ``p``'s block ``rows[p B/P : (p+1) B/P]`` of a global batch's rows."""
+    index, count = shard
+    per = rows.shape[0] // count
+    return rows[index * per : (index + 1) * per]
+
+
 def array_batch(
-    x: np.ndarray, y: np.ndarray, step: int, batch_size: int, seed: int
+    x: np.ndarray,
+    y: np.ndarray,
+    step: int,
+    batch_size: int,
+    seed: int,
+    shard: tuple[int, int] = (0, 1),
 ) -> dict[str, np.ndarray]:
     """Batch ``step`` of seeded epoch permutations: epoch ``step // (n // batch_size)`` (C5.1).
 
-    Pure in ``(step, seed)``: the same step always gives the same rows.
+    Pure in ``(step, seed)``: the same step always gives the same rows. With ``shard=(p, P)`` only
+    process ``p``'s ``batch_size / P`` rows of that global batch are loaded (C5.2).
     """
+    shard = _check_shard(shard, batch_size)
     n = x.shape[0]
     per_epoch = n // batch_size
     if per_epoch < 1:
         raise ValueError(f"batch_size: got {batch_size}, expected <= dataset size {n}")
     epoch, i = divmod(int(step), per_epoch)
     perm = np.random.default_rng([seed, epoch]).permutation(n)
-    rows = perm[i * batch_size : (i + 1) * batch_size]
+    rows = _local_rows(perm[i * batch_size : (i + 1) * batch_size], shard)
     return {"x": x[rows], "y": y[rows]}
 
 
 def token_batch(
-    stream: np.ndarray, step: int, batch_size: int, seq_len: int, seed: int
+    stream: np.ndarray,
+    step: int,
+    batch_size: int,
+    seq_len: int,
+    seed: int,
+    shard: tuple[int, int] = (0, 1),
 ) -> dict[str, np.ndarray]:
     """``{"tokens": int32 [batch_size, seq_len + 1]}`` windows at offsets drawn from ``rng(seed, step)``.
 
-    Serves C5.1. Inputs are ``tokens[:, :-1]``, next-byte targets ``tokens[:, 1:]``.
+    Serves C5.1. Inputs are ``tokens[:, :-1]``, next-byte targets ``tokens[:, 1:]``. With
+    ``shard=(p, P)`` only process ``p``'s ``batch_size / P`` windows are read (C5.2).
     """
+    shard = _check_shard(shard, batch_size)
     if stream.size < seq_len + 2:
         raise ValueError(f"seq_len: got {seq_len}, expected < stream length {stream.size} - 1")
     starts = np.random.default_rng([seed, int(step)]).integers(
         0, stream.size - seq_len - 1, size=batch_size
     )
+    starts = _local_rows(starts, shard)
     idx = starts[:, None] + np.arange(seq_len + 1)[None, :]
     return {"tokens": stream[idx].astype(np.int32)}
 
@@ -137,7 +177,10 @@ class DataSplit(NamedTuple):
 
 
 class Dataset(NamedTuple):
-    """What the train loop needs: ``batch(step)``, fixed ``val_batches``, the ``schema`` (C5.1)."""
+    """What the train loop needs: ``batch(step)``, fixed ``val_batches``, the ``schema`` (C5.1).
+
+    ``shard = (p, P)``: batches and validation batches hold process ``p``'s rows of each global
+    batch (the schema's leading dimension is ``batch_size / P``)."""
 
     kind: str
     batch: Callable[[int], dict]
@@ -147,38 +190,44 @@ class Dataset(NamedTuple):
     num_outputs: int
     train: DataSplit
     val: DataSplit
+    shard: tuple[int, int] = (0, 1)
 
 
-def build_dataset(data_cfg, val_batches: int = 4) -> Dataset:
+def build_dataset(data_cfg, val_batches: int = 4, shard: tuple[int, int] = (0, 1)) -> Dataset:
     """Build the :class:`Dataset` for a ``DataConfig`` (``spirals``, ``regression``, ``pydoc_chars``).
 
     Serves C5.1. Validation batches are fixed (computed once) so evaluations are comparable.
+    ``shard=(p, P)``: this process's rows of every global batch (C5.2).
     """
     c = data_cfg
     _check_n("data.batch_size", c.batch_size)
+    shard = _check_shard(shard, c.batch_size)
+    local = c.batch_size // shard[1]
     if c.kind == "pydoc_chars":
         train, val = pydoc_bytes(c.val_fraction, c.seed)
-        schema = {"tokens": ((c.batch_size, c.seq_len + 1), np.int32, (0, 255))}
+        schema = {"tokens": ((local, c.seq_len + 1), np.int32, (0, 255))}
         vb = [
-            token_batch(val, 10**6 + i, c.batch_size, c.seq_len, c.seed) for i in range(val_batches)
+            token_batch(val, 10**6 + i, c.batch_size, c.seq_len, c.seed, shard)
+            for i in range(val_batches)
         ]
         return Dataset(
             kind=c.kind,
-            batch=lambda step: token_batch(train, step, c.batch_size, c.seq_len, c.seed),
+            batch=lambda step: token_batch(train, step, c.batch_size, c.seq_len, c.seed, shard),
             val_batches=vb,
             schema=schema,
             in_features=c.seq_len,
             num_outputs=256,
             train=DataSplit(train, None),
             val=DataSplit(val, None),
+            shard=shard,
         )
     if c.kind == "spirals":
         x, y = two_spirals(c.n_samples, c.noise, c.seed)
-        y_spec = ((c.batch_size,), np.int32, (0, 1))
+        y_spec = ((local,), np.int32, (0, 1))
         num_outputs = 2
     elif c.kind == "regression":
         x, y = noisy_regression(c.n_samples, noise=c.noise, seed=c.seed)
-        y_spec = ((c.batch_size, 1), np.float32)
+        y_spec = ((local, 1), np.float32)
         num_outputs = 1
     else:  # the config loader only admits the kinds above
         raise ValueError(f"data.kind: got {c.kind!r}, expected spirals, regression or pydoc_chars")
@@ -187,16 +236,18 @@ def build_dataset(data_cfg, val_batches: int = 4) -> Dataset:
         raise ValueError(f"data.n_samples: got {x.shape[0]}, too few for val and a batch")
     xt, yt, xv, yv = x[:-n_val], y[:-n_val], x[-n_val:], y[-n_val:]
     vb = [
-        {"x": xv[i : i + c.batch_size], "y": yv[i : i + c.batch_size]}
+        {"x": xv[rows], "y": yv[rows]}
         for i in range(0, n_val - c.batch_size + 1, c.batch_size)
+        for rows in [_local_rows(np.arange(i, i + c.batch_size), shard)]
     ][:val_batches]
     return Dataset(
         kind=c.kind,
-        batch=lambda step: array_batch(xt, yt, step, c.batch_size, c.seed),
+        batch=lambda step: array_batch(xt, yt, step, c.batch_size, c.seed, shard),
         val_batches=vb,
-        schema={"x": ((c.batch_size, x.shape[1]), np.float32), "y": y_spec},
+        schema={"x": ((local, x.shape[1]), np.float32), "y": y_spec},
         in_features=x.shape[1],
         num_outputs=num_outputs,
         train=DataSplit(xt, yt),
         val=DataSplit(xv, yv),
+        shard=shard,
     )

@@ -18,14 +18,17 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import jax
 import numpy as np
 
 from jaxparadigm.config import to_dict
+from jaxparadigm.errors import ConfigError
 from jaxparadigm.optim import adam_state_report
 from jaxparadigm.optim.schedules import overflow_demo
 from jaxparadigm.train.checkpoint import SIGNED_KEYS, state_signature
-from jaxparadigm.train.data import Dataset, build_dataset, drift_report
-from jaxparadigm.train.loop import TrainResult, run_dir_for, train
+from jaxparadigm.train.data import Dataset, drift_report
+from jaxparadigm.train.distributed import initialize_distributed
+from jaxparadigm.train.loop import TrainResult, dataset_for, run_dir_for, train
 from jaxparadigm.train.plots import plot_curves
 
 __all__ = ["drift_features", "run_experiment"]
@@ -60,8 +63,11 @@ def _config_block(cfg) -> str:
 
 
 def _write_report(out: Path, lines: list[str], cfg) -> Path:
-    """Write ``lines`` plus the config as YAML to ``out/report.md``; returns its path."""
+    """Write ``lines`` plus the config as YAML to ``out/report.md`` (process 0 of a multi-process
+    run only); returns its path."""
     report = out / "report.md"
+    if jax.process_index() != 0:
+        return report
     report.write_text(
         "\n".join([*lines, "## Config", "", _config_block(cfg), ""]), encoding="utf-8"
     )
@@ -92,12 +98,34 @@ def _train_section(result: TrainResult, cfg) -> list[str]:
     for event in result.events[:20]:
         lines.append(f"  - {event.kind} @ step {event.step}: {event.message}")
     lines += [f"![{p.stem}]({p.name})" for p in result.plots]
-    return lines
+    return lines + _placement_section(result.placement)
+
+
+def _placement_section(fig: dict | None) -> list[str]:
+    """The measured placement of a sharded run (C4.1, C5.2): bytes per device, collectives."""
+    if fig is None:
+        return []
+    ratio = lambda k: fig[f"{k}_bytes_total"] / max(1, fig[f"{k}_bytes_per_device"])
+    ops = ", ".join(
+        f"{op} {v['count']} ({v['bytes']} B)" for op, v in fig["collectives"].items() if v["count"]
+    )
+    return [
+        "",
+        "## Sharding",
+        "",
+        f"- mode `{fig['mode']}` over {fig['devices']} device(s) in {fig['processes']} process(es)",
+        f"- params: {fig['params_bytes_per_device']} bytes on the fullest device (of "
+        f"{fig['params_bytes_total']}: {ratio('params'):.2f}x less than a full copy)",
+        f"- optimiser state: {fig['opt_state_bytes_per_device']} bytes on the fullest device (of "
+        f"{fig['opt_state_bytes_total']}: {ratio('opt_state'):.2f}x less)",
+        "- collectives in the compiled step (count, result bytes per device): " + (ops or "none"),
+        "",
+    ]
 
 
 def _run_train(cfg) -> Path:
     out = run_dir_for(cfg)
-    dataset = build_dataset(cfg.data)
+    dataset = dataset_for(cfg)
     result = train(cfg, dataset=dataset)
     ref = drift_features(dataset, "train")
     cur = drift_features(dataset, "val")
@@ -161,7 +189,7 @@ def _replace_optim(cfg, name: str, nu_dtype: str, loss_scaling: bool):
 
 def _run_mixed_precision(cfg) -> Path:
     out = run_dir_for(cfg)
-    dataset = build_dataset(cfg.data)
+    dataset = dataset_for(cfg)
     rows, curves = [], {}
     reference = None
     for dtype in cfg.mixed_precision.nu_dtypes:
@@ -270,5 +298,10 @@ def run_experiment(cfg) -> Path:
         raise ValueError(
             f"task: got {cfg.task!r}, expected one of {', '.join(_TASKS)} "
             "(retrieval runs through jaxparadigm.retrieval.evaluation)"
+        )
+    if initialize_distributed(cfg.train.distributed) and cfg.task != "train":  # before any JAX op
+        raise ConfigError(
+            f"task: got {cfg.task!r} in a multi-process run, expected 'train' (the only task that "
+            "runs over several processes)"
         )
     return _TASKS[cfg.task](cfg)

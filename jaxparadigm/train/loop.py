@@ -45,16 +45,24 @@ from jaxparadigm.models.transformer import TransformerLM
 from jaxparadigm.optim import chain_for, dynamic_loss_scale, schedule_for
 from jaxparadigm.train.checkpoint import Checkpointer, CheckpointSignatureError
 from jaxparadigm.train.data import Dataset, build_dataset, validate_batch
+from jaxparadigm.train.distributed import initialize_distributed, on_primary, process_shard
 from jaxparadigm.train.faults import FaultPlan, fault_plan, poison_batch
 from jaxparadigm.train.guard import GuardEvent, should_rollback
 from jaxparadigm.train.metrics import MetricsWriter, StepClock, read_metrics
 from jaxparadigm.train.objectives import eval_metrics, loss_for
 from jaxparadigm.train.plots import plot_training
 from jaxparadigm.train.rollback import rollback_or_give_up
-from jaxparadigm.train.sharding import data_mesh, initialize_distributed, replicate, shard_batch
+from jaxparadigm.train.sharding import (
+    data_mesh,
+    layout_figures,
+    place,
+    shard_batch,
+    step_layout,
+    to_host,
+)
 from jaxparadigm.train.step import TrainState, init_train_state, make_eval_step, make_train_step
 
-__all__ = ["TrainResult", "build_model", "run_dir_for", "train"]
+__all__ = ["TrainResult", "build_model", "dataset_for", "run_dir_for", "train"]
 
 
 class TrainResult(NamedTuple):
@@ -71,11 +79,26 @@ class TrainResult(NamedTuple):
     examples_per_second: float
     resumed_from: int | None
     step_latency_ms: dict  # {"p50": ..., "p99": ...} of host-observed step times (after compile)
+    placement: dict | None  # sharding.layout_figures of a sharded run (None for mode 'none')
 
 
 def run_dir_for(cfg) -> Path:
     """``<cfg.out_dir>/<cfg.name>``."""
     return Path(cfg.out_dir) / cfg.name
+
+
+def dataset_for(cfg) -> Dataset:
+    """This process's :class:`Dataset` of ``cfg.data`` (its rows of every global batch) (C5.2).
+
+    A ``data.batch_size`` that the devices of a sharded run cannot split evenly is a
+    :class:`ConfigError`. Call after :func:`initialize_distributed`.
+    """
+    if cfg.train.sharding.mode != "none" and cfg.data.batch_size % jax.device_count():
+        raise ConfigError(
+            f"data.batch_size: got {cfg.data.batch_size}, expected a multiple of the "
+            f"{jax.device_count()} devices for train.sharding.mode={cfg.train.sharding.mode!r}"
+        )
+    return build_dataset(cfg.data, shard=process_shard())
 
 
 def build_model(model_cfg, dataset: Dataset, seed: int) -> nnx.Module:
@@ -142,6 +165,7 @@ class _Run:
     faults: FaultPlan
     batch_transform: Callable | None
     state: TrainState
+    placement: dict | None = None
     writer: MetricsWriter | None = None
     snapshot: Any = None
     end: int = 0
@@ -194,8 +218,9 @@ def train(
         resumed_from = _resume(run, run_dir)
         start = int(run.state.step)
         run.end = max(start, cfg.train.steps if stop_at is None else min(cfg.train.steps, stop_at))
-        run.snapshot = jax.device_get(run.state)  # rollback target when checkpoints are off
-        bar = tqdm(total=run.end - start, disable=not progress, desc=cfg.name, leave=False)
+        run.snapshot = to_host(run.state)  # rollback target when checkpoints are off
+        quiet = not progress or jax.process_index() != 0
+        bar = tqdm(total=run.end - start, disable=quiet, desc=cfg.name, leave=False)
         for step in range(start, run.end):
             m = _run_step(run, step)
             rolled_back = _observe(run, step, m)
@@ -226,13 +251,24 @@ def train(
         examples_per_second=sps * cfg.data.batch_size,
         resumed_from=resumed_from,
         step_latency_ms=run.clock.latency_ms(),
+        placement=run.placement,
     )
 
 
 def _setup(cfg, dataset, tx, lr_fn, batch_transform, run_dir: Path) -> _Run:
     """Data checks, model, optimiser, fresh state, placement, jitted steps, checkpointer."""
     c = cfg.train
-    dataset = dataset if dataset is not None else build_dataset(cfg.data)
+    if c.sharding.mode == "none" and jax.process_count() > 1:
+        raise ConfigError(
+            f"train.sharding.mode: got 'none', expected data, zero1 or fsdp in a run of "
+            f"{jax.process_count()} processes"
+        )
+    dataset = dataset if dataset is not None else dataset_for(cfg)
+    if dataset.shard != process_shard():
+        raise ValueError(
+            f"dataset: got the rows of shard {dataset.shard}, expected this process's shard "
+            f"{process_shard()} (build it with train.loop.dataset_for(cfg))"
+        )
     validate_batch(dataset.batch(0), dataset.schema)
     for vb in dataset.val_batches:
         validate_batch(vb, dataset.schema)
@@ -245,17 +281,7 @@ def _setup(cfg, dataset, tx, lr_fn, batch_transform, run_dir: Path) -> _Run:
         else None
     )
     state = init_train_state(nnx.to_pure_dict(variables), tx, c.seed, loss_scale)
-    if c.sharding.mode == "data":
-        mesh = data_mesh()
-        n = mesh.shape["data"]
-        if cfg.data.batch_size % n:
-            raise ConfigError(
-                f"data.batch_size: got {cfg.data.batch_size}, expected a multiple of the {n} "
-                "devices for train.sharding.mode='data'"
-            )
-        state, place = replicate(state, mesh), lambda b: shard_batch(b, mesh)
-    else:
-        state, place = jax.device_put(state), jax.device_put
+    state, place_batch, layout = _place(cfg, state)
     step_fn = make_train_step(
         graphdef,
         loss_for(dataset.kind),
@@ -264,18 +290,35 @@ def _setup(cfg, dataset, tx, lr_fn, batch_transform, run_dir: Path) -> _Run:
         loss_scale=loss_scale,
         guard=c.guard.enabled,
         grad=c.grad,
+        layout=layout,
     )
-    eval_fn = make_eval_step(graphdef, lambda m, b: eval_metrics(dataset.kind, m, b))
+    eval_fn = make_eval_step(graphdef, lambda m, b: eval_metrics(dataset.kind, m, b), layout)
     if c.checkpoint.every > 0 and not c.checkpoint.resume:
-        shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
+        on_primary(lambda: shutil.rmtree(run_dir / "checkpoints", ignore_errors=True), "fresh")
     ckpt = (
         Checkpointer(run_dir / "checkpoints", cfg, keep=c.checkpoint.keep)
         if c.checkpoint.every > 0
         else None
     )
-    return _Run(
-        cfg, dataset, step_fn, eval_fn, place, ckpt, fault_plan(c.faults), batch_transform, state
-    )
+    faults = fault_plan(c.faults)
+    run = _Run(cfg, dataset, step_fn, eval_fn, place_batch, ckpt, faults, batch_transform, state)
+    if layout is not None:
+        args = (state, place_batch(dataset.batch(0)))
+        fault = run.faults.grad_fault(0)
+        hlo = step_fn.lower(*args, *(() if fault is None else (fault,))).compile().as_text()
+        run.placement = layout_figures(layout, state, hlo)
+    return run
+
+
+def _place(cfg, state: TrainState):
+    """``(state, place_batch, layout)``: the state on one device (mode ``none``, layout None) or
+    laid out over all devices by ``train.sharding`` (C5.2)."""
+    sh = cfg.train.sharding
+    if sh.mode == "none":
+        return jax.device_put(state), jax.device_put, None
+    mesh = data_mesh()
+    layout = step_layout(state, mesh, sh.mode, sh.min_size)
+    return place(to_host(state), layout.state), lambda b: shard_batch(b, mesh), layout
 
 
 def _resume(run: _Run, run_dir: Path) -> int | None:
@@ -400,7 +443,7 @@ def _evaluate_and_snapshot(run: _Run, done: int) -> None:
     ev = _evaluate(run.eval_fn, run.state.params, run.dataset.val_batches, run.place)
     run.writer.write({"step": done, **{f"eval_{k}": v for k, v in ev.items()}})
     if run.ckpt is None and int(run.state.guard.bad_streak) == 0:
-        run.snapshot = jax.device_get(run.state)
+        run.snapshot = to_host(run.state)
 
 
 def _healthy(run: _Run, m: dict, rolled_back: bool) -> bool:

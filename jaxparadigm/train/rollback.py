@@ -15,17 +15,19 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxparadigm.errors import TrainingAborted
 from jaxparadigm.train.guard import GuardState, give_up_reason, rollback_lr_scale
+from jaxparadigm.train.sharding import place
 from jaxparadigm.train.step import TrainState
 
 __all__ = ["rollback", "rollback_or_give_up"]
 
 
 def _place_like(tree, like):
-    """Put host arrays of ``tree`` where the leaves of ``like`` live (same sharding)."""
-    return jax.tree_util.tree_map(lambda x, y: jax.device_put(x, y.sharding), tree, like)
+    """Put host arrays of ``tree`` where the leaves of ``like`` live (same sharding, any process)."""
+    return place(tree, jax.tree_util.tree_map(lambda y: y.sharding, like))
 
 
 def rollback(state: TrainState, ckpt, snapshot, new_scale: float) -> tuple[TrainState, str]:
@@ -45,7 +47,7 @@ def rollback(state: TrainState, ckpt, snapshot, new_scale: float) -> tuple[Train
         step=state.step,
         rng=state.rng,
         loss_scale=state.loss_scale,
-        lr_scale=jax.device_put(jnp.asarray(new_scale, jnp.float32), state.lr_scale.sharding),
+        lr_scale=place(np.float32(new_scale), state.lr_scale.sharding),
         guard=GuardState(
             bad_streak=jnp.zeros_like(g.bad_streak), skipped=g.skipped, rollbacks=g.rollbacks + 1
         ),

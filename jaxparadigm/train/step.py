@@ -28,6 +28,11 @@ an overflow (finite loss, non-finite gradients). Without the argument the step h
 
 ``grad="jaxparadigm"`` computes ``value_and_grad`` with our own engine
 (``jaxparadigm.autodiff.value_and_grad``: graph + VJP registry) instead of ``jax.value_and_grad``.
+
+Sharding (``layout``, a :class:`jaxparadigm.train.sharding.StepLayout`): the forward pass uses
+``with_sharding_constraint(params, layout.gathered)`` (an all-gather when the parameters are
+split), the gradients are constrained to ``layout.grads`` (a reduce-scatter or an all-reduce), and
+the step's outputs keep ``layout.state``; the arithmetic is unchanged.
 """
 
 from __future__ import annotations
@@ -93,6 +98,7 @@ def make_train_step(
     guard: bool = True,
     donate: bool = True,
     grad: str = "jax",
+    layout=None,
 ) -> Callable:
     """Jitted ``step(state, batch) -> (state, metrics)`` (C5.1; loss scaling C4.2).
 
@@ -104,6 +110,7 @@ def make_train_step(
     applied: finite, or unguarded), ``overflow`` (skipped as a loss-scale overflow, not a guard bad
     step) and, with loss scaling, ``loss_scale`` (S used).
     ``grad`` (``train.grad``) picks the engine: ``"jax"`` or ``"jaxparadigm"`` (ours, C3.2).
+    ``layout``: a ``StepLayout`` (sharded state and batch; see the module docstring) or None.
     """
     if grad not in VALUE_AND_GRAD:
         raise ValueError(f"grad: got {grad!r}, expected one of {sorted(VALUE_AND_GRAD)}")
@@ -123,11 +130,13 @@ def make_train_step(
         rng, sub = jax.random.split(state.rng)
 
         def objective(params):
+            params = _constrain(params, layout.gathered if layout is not None else None)
             loss = loss_fn(nnx.merge(graphdef, params), batch, sub)
             scaled = loss_scale.scale(loss, state.loss_scale) if loss_scale is not None else loss
             return scaled, loss
 
         (_, loss), grads = value_and_grad(objective, has_aux=True)(state.params)
+        grads = _constrain(grads, layout.grads if layout is not None else None)
         loss_finite = jnp.isfinite(loss)
         grads = _inject_fault(grads, grad_fault)
         if loss_scale is not None:
@@ -172,7 +181,16 @@ def make_train_step(
             metrics["loss_scale"] = state.loss_scale.scale
         return new_state, metrics
 
-    return jax.jit(step, donate_argnums=(0,) if donate else ())
+    donate_argnums = (0,) if donate else ()
+    if layout is None:
+        return jax.jit(step, donate_argnums=donate_argnums)
+    out_shardings = (layout.state, layout.replicated)
+    return jax.jit(step, donate_argnums=donate_argnums, out_shardings=out_shardings)
+
+
+def _constrain(tree, shardings):
+    """``with_sharding_constraint(tree, shardings)``; ``tree`` itself when ``shardings`` is None."""
+    return tree if shardings is None else jax.lax.with_sharding_constraint(tree, shardings)
 
 
 def _inject_fault(grads, grad_fault):
@@ -183,6 +201,10 @@ def _inject_fault(grads, grad_fault):
     return jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(f), g, f.astype(g.dtype)), grads)
 
 
-def make_eval_step(graphdef: nnx.GraphDef, metric_fn: Callable) -> Callable:
-    """Jitted ``eval(params, batch) -> metrics`` with ``metric_fn(model, batch)`` (C5.1)."""
-    return jax.jit(lambda params, batch: metric_fn(nnx.merge(graphdef, params), batch))
+def make_eval_step(graphdef: nnx.GraphDef, metric_fn: Callable, layout=None) -> Callable:
+    """Jitted ``eval(params, batch) -> metrics`` with ``metric_fn(model, batch)`` (C5.1); with a
+    ``StepLayout``, the metrics are replicated (readable by every process)."""
+    fn = lambda params, batch: metric_fn(nnx.merge(graphdef, params), batch)
+    if layout is None:
+        return jax.jit(fn)
+    return jax.jit(fn, out_shardings=layout.replicated)

@@ -76,3 +76,44 @@ def test_built_datasets_satisfy_their_schema(kind):
     for batch in [ds.batch(0), ds.batch(99), *ds.val_batches]:
         validate_batch(batch, ds.schema)
     assert ds.val_batches
+
+
+# --- per-process shards of each global batch (issue 14) ---------------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(step=st.integers(0, 10_000), seed=st.integers(0, 100), count=st.sampled_from([1, 2, 4, 8]))
+def test_process_shards_concatenate_to_the_one_process_batch(step, seed, count):
+    x = np.arange(64, dtype=np.float32)[:, None]
+    whole = array_batch(x, x, step, 16, seed)["x"]
+    parts = [array_batch(x, x, step, 16, seed, shard=(p, count))["x"] for p in range(count)]
+    assert all(part.shape == (16 // count, 1) for part in parts)
+    np.testing.assert_array_equal(np.concatenate(parts), whole)  # in process order
+    stream = np.arange(200, dtype=np.uint8)
+    whole = token_batch(stream, step, 8, 5, seed)["tokens"]
+    parts = [
+        token_batch(stream, step, 8, 5, seed, shard=(p, min(count, 8)))["tokens"]
+        for p in range(min(count, 8))
+    ]
+    np.testing.assert_array_equal(np.concatenate(parts), whole)
+
+
+@pytest.mark.parametrize("kind", ["spirals", "pydoc_chars"])
+def test_a_sharded_dataset_holds_its_rows_of_every_batch(kind):
+    cfg = DataConfig(kind=kind, n_samples=256, batch_size=16, seq_len=16)
+    whole, half = build_dataset(cfg), build_dataset(cfg, shard=(1, 2))
+    assert half.shard == (1, 2) and whole.shard == (0, 1)
+    key = "tokens" if kind == "pydoc_chars" else "x"
+    for got, full in [(half.batch(5), whole.batch(5)), (half.val_batches[0], whole.val_batches[0])]:
+        validate_batch(got, half.schema)
+        np.testing.assert_array_equal(got[key], full[key][8:])
+    assert half.schema[key][0][0] == 8
+
+
+def test_bad_shards_are_refused():
+    x = np.zeros((64, 1), np.float32)
+    for shard in [(2, 2), (-1, 2), (0, 0), (0.5, 2), 3]:
+        with pytest.raises(ValueError, match="shard: got"):
+            array_batch(x, x, 0, 16, 0, shard=shard)
+    with pytest.raises(ValueError, match="batch_size: got 16, expected a multiple of the 3"):
+        token_batch(np.zeros(100, np.uint8), 0, 16, 5, 0, shard=(0, 3))

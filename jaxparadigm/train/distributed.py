@@ -1,0 +1,157 @@
+"""Joining a multi-process run on JAX's own runtime, ``jax.distributed`` (C5.2).
+
+Every process of a run calls :func:`initialize_distributed` before any JAX computation; it calls
+
+    jax.distributed.initialize(coordinator_address, num_processes, process_id,
+                               initialization_timeout, heartbeat_timeout_seconds,
+                               shutdown_timeout_seconds)
+
+with CPU collectives set to gloo (``jax_cpu_collectives_implementation``), after which
+``jax.devices()`` lists the devices of all processes. Where the three values come from (the first
+source that names a coordinator wins, :func:`distributed_spec`):
+
+1. the config: ``train.distributed.coordinator_address`` (``host:port``), ``num_processes``,
+   ``process_id``;
+2. the environment: ``JAXPARADIGM_COORDINATOR_ADDRESS`` (set by ``jaxparadigm run --num-processes
+   N``, or by a cluster script), with the count from ``JAXPARADIGM_NUM_PROCESSES``, else SLURM's
+   ``SLURM_NTASKS``; and the id from ``JAXPARADIGM_PROCESS_ID``, else SLURM's ``SLURM_PROCID``,
+   else a Kubernetes Indexed Job's ``JOB_COMPLETION_INDEX``;
+3. neither: one process, nothing to initialise.
+
+Failure is bounded: a process whose peer stops sending heartbeats for ``heartbeat_timeout_s``
+seconds is terminated by JAX's coordination service ("another task died"), so no process of a
+broken group hangs; joining gives up after ``initialization_timeout_s``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+import jax
+from jax.experimental import multihost_utils
+
+from jaxparadigm.errors import InputError
+
+__all__ = [
+    "ENV_COORDINATOR",
+    "ENV_NUM_PROCESSES",
+    "ENV_PROCESS_ID",
+    "DistributedSpec",
+    "distributed_spec",
+    "initialize_distributed",
+    "on_primary",
+    "process_shard",
+]
+
+#: ``host:port`` of process 0's coordinator; set, it makes this process join a group.
+ENV_COORDINATOR = "JAXPARADIGM_COORDINATOR_ADDRESS"
+#: The process count (fallback: SLURM's ``SLURM_NTASKS``).
+ENV_NUM_PROCESSES = "JAXPARADIGM_NUM_PROCESSES"
+#: This process's id (fallbacks: ``SLURM_PROCID``, Kubernetes' ``JOB_COMPLETION_INDEX``).
+ENV_PROCESS_ID = "JAXPARADIGM_PROCESS_ID"
+_COUNT_VARS = (ENV_NUM_PROCESSES, "SLURM_NTASKS")
+_ID_VARS = (ENV_PROCESS_ID, "SLURM_PROCID", "JOB_COMPLETION_INDEX")
+
+
+class DistributedSpec(NamedTuple):
+    """Coordinator ``host:port``, process count, this process's id, and where they came from."""
+
+    coordinator_address: str
+    num_processes: int
+    process_id: int
+    source: str  # "config" or "environment"
+
+
+def _env_int(environ: Mapping[str, str], names: tuple[str, ...], minimum: int) -> int | None:
+    for name in names:
+        text = environ.get(name)
+        if text is None or text == "":
+            continue
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise InputError(
+                f"environment variable {name}: got {text!r}, expected an integer >= {minimum}"
+            )
+        return value
+    return None
+
+
+def distributed_spec(
+    distributed_cfg, environ: Mapping[str, str] | None = None
+) -> DistributedSpec | None:
+    """Where this process joins a run (see the module docstring), or None for a single process.
+
+    Raises :class:`~jaxparadigm.errors.InputError` naming the variable for a missing or
+    malformed count or id, or an id outside ``[0, count)``.
+    """
+    c = distributed_cfg
+    environ = os.environ if environ is None else environ
+    if c.coordinator_address is not None:
+        spec = DistributedSpec(c.coordinator_address, c.num_processes, c.process_id, "config")
+    elif environ.get(ENV_COORDINATOR):
+        count = _env_int(environ, _COUNT_VARS, 1)
+        pid = _env_int(environ, _ID_VARS, 0)
+        for value, names in ((count, _COUNT_VARS), (pid, _ID_VARS)):
+            if value is None:
+                raise InputError(
+                    f"environment variable {ENV_COORDINATOR} is set, but none of "
+                    f"{', '.join(names)} is: expected the process "
+                    f"{'count' if names is _COUNT_VARS else 'id'} from one of them"
+                )
+        spec = DistributedSpec(environ[ENV_COORDINATOR], count, pid, "environment")
+    else:
+        return None
+    if not 0 <= spec.process_id < spec.num_processes:
+        where = "train.distributed.process_id" if spec.source == "config" else "process id"
+        raise InputError(
+            f"{where}: got {spec.process_id}, expected 0 <= id < num_processes="
+            f"{spec.num_processes} (from the {spec.source})"
+        )
+    return spec
+
+
+def initialize_distributed(distributed_cfg, environ: Mapping[str, str] | None = None) -> bool:
+    """Join the run described by the config or environment; return whether this is a multi-process
+    run (C5.2). Idempotent: a second call in the same process does nothing more.
+
+    Must run before any JAX computation in the process.
+    """
+    if jax.distributed.is_initialized():
+        return True
+    spec = distributed_spec(distributed_cfg, environ)
+    if spec is None:
+        return False
+    c = distributed_cfg
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    host = spec.coordinator_address.rsplit(":", 1)[0]
+    loopback = host in ("127.0.0.1", "localhost", "[::1]")
+    jax.distributed.initialize(
+        coordinator_address=spec.coordinator_address,
+        # a local run's coordinator listens on the loopback address only (default: all addresses)
+        coordinator_bind_address=spec.coordinator_address if loopback else None,
+        num_processes=spec.num_processes,
+        process_id=spec.process_id,
+        initialization_timeout=c.initialization_timeout_s,
+        heartbeat_timeout_seconds=c.heartbeat_timeout_s,
+        shutdown_timeout_seconds=c.shutdown_timeout_s,
+    )
+    return True
+
+
+def process_shard() -> tuple[int, int]:
+    """``(jax.process_index(), jax.process_count())``: this process's share of each batch (C5.2)."""
+    return jax.process_index(), jax.process_count()
+
+
+def on_primary(fn: Callable[[], object], barrier: str) -> None:
+    """``fn()`` on process 0 only (a file operation on a shared run directory), then every process
+    waits at the barrier named ``barrier`` (none in a single process) (C5.2)."""
+    if jax.process_index() == 0:
+        fn()
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices(f"jaxparadigm:{barrier}")

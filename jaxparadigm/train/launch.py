@@ -1,0 +1,235 @@
+"""``jaxparadigm run CONFIG --num-processes N``: a local group of processes on ``jax.distributed`` (C5.2).
+
+In the spirit of ``torchrun --standalone --nproc-per-node N``, :func:`launch`
+
+1. loads the config here, so a bad config fails before anything starts (exit 2);
+2. picks a free TCP port on 127.0.0.1 for the coordinator (process 0 hosts it);
+3. starts N workers, each ``python -m jaxparadigm run CONFIG [overrides]`` in its own session with
+   ``JAXPARADIGM_COORDINATOR_ADDRESS=127.0.0.1:PORT``, ``JAXPARADIGM_NUM_PROCESSES=N``,
+   ``JAXPARADIGM_PROCESS_ID=i`` (read by :mod:`jaxparadigm.train.distributed`) and, with
+   ``devices_per_process=K``, ``XLA_FLAGS=--xla_force_host_platform_device_count=K`` (K CPU devices
+   each). Process 0 writes to this terminal (progress, ``report: PATH``); process ``i >= 1`` to
+   ``<out_dir>/<name>/logs/process_<i>.log``. On Linux a worker is killed when the launcher dies
+   (``PR_SET_PDEATHSIG``), so no worker outlives it;
+4. watches them (every 0.1 s): when all exit 0 the run is done; when one fails (non-zero status or
+   a signal) the others get SIGTERM (their whole process group), SIGKILL after ``grace_s``
+   seconds, and :class:`WorkerFailed` (exit 3) names the process, how it ended, when, and its
+   log; a worker that refused its input (status 2) is reported as an ``InputError`` (exit 2).
+
+Without the launcher (a cluster's scheduler starts the processes), a peer's death is still bounded:
+JAX's coordination service terminates the others after ``train.distributed.heartbeat_timeout_s``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from jaxparadigm.config import load_config
+from jaxparadigm.errors import ConfigError, InputError, TrainingAborted
+from jaxparadigm.train.distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
+
+__all__ = ["WorkerFailed", "free_port", "launch", "worker_env"]
+
+_POLL_S = 0.1
+_PR_SET_PDEATHSIG = 1
+
+
+class WorkerFailed(TrainingAborted):
+    """A worker of a launched group died or failed; the others were stopped (CLI exit 3)."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that nothing listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def worker_env(
+    base: dict, coordinator: str, num_processes: int, process_id: int, devices: int | None
+) -> dict:
+    """The environment of worker ``process_id``: ``base`` plus the three JAXPARADIGM_* variables,
+    unbuffered output and, with ``devices``, that many forced host (CPU) devices."""
+    env = {
+        **base,
+        ENV_COORDINATOR: coordinator,
+        ENV_NUM_PROCESSES: str(num_processes),
+        ENV_PROCESS_ID: str(process_id),
+        "PYTHONUNBUFFERED": "1",
+    }
+    if devices is not None:
+        flags = [
+            f
+            for f in env.get("XLA_FLAGS", "").split()
+            if not f.startswith("--xla_force_host_platform_device_count")
+        ]
+        env["XLA_FLAGS"] = " ".join([*flags, f"--xla_force_host_platform_device_count={devices}"])
+    return env
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the launcher's finally still stops workers
+        pass
+
+
+def _how(status: int) -> str:
+    if status < 0:
+        return f"was killed by {signal.Signals(-status).name}"
+    if status == 134:
+        return "aborted (status 134, SIGABRT: JAX's coordination service ends a broken group)"
+    return f"exited with status {status}"
+
+
+def _error_line(path: Path) -> str:
+    """The last ``error:`` line a worker wrote to its log ('' when none)."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return next((line.strip() for line in reversed(lines) if "error:" in line), "")
+
+
+def _stop(procs: list[subprocess.Popen], grace_s: float) -> set[int]:
+    """SIGTERM every running worker's process group, SIGKILL what is left after ``grace_s``
+    (JAX's runtime catches SIGTERM as a preemption notice); returns the indices it stopped."""
+    stopped = {i for i, p in enumerate(procs) if p.poll() is None}
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, sig)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and any(p.poll() is None for p in procs):
+            time.sleep(_POLL_S)
+    for p in procs:
+        p.wait()
+    return stopped
+
+
+def launch(
+    config: str | os.PathLike,
+    overrides: Sequence[str] = (),
+    *,
+    num_processes: int,
+    devices_per_process: int | None = None,
+    grace_s: float = 3.0,
+    timeout_s: float | None = None,
+) -> Path:
+    """Run ``config`` as ``num_processes`` local workers on ``jax.distributed``; return the report
+    path written by process 0 (C5.2). See the module docstring for what happens on failure.
+
+    ``timeout_s`` (None: no limit) stops the whole group and raises :class:`WorkerFailed` when
+    the run takes longer.
+    """
+    for name, value, minimum in (
+        ("num_processes", num_processes, 1),
+        ("devices_per_process", devices_per_process, 1),
+    ):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < minimum
+        ):
+            raise InputError(f"--{name.replace('_', '-')}: got {value!r}, expected an int >= 1")
+    cfg = load_config(config, overrides)
+    if cfg.task != "train":
+        raise ConfigError(
+            f"task: got {cfg.task!r}, expected 'train' with --num-processes (the only task that "
+            "runs over several processes)"
+        )
+    if cfg.train.sharding.mode == "none":
+        raise ConfigError(
+            "train.sharding.mode: got 'none', expected data, zero1 or fsdp with --num-processes "
+            "(e.g. add train.sharding.mode=fsdp)"
+        )
+    run_dir = Path(cfg.out_dir) / cfg.name
+    logs = run_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    coordinator = f"127.0.0.1:{free_port()}"
+    cmd = [sys.executable, "-m", "jaxparadigm", "run", os.fspath(config), *overrides]
+    procs: list[subprocess.Popen] = []
+    files = []
+    start = time.monotonic()
+    try:
+        for i in range(num_processes):
+            out = None
+            if i > 0:
+                out = (logs / f"process_{i}.log").open("w", encoding="utf-8")
+                files.append(out)
+            env = worker_env(dict(os.environ), coordinator, num_processes, i, devices_per_process)
+            procs.append(
+                subprocess.Popen(
+                    cmd,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT if out else None,
+                    start_new_session=True,
+                    preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                )
+            )
+        failed = _watch(procs, start, timeout_s)
+        if failed is None:
+            return run_dir / "report.md"
+        stopped = _stop(procs, grace_s)
+        raise _failure(failed, procs, stopped, start, logs, run_dir)
+    finally:
+        _stop(procs, grace_s)
+        for f in files:
+            f.close()
+
+
+def _watch(procs, start: float, timeout_s: float | None) -> int | str | None:
+    """Poll until all workers exit 0 (None), one fails (its index), or ``timeout_s`` ("timeout")."""
+    while True:
+        statuses = [p.poll() for p in procs]
+        bad = [i for i, s in enumerate(statuses) if s not in (None, 0)]
+        if bad:
+            return bad[0]
+        if all(s == 0 for s in statuses):
+            return None
+        if timeout_s is not None and time.monotonic() - start > timeout_s:
+            return "timeout"
+        time.sleep(_POLL_S)
+
+
+def _failure(failed, procs, stopped: set[int], start: float, logs: Path, run_dir: Path):
+    """The exception of a failed group: InputError for a worker's status 2, else WorkerFailed."""
+    n = len(procs)
+    elapsed = time.monotonic() - start
+    fates = "; ".join(
+        f"process {i}: "
+        + (
+            "stopped by the launcher"
+            if i in stopped
+            else "finished"
+            if p.returncode == 0
+            else _how(p.returncode)
+        )
+        for i, p in enumerate(procs)
+        if i != failed
+    )
+    resume = (
+        f"checkpoints (if any) are in {run_dir / 'checkpoints'}: run the same command to resume"
+    )
+    if failed == "timeout":
+        return WorkerFailed(
+            f"the group of {n} processes ran past the time limit ({elapsed:.1f} s) and was "
+            f"stopped ({fates}); {resume}"
+        )
+    status = procs[failed].returncode
+    where = "its output is above" if failed == 0 else f"log {logs / f'process_{failed}.log'}"
+    tail = _error_line(logs / f"process_{failed}.log") if failed else ""
+    head = f"process {failed} of {n} {_how(status)} after {elapsed:.1f} s ({where})"
+    if status == 2:
+        return InputError(f"{head}: it refused its input" + (f": {tail}" if tail else ""))
+    return WorkerFailed(f"{head}; {fates}; {resume}")
