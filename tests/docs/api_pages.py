@@ -38,6 +38,13 @@ def autodata_names() -> set[str]:
     }
 
 
+def doc_comment_names(module) -> set[str]:
+    """Module data names documented by a ``#:`` comment right above their assignment, which
+    automodule renders (``SIGNED_KEYS`` in train.checkpoint); no ``autodata`` is needed for them."""
+    source = inspect.getsource(module)
+    return set(re.findall(r"^#:.*\n(?:#:.*\n)*(\w+)\s*[:=]", source, flags=re.M))
+
+
 def packages() -> list[str]:
     return sorted(
         ".".join(init.parent.relative_to(ROOT).parts)

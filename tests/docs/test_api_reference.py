@@ -5,7 +5,8 @@ directive under docs/api/, and every module given one is rendered with ``:member
 ``:undoc-members:``, so autodoc renders each name of its ``__all__`` (public classes and functions
 defined in it when it has none). Each such function or class must carry its own docstring (a
 formula, semantics, claim ID); data (a constant, a type alias) needs an explicit ``autodata``
-directive, which automodule does not render by itself; a submodule in ``__all__`` needs its own
+directive, which automodule does not render by itself, unless a ``#:`` doc comment above its
+assignment documents it (automodule renders those); a submodule in ``__all__`` needs its own
 ``automodule``; every API page is in the reference's toctree. test_built_site.py then checks that
 the built pages really hold an entry for every one of these names.
 """
@@ -23,6 +24,7 @@ from tests.docs.api_pages import (
     DIRECTIVE,
     autodata_names,
     directives,
+    doc_comment_names,
     needs_docstring,
     own_docstring,
     packages,
@@ -58,7 +60,9 @@ def test_every_public_name_is_rendered_with_a_docstring(module_name):
             if obj.__name__ not in directives():
                 submodules.append(obj.__name__)
         elif not needs_docstring(obj):
-            if f"{module_name}.{name}" not in autodata_names():
+            if f"{module_name}.{name}" not in autodata_names() and name not in doc_comment_names(
+                module
+            ):
                 data.append(name)
         elif not own_docstring(obj):
             undocumented.append(name)
