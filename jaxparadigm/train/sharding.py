@@ -2,7 +2,7 @@
 
 A 1-D mesh ``Mesh(devices, ("data",))`` over every device of every process (ordered by process,
 so process ``p`` holds rows ``[p B/P, (p+1) B/P)`` of each global batch ``B``). The batch is always
-split along its leading axis (``PartitionSpec("data")``); the modes differ in what else is split:
+split along its leading axis (``PartitionSpec("data")``); the modes differ in what else is split::
 
     mode    params        optimiser state (Adam mu, nu)    gradients        collectives XLA inserts
     data    replicated    replicated                       replicated       all-reduce(grads)
@@ -14,7 +14,7 @@ split along its leading axis (``PartitionSpec("data")``); the modes differ in wh
 
 The rule (:func:`leaf_spec`, after big_vision's ``shardings.fsdp``), for a leaf of shape ``s`` on
 ``n`` devices: if ``prod(s) < min_size`` elements, or no dimension is divisible by ``n``, the leaf
-is replicated (``PartitionSpec()``); otherwise dimension
+is replicated (``PartitionSpec()``); otherwise dimension ::
 
     d = argmax_i { s_i : s_i % n == 0 }          (ties: the first such i)
 
