@@ -38,6 +38,15 @@ _CPU_ORDER = (
 )
 _BOOL = "a float 1.0 concatenated to the bool mask is set back into a bool array: True either way"
 _DROP = "'drop' is the default mode of a jnp .at[].set scatter"
+_TORCH_PARAM = (
+    "LinearLR never reads the parameter, and SGD.step skips a parameter without a gradient: the "
+    "learning rates and last_epoch recorded do not depend on its size or requires_grad"
+)
+_TORCH_WARMUP = (
+    "the demo records torch only after finishing the warmup, where LinearLR's recursive form "
+    "has reached base_lr * end_factor whatever start_factor and total_iters were (the product "
+    "of its ratios telescopes to end_factor / start_factor)"
+)
 
 _HINT = (
     "unique_indices only tells XLA the positions are unique (a speed hint); here they are: repeats "
@@ -327,5 +336,34 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "jaxparadigm.retrieval.ranking_metrics.x_ranking_from_scores__mutmut_12": (
         'return np.argsort(-scores, kind="STABLE")',
         "NumPy reads the sort kind case-insensitively: 'STABLE' is 'stable'",
+    ),
+    # jaxparadigm/optim/schedules/overflow.py
+    "jaxparadigm.optim.schedules.overflow.x__torch_linear_lr__mutmut_3": (
+        "param = torch.zeros(1, requires_grad=None)",
+        _TORCH_PARAM,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x__torch_linear_lr__mutmut_5": (
+        "param = torch.zeros(1, )",
+        _TORCH_PARAM,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x__torch_linear_lr__mutmut_6": (
+        "param = torch.zeros(2, requires_grad=True)",
+        _TORCH_PARAM,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x__torch_linear_lr__mutmut_7": (
+        "param = torch.zeros(1, requires_grad=False)",
+        _TORCH_PARAM,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x__torch_linear_lr__mutmut_19": (
+        "opt, end_factor=end_factor, total_iters=total_iters",
+        _TORCH_WARMUP,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x__torch_linear_lr__mutmut_21": (
+        "opt, start_factor=start_factor, end_factor=end_factor, )",
+        _TORCH_WARMUP,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x_overflow_demo__mutmut_52": (
+        "_, (naive, safe) = jax.lax.scan(tick, init, length=n)",
+        "xs=None is jax.lax.scan's default (the loop length comes from length=n)",
     ),
 }

@@ -200,11 +200,13 @@ class OverflowDemoTest(absltest.TestCase):
 
     def test_smallest_window_and_center(self):
         """window >= 1 and center >= window + total_iters, both bounds inclusive and named."""
-        demo = S.overflow_demo(center=7, window=2, total_iters=5, with_torch=False)
-        self.assertEqual(demo.steps, (6, 7, 8, 9))
-        self.assertEqual(demo.naive_count, (6, 7, 8, 9))
-        with self.assertRaisesRegex(ValueError, r"^center=6: expected an integer >= 7$"):
-            S.overflow_demo(center=6, window=2, total_iters=5, with_torch=False)
+        demo = S.overflow_demo(center=5, window=2, total_iters=3, with_torch=False)
+        self.assertEqual(demo.steps, (4, 5, 6, 7))
+        self.assertEqual(demo.naive_count, (4, 5, 6, 7))
+        np.testing.assert_allclose(demo.lr_python_int, 1e-3, rtol=1e-6)  # past total_iters=3
+        np.testing.assert_allclose(demo.lr_unclamped, 1e-3, rtol=1e-6)
+        with self.assertRaisesRegex(ValueError, r"^center=4: expected an integer >= 5$"):
+            S.overflow_demo(center=4, window=2, total_iters=3, with_torch=False)
         with self.assertRaisesRegex(ValueError, r"^window=0: expected an integer >= 1$"):
             S.overflow_demo(window=0, with_torch=False)
 
