@@ -85,7 +85,8 @@ MODULES: dict[str, Target] = {
     "optim": Target(("jaxparadigm/optim/*.py",), ("tests/optim",)),
     "train.guard": Target(("jaxparadigm/train/guard.py",), ("tests/train/test_guard.py",)),
     "train.checkpoint": Target(
-        ("jaxparadigm/train/checkpoint.py",), ("tests/train/test_checkpoint.py",)
+        ("jaxparadigm/train/checkpoint.py",),
+        ("tests/train/test_checkpoint.py", "tests/train/test_checkpoint_damage.py"),
     ),
     "train.validation": Target(
         ("jaxparadigm/train/validation.py",), ("tests/train/test_validation.py",)
