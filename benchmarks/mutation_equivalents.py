@@ -366,4 +366,9 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "_, (naive, safe) = jax.lax.scan(tick, init, length=n)",
         "xs=None is jax.lax.scan's default (the loop length comes from length=n)",
     ),
+    # jaxparadigm/train/checkpoint.py
+    "jaxparadigm.train.checkpoint.x__drop_closed_loop_callbacks__mutmut_4": (
+        'if getattr(previous, "drops_closed_loop", None):',
+        "the default is only tested for truth: None and False behave alike",
+    ),
 }

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import chex
 import numpy as np
@@ -20,6 +21,8 @@ from jaxparadigm.train.checkpoint import (
     KEY_ENV_VAR,
     Checkpointer,
     CheckpointSignatureError,
+    _differences,
+    _drop_closed_loop_callbacks,
     signed_config,
     state_signature,
 )
@@ -247,3 +250,33 @@ def test_sigkill_during_save_leaves_last_complete_checkpoint(tmp_path):
     last = steps[-1]
     assert int(restored["step"]) == last
     np.testing.assert_array_equal(restored["w"][11], np.full(1 << 20, last, np.float32))
+
+
+def test_config_differences_name_every_leaf():
+    """The refusal names each differing leaf by its dotted path, keys of any type, in str order."""
+    stored = {"a": 1, "b": {"c": 2, "d": 3}}
+    current = {"a": 1, "b": {"c": 5}, 2: "x"}
+    assert _differences(stored, current) == [
+        "2: checkpoint absent, now 'x'",
+        "b.c: checkpoint 2, now 5",
+        "b.d: checkpoint 3, now absent",
+    ]
+    assert _differences(current, stored)[0] == "2: checkpoint 'x', now absent"
+    assert _differences(stored, stored) == []
+    assert _differences(1, 2) == ["config: checkpoint 1, now 2"]
+    assert _differences({"a": 1}, None) == ["config: checkpoint {'a': 1}, now None"]
+
+
+def test_closed_loop_hook_drops_only_that_error(monkeypatch):
+    """Installed once; drops RuntimeError('Event loop is closed') and passes on anything else."""
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(u.exc_value))
+    _drop_closed_loop_callbacks()
+    hook = sys.unraisablehook
+    assert hook.drops_closed_loop is True
+    _drop_closed_loop_callbacks()
+    assert sys.unraisablehook is hook  # not wrapped a second time
+    other_error, other_type = RuntimeError("other"), ValueError("Event loop is closed")
+    for exc in (RuntimeError("Event loop is closed"), other_error, other_type):
+        hook(SimpleNamespace(exc_value=exc))
+    assert seen == [other_error, other_type]
