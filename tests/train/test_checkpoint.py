@@ -4,6 +4,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import chex
 import numpy as np
 import pytest
 
-from jaxparadigm.config import config_from_dict
+from jaxparadigm.config import config_from_dict, to_dict
 from jaxparadigm.train.checkpoint import (
     KEY_ENV_VAR,
     Checkpointer,
@@ -280,3 +281,87 @@ def test_closed_loop_hook_drops_only_that_error(monkeypatch):
     for exc in (RuntimeError("Event loop is closed"), other_error, other_type):
         hook(SimpleNamespace(exc_value=exc))
     assert seen == [other_error, other_type]
+
+
+def _meta_path(ck, step):
+    return Path(ck.directory) / str(step) / "meta" / "metadata"
+
+
+def test_kind_mismatch_messages_say_how_to_read_it(tmp_path, monkeypatch):
+    monkeypatch.delenv(KEY_ENV_VAR, raising=False)
+    keyed = Checkpointer(tmp_path / "k", CFG, key="k1")
+    keyed.save(_state(step=2))
+    with pytest.raises(CheckpointSignatureError) as err:
+        Checkpointer(keyed.directory, CFG).restore(_state())
+    assert str(err.value) == (
+        f"checkpoint step 2 in {keyed.directory}: signature kind 'hmac-sha256', expected "
+        f"'sha256' (this checkpointer has no key); to read it, set {KEY_ENV_VAR} or pass key=. "
+        "Refusing to restore."
+    )
+    plain = Checkpointer(tmp_path / "p", CFG)
+    plain.save(_state(step=2))
+    with pytest.raises(CheckpointSignatureError) as err:
+        Checkpointer(plain.directory, CFG, key="k1").restore(_state())
+    assert str(err.value) == (
+        f"checkpoint step 2 in {plain.directory}: signature kind 'sha256', expected "
+        "'hmac-sha256' (this checkpointer has a key); to read it, pass no key. "
+        "Refusing to restore."
+    )
+    # A checkpoint written before keys existed has no signature_kind: it is sha256.
+    meta = json.loads(_meta_path(plain, 2).read_text())
+    del meta["signature_kind"]
+    _meta_path(plain, 2).write_text(json.dumps(meta))
+    chex.assert_trees_all_equal(
+        Checkpointer(plain.directory, CFG).restore(_state()), _state(step=2)
+    )
+
+
+def test_config_refusal_names_each_difference(tmp_path):
+    ck = Checkpointer(tmp_path / "c", CFG)
+    ck.save(_state(step=2))
+    other = config_from_dict(
+        {"name": "ckpt", "optim": {"learning_rate": 0.5}, "train": {"seed": 9}}
+    )
+    with pytest.raises(CheckpointSignatureError) as err:
+        Checkpointer(ck.directory, other).restore(_state())
+    msg = str(err.value)
+    assert msg.startswith(f"checkpoint step 2 in {ck.directory}: its signature covers a different")
+    assert re.search(
+        r"config \(optim\.learning_rate: checkpoint [^;]+, now 0\.5; train\.seed: checkpoint "
+        r"\d+, now 9\)\. Refusing to restore\.$",
+        msg,
+    ), msg
+
+
+@pytest.mark.parametrize("with_format_key", [True, False])
+def test_format_1_checkpoint_signed_the_whole_config(tmp_path, with_format_key):
+    """Format 1 (and checkpoints older than the format key) stored and signed the whole config:
+    its signed keys are compared with the current config's, run control may differ."""
+    ck = Checkpointer(tmp_path / "c", CFG)
+    s = _state(step=2)
+    ck.save(s)
+    whole = json.loads(json.dumps(to_dict(CFG), default=str))
+    whole["out_dir"] = "elsewhere"  # run control: not signed by format 2 either
+    meta = json.loads(_meta_path(ck, 2).read_text())
+    meta.update(config=whole, format=1, signature=state_signature(s, whole))
+    if not with_format_key:
+        del meta["format"]
+    _meta_path(ck, 2).write_text(json.dumps(meta))
+    chex.assert_trees_all_equal(Checkpointer(ck.directory, CFG).restore(_state()), s)
+    with pytest.raises(CheckpointSignatureError, match="now 0.5"):
+        Checkpointer(ck.directory, OTHER).restore(_state())
+
+
+def test_python_scalar_leaves_restore_with_their_numpy_dtype(tmp_path):
+    """A template leaf without a dtype (a Python int or float) is read as np.asarray gives it."""
+    ck = Checkpointer(tmp_path / "c", CFG)
+    ck.save({"step": 4, "n": 3, "x": 0.25, "w": np.ones(2, np.float32)})
+    got = Checkpointer(ck.directory, CFG).restore(
+        {"step": 0, "n": 0, "x": 0.0, "w": np.zeros(2, np.float32)}
+    )
+    assert (int(got["n"]), float(got["x"]), got["n"].dtype, got["x"].dtype) == (
+        3,
+        0.25,
+        np.asarray(0).dtype,
+        np.asarray(0.0).dtype,
+    )
