@@ -38,6 +38,10 @@ _CPU_ORDER = (
 )
 _BOOL = "a float 1.0 concatenated to the bool mask is set back into a bool array: True either way"
 _DROP = "'drop' is the default mode of a jnp .at[].set scatter"
+_WEAK_INT = (
+    "a Python int is weakly typed: tick's '+ jnp.int32(1)' makes the scan carry int32 (checked "
+    "with jax_enable_x64 on, where the counter still wraps at 2**31), so the dtype is redundant"
+)
 _TORCH_PARAM = (
     "LinearLR never reads the parameter, and SGD.step skips a parameter without a gradient: the "
     "learning rates and last_epoch recorded do not depend on its size or requires_grad"
@@ -361,6 +365,14 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "jaxparadigm.optim.schedules.overflow.x__torch_linear_lr__mutmut_21": (
         "opt, start_factor=start_factor, end_factor=end_factor, )",
         _TORCH_WARMUP,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x_overflow_demo__mutmut_39": (
+        "init = (jnp.asarray(start, None), jnp.asarray(start, jnp.int32))",
+        _WEAK_INT,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x_overflow_demo__mutmut_41": (
+        "init = (jnp.asarray(start, ), jnp.asarray(start, jnp.int32))",
+        _WEAK_INT,
     ),
     "jaxparadigm.optim.schedules.overflow.x_overflow_demo__mutmut_52": (
         "_, (naive, safe) = jax.lax.scan(tick, init, length=n)",
