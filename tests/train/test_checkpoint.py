@@ -365,3 +365,26 @@ def test_python_scalar_leaves_restore_with_their_numpy_dtype(tmp_path):
         np.asarray(0).dtype,
         np.asarray(0.0).dtype,
     )
+
+
+def test_plain_dict_config_of_format_2_is_compared_whole(tmp_path):
+    """Format 2 stores signed_config as is: a plain dict keeps its unsigned extras, so a change
+    in one is named as a change (not as a key absent from the checkpoint)."""
+    config = {"model": 1, "data": 2, "optim": 3, "train": {"seed": 0}, "extra": 1}
+    ck = Checkpointer(tmp_path / "c", config)
+    ck.save(_state(step=2))
+    with pytest.raises(
+        CheckpointSignatureError, match=r"different config \(extra: checkpoint 1, now 2\)"
+    ):
+        Checkpointer(ck.directory, {**config, "extra": 2}).restore(_state())
+
+
+def test_template_of_another_dtype_is_refused(tmp_path):
+    """Leaves are read in the template's dtype (which is signed): a float64 template for float32
+    arrays is refused, not handed back silently in the stored dtype."""
+    ck = Checkpointer(tmp_path / "c", CFG)
+    ck.save(_state(step=2))
+    wide = _state()
+    wide["params"]["w"] = wide["params"]["w"].astype(np.float64)
+    with pytest.raises(CheckpointSignatureError, match="signature mismatch"):
+        Checkpointer(ck.directory, CFG).restore(wide)

@@ -107,6 +107,14 @@ def test_unreadable_state_is_one_clear_error(tmp_path, monkeypatch):
     for _ in range(5):
         with pytest.raises(CheckpointError, match=r"checkpoint step 1: state in .* is unreadable"):
             Checkpointer(ck.directory, CFG).restore(many)
+    # The whole line: the state directory, then orbax's error on one line, cut at 300 characters.
+    with pytest.raises(CheckpointError) as err:
+        Checkpointer(ck.directory, CFG).restore(many)
+    cause = err.value.__cause__
+    assert str(err.value) == (
+        f"checkpoint step 1: state in {str(Path(ck.directory) / '1' / 'state')!r} is unreadable "
+        f"({type(cause).__name__}: {' '.join(str(cause).split())[:300]})"
+    )
     time.sleep(0.5)
     gc.collect()
     assert noise == []
