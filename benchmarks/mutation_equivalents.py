@@ -379,6 +379,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "xs=None is jax.lax.scan's default (the loop length comes from length=n)",
     ),
     # jaxparadigm/train/checkpoint.py
+    "jaxparadigm.train.checkpoint.xǁCheckpointerǁ_read_leaves__mutmut_6": (
+        'f"{i:05d}": jax.ShapeDtypeStruct(np.shape(None), getattr(x, "dtype", np.asarray(x).dtype))',
+        "orbax's StandardRestore ignores the target's shape (checked: a () target for a stored "
+        "(3, 4) array restores (3, 4)); only the dtype of the targets takes effect",
+    ),
     "jaxparadigm.train.checkpoint.x__drop_closed_loop_callbacks__mutmut_4": (
         'if getattr(previous, "drops_closed_loop", None):',
         "the default is only tested for truth: None and False behave alike",

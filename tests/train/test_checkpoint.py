@@ -14,6 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import chex
+import jax
 import numpy as np
 import pytest
 
@@ -388,3 +389,13 @@ def test_template_of_another_dtype_is_refused(tmp_path):
     wide["params"]["w"] = wide["params"]["w"].astype(np.float64)
     with pytest.raises(CheckpointSignatureError, match="signature mismatch"):
         Checkpointer(ck.directory, CFG).restore(wide)
+
+
+def test_a_template_of_shape_dtype_structs_restores(tmp_path):
+    """The template may be abstract (jax.eval_shape's ShapeDtypeStructs): their own shape and
+    dtype are the read targets (np.asarray of one has dtype object)."""
+    ck = Checkpointer(tmp_path / "c", CFG)
+    s = _state(step=2)
+    ck.save(s)
+    abstract = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), s)
+    chex.assert_trees_all_equal(Checkpointer(ck.directory, CFG).restore(abstract), s)
