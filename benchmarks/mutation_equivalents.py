@@ -38,6 +38,10 @@ _CPU_ORDER = (
 )
 _BOOL = "a float 1.0 concatenated to the bool mask is set back into a bool array: True either way"
 _DROP = "'drop' is the default mode of a jnp .at[].set scatter"
+_SAME_LEN = (
+    "_read_leaves returns one leaf per template pair (it reads the restored items by the pairs' "
+    "positions): the lengths always match"
+)
 _WEAK_INT = (
     "a Python int is weakly typed: tick's '+ jnp.int32(1)' makes the scan carry int32 (checked "
     "with jax_enable_x64 on, where the counter still wraps at 2**31), so the dtype is redundant"
@@ -395,6 +399,14 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "jaxparadigm.train.checkpoint.x__read_meta__mutmut_27": (
         'if bad or meta.get("format", 2) not in (1, _FORMAT):',
         "the default only meets the test 'in (1, 2)', which 1 and 2 both pass",
+    ),
+    "jaxparadigm.train.checkpoint.xǁCheckpointerǁrestore__mutmut_84": (
+        "for (_, t), leaf in zip(t_pairs, leaves, strict=None):",
+        _SAME_LEN,
+    ),
+    "jaxparadigm.train.checkpoint.xǁCheckpointerǁrestore__mutmut_87": (
+        "for (_, t), leaf in zip(t_pairs, leaves, ):",
+        _SAME_LEN,
     ),
     "jaxparadigm.train.checkpoint.x__drop_closed_loop_callbacks__mutmut_4": (
         'if getattr(previous, "drops_closed_loop", None):',

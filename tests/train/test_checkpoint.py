@@ -415,3 +415,22 @@ def test_template_of_another_shape_is_refused(tmp_path):
     narrow["params"]["w"] = narrow["params"]["w"][:2]
     with pytest.raises(CheckpointError, match="shape"):
         Checkpointer(ck.directory, CFG).restore(narrow)
+
+
+@pytest.mark.parametrize("key", [None, "k1"])
+def test_signature_mismatch_message(tmp_path, monkeypatch, key):
+    monkeypatch.delenv(KEY_ENV_VAR, raising=False)
+    ck = Checkpointer(tmp_path / "c", CFG, key=key)
+    ck.save(_state(step=2))
+    meta = json.loads(_meta_path(ck, 2).read_text())
+    meta["signature"] = "0123456789abcdef" * 4
+    _meta_path(ck, 2).write_text(json.dumps(meta))
+    with pytest.raises(CheckpointSignatureError) as err:
+        Checkpointer(ck.directory, CFG, key=key).restore(_state())
+    computed = state_signature(_state(step=2), CFG, key=key)
+    assert str(err.value) == (
+        f"checkpoint step 2 in {ck.directory}: signature mismatch (stored 0123456789abcdef..., "
+        f"computed {computed[:16]}...); the arrays or the stored config were altered"
+        + (" or the key differs" if key else "")
+        + ". Refusing to restore."
+    )
