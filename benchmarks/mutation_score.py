@@ -69,6 +69,7 @@ class Target:
 
     mutate: tuple[str, ...]
     tests: tuple[str, ...]
+    deselect: tuple[str, ...] = ()  # test ids left out of the runner (each with its reason)
 
 
 MODULES: dict[str, Target] = {
@@ -85,7 +86,15 @@ MODULES: dict[str, Target] = {
     "optim": Target(("jaxparadigm/optim/*.py",), ("tests/optim",)),
     "train.guard": Target(("jaxparadigm/train/guard.py",), ("tests/train/test_guard.py",)),
     "train.checkpoint": Target(
-        ("jaxparadigm/train/checkpoint.py",), ("tests/train/test_checkpoint.py",)
+        ("jaxparadigm/train/checkpoint.py",),
+        ("tests/train/test_checkpoint.py", "tests/train/test_checkpoint_damage.py"),
+        # SIGKILLs a child process mid-save: under mutmut's in-process stats run its child
+        # imports the trampolined package and the test failed ("2.orbax-checkpoint-tmp" not
+        # cleaned on open; it passes under plain pytest), so mutmut refused to start.
+        deselect=(
+            "tests/train/test_checkpoint.py::"
+            "test_sigkill_during_save_leaves_last_complete_checkpoint",
+        ),
     ),
     "train.validation": Target(
         ("jaxparadigm/train/validation.py",), ("tests/train/test_validation.py",)
@@ -114,7 +123,8 @@ def _mutmut_config(target: Target) -> str:
             "[tool.mutmut]",
             'source_paths = ["jaxparadigm"]',
             f"only_mutate = {_toml_list(target.mutate)}",
-            f"pytest_add_cli_args_test_selection = {_toml_list(target.tests)}",
+            "pytest_add_cli_args_test_selection = "
+            + _toml_list([*target.tests, *(f"--deselect={t}" for t in target.deselect)]),
             f'pytest_add_cli_args = ["-p", "{PLUGIN}"]',
             f'also_copy = ["{PLUGIN}.py"]',
             'process_isolation = "forkserver"',

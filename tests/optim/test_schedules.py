@@ -174,6 +174,67 @@ class OverflowDemoTest(absltest.TestCase):
         self.assertIsNone(demo.torch_lr)
         self.assertIn("-2147483648", demo.table())
 
+    def test_every_field_against_the_closed_forms(self):
+        """Each counter and rate against plain-Python formulas (issue 17: the demo's figures)."""
+        base, s, e, n_iters = 1e-3, 1.0 / 3.0, 1.0, 5
+        demo = S.overflow_demo(window=3, with_torch=False)
+        steps = list(range(INT32_MAX - 2, INT32_MAX + 4))
+        naive = [t if t <= INT32_MAX else t - 2**32 for t in steps]  # int32 wraps
+        safe = [min(t, INT32_MAX) for t in steps]  # saturates
+        closed = lambda c: base * (s + (e - s) * min(n_iters, c) / n_iters)  # torch, no clamp
+        clamped = lambda c: closed(min(max(c, 0), n_iters))
+        self.assertEqual(list(demo.steps), steps)
+        self.assertEqual(list(demo.naive_count), naive)
+        self.assertEqual(list(demo.safe_count), safe)
+        np.testing.assert_allclose(demo.lr_unclamped, [closed(c) for c in naive], rtol=1e-6)
+        np.testing.assert_allclose(demo.lr_naive_clamped, [clamped(c) for c in naive], rtol=1e-6)
+        np.testing.assert_allclose(demo.lr_safe, [clamped(c) for c in safe], rtol=1e-6)
+        np.testing.assert_allclose(demo.lr_python_int, [clamped(c) for c in steps], rtol=1e-6)
+        self.assertIsNone(demo.torch_last_epoch)
+
+    def test_counters_are_int32_even_with_x64_enabled(self):
+        with jax.enable_x64(True):
+            demo = S.overflow_demo(window=1, with_torch=False)
+        self.assertEqual(demo.naive_count, (INT32_MAX, -(2**31)))
+        self.assertEqual(demo.safe_count, (INT32_MAX, INT32_MAX))
+
+    def test_smallest_window_and_center(self):
+        """window >= 1 and center >= window + total_iters, both bounds inclusive and named."""
+        demo = S.overflow_demo(center=5, window=2, total_iters=3, with_torch=False)
+        self.assertEqual(demo.steps, (4, 5, 6, 7))
+        self.assertEqual(demo.naive_count, (4, 5, 6, 7))
+        np.testing.assert_allclose(demo.lr_python_int, 1e-3, rtol=1e-6)  # past total_iters=3
+        np.testing.assert_allclose(demo.lr_unclamped, 1e-3, rtol=1e-6)
+        with self.assertRaisesRegex(ValueError, r"^center=4: expected an integer >= 5$"):
+            S.overflow_demo(center=4, window=2, total_iters=3, with_torch=False)
+        with self.assertRaisesRegex(ValueError, r"^window=0: expected an integer >= 1$"):
+            S.overflow_demo(window=0, with_torch=False)
+
+    def test_table_layout(self):
+        demo = S.OverflowDemo((7,), (8,), (9,), (0.5,), (0.25,), (0.125,), (1.0,), None, None)
+        self.assertEqual(
+            demo.table(),
+            "| step | naive int32 | safe int32 | lr unclamped (naive) | lr clamped (naive) "
+            "| lr safe | lr python int | torch LinearLR | torch last_epoch |\n"
+            "|---|---|---|---|---|---|---|---|---|\n"
+            "| 7 | 8 | 9 | 0.5 | 0.25 | 0.125 | 1 | n/a | n/a |",
+        )
+        torch_row = demo._replace(torch_lr=(0.0625,), torch_last_epoch=(11,)).table()
+        self.assertEqual(
+            torch_row.splitlines()[-1], "| 7 | 8 | 9 | 0.5 | 0.25 | 0.125 | 1 | 0.0625 | 11 |"
+        )
+
+    def test_defaults_are_documented_ones(self):
+        """Defaults: the window straddles 2**31 - 1 by 4 steps; LinearLR(1/3, 1, 5) at 1e-3."""
+        demo = S.overflow_demo(with_torch=False)
+        self.assertEqual(demo.steps, tuple(range(INT32_MAX - 3, INT32_MAX + 5)))
+        # total_iters=5 and start 1/3: a counter wrapped to -2**31 gives this unclamped rate.
+        np.testing.assert_allclose(
+            demo.lr_unclamped[4], 1e-3 * (1 / 3 + (2 / 3) * (-(2**31)) / 5), rtol=1e-6
+        )
+        np.testing.assert_allclose(demo.lr_naive_clamped[4], 1e-3 / 3, rtol=1e-6)
+        np.testing.assert_allclose(demo.lr_safe, 1e-3, rtol=1e-6)
+
 
 @pytest.mark.crosscheck
 def test_linear_lr_matches_torch_including_past_int32():

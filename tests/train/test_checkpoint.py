@@ -4,22 +4,28 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import chex
+import jax
 import numpy as np
 import pytest
 
-from jaxparadigm.config import config_from_dict
+from jaxparadigm.config import config_from_dict, to_dict
 from jaxparadigm.train.checkpoint import (
     KEY_ENV_VAR,
     Checkpointer,
+    CheckpointError,
     CheckpointSignatureError,
+    _differences,
+    _drop_closed_loop_callbacks,
     signed_config,
     state_signature,
 )
@@ -247,3 +253,184 @@ def test_sigkill_during_save_leaves_last_complete_checkpoint(tmp_path):
     last = steps[-1]
     assert int(restored["step"]) == last
     np.testing.assert_array_equal(restored["w"][11], np.full(1 << 20, last, np.float32))
+
+
+def test_config_differences_name_every_leaf():
+    """The refusal names each differing leaf by its dotted path, keys of any type, in str order."""
+    stored = {"a": 1, "b": {"c": 2, "d": 3}}
+    current = {"a": 1, "b": {"c": 5}, 2: "x"}
+    assert _differences(stored, current) == [
+        "2: checkpoint absent, now 'x'",
+        "b.c: checkpoint 2, now 5",
+        "b.d: checkpoint 3, now absent",
+    ]
+    assert _differences(current, stored)[0] == "2: checkpoint 'x', now absent"
+    assert _differences(stored, stored) == []
+    assert _differences(1, 2) == ["config: checkpoint 1, now 2"]
+    assert _differences({"a": 1}, None) == ["config: checkpoint {'a': 1}, now None"]
+
+
+def test_closed_loop_hook_drops_only_that_error(monkeypatch):
+    """Installed once; drops RuntimeError('Event loop is closed') and passes on anything else."""
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(u.exc_value))
+    _drop_closed_loop_callbacks()
+    hook = sys.unraisablehook
+    assert hook.drops_closed_loop is True
+    _drop_closed_loop_callbacks()
+    assert sys.unraisablehook is hook  # not wrapped a second time
+    other_error, other_type = RuntimeError("other"), ValueError("Event loop is closed")
+    for exc in (RuntimeError("Event loop is closed"), other_error, other_type):
+        hook(SimpleNamespace(exc_value=exc))
+    assert seen == [other_error, other_type]
+
+
+def _meta_path(ck, step):
+    return Path(ck.directory) / str(step) / "meta" / "metadata"
+
+
+def test_kind_mismatch_messages_say_how_to_read_it(tmp_path, monkeypatch):
+    monkeypatch.delenv(KEY_ENV_VAR, raising=False)
+    keyed = Checkpointer(tmp_path / "k", CFG, key="k1")
+    keyed.save(_state(step=2))
+    with pytest.raises(CheckpointSignatureError) as err:
+        Checkpointer(keyed.directory, CFG).restore(_state())
+    assert str(err.value) == (
+        f"checkpoint step 2 in {keyed.directory}: signature kind 'hmac-sha256', expected "
+        f"'sha256' (this checkpointer has no key); to read it, set {KEY_ENV_VAR} or pass key=. "
+        "Refusing to restore."
+    )
+    plain = Checkpointer(tmp_path / "p", CFG)
+    plain.save(_state(step=2))
+    with pytest.raises(CheckpointSignatureError) as err:
+        Checkpointer(plain.directory, CFG, key="k1").restore(_state())
+    assert str(err.value) == (
+        f"checkpoint step 2 in {plain.directory}: signature kind 'sha256', expected "
+        "'hmac-sha256' (this checkpointer has a key); to read it, pass no key. "
+        "Refusing to restore."
+    )
+    # A checkpoint written before keys existed has no signature_kind: it is sha256.
+    meta = json.loads(_meta_path(plain, 2).read_text())
+    del meta["signature_kind"]
+    _meta_path(plain, 2).write_text(json.dumps(meta))
+    chex.assert_trees_all_equal(
+        Checkpointer(plain.directory, CFG).restore(_state()), _state(step=2)
+    )
+
+
+def test_config_refusal_names_each_difference(tmp_path):
+    ck = Checkpointer(tmp_path / "c", CFG)
+    ck.save(_state(step=2))
+    other = config_from_dict(
+        {"name": "ckpt", "optim": {"learning_rate": 0.5}, "train": {"seed": 9}}
+    )
+    with pytest.raises(CheckpointSignatureError) as err:
+        Checkpointer(ck.directory, other).restore(_state())
+    msg = str(err.value)
+    assert msg.startswith(f"checkpoint step 2 in {ck.directory}: its signature covers a different")
+    assert re.search(
+        r"config \(optim\.learning_rate: checkpoint [^;]+, now 0\.5; train\.seed: checkpoint "
+        r"\d+, now 9\)\. Refusing to restore\.$",
+        msg,
+    ), msg
+
+
+@pytest.mark.parametrize("with_format_key", [True, False])
+def test_format_1_checkpoint_signed_the_whole_config(tmp_path, with_format_key):
+    """Format 1 (and checkpoints older than the format key) stored and signed the whole config:
+    its signed keys are compared with the current config's, run control may differ."""
+    ck = Checkpointer(tmp_path / "c", CFG)
+    s = _state(step=2)
+    ck.save(s)
+    whole = json.loads(json.dumps(to_dict(CFG), default=str))
+    whole["out_dir"] = "elsewhere"  # run control: not signed by format 2 either
+    meta = json.loads(_meta_path(ck, 2).read_text())
+    meta.update(config=whole, format=1, signature=state_signature(s, whole))
+    if not with_format_key:
+        del meta["format"]
+    _meta_path(ck, 2).write_text(json.dumps(meta))
+    chex.assert_trees_all_equal(Checkpointer(ck.directory, CFG).restore(_state()), s)
+    with pytest.raises(CheckpointSignatureError, match="now 0.5"):
+        Checkpointer(ck.directory, OTHER).restore(_state())
+
+
+def test_python_scalar_leaves_restore_with_their_numpy_dtype(tmp_path):
+    """A template leaf without a dtype (a Python int or float) is read as np.asarray gives it."""
+    ck = Checkpointer(tmp_path / "c", CFG)
+    ck.save({"step": 4, "n": 3, "x": 0.25, "w": np.ones(2, np.float32)})
+    got = Checkpointer(ck.directory, CFG).restore(
+        {"step": 0, "n": 0, "x": 0.0, "w": np.zeros(2, np.float32)}
+    )
+    assert (int(got["n"]), float(got["x"]), got["n"].dtype, got["x"].dtype) == (
+        3,
+        0.25,
+        np.asarray(0).dtype,
+        np.asarray(0.0).dtype,
+    )
+
+
+def test_plain_dict_config_of_format_2_is_compared_whole(tmp_path):
+    """Format 2 stores signed_config as is: a plain dict keeps its unsigned extras, so a change
+    in one is named as a change (not as a key absent from the checkpoint)."""
+    config = {"model": 1, "data": 2, "optim": 3, "train": {"seed": 0}, "extra": 1}
+    ck = Checkpointer(tmp_path / "c", config)
+    ck.save(_state(step=2))
+    with pytest.raises(
+        CheckpointSignatureError, match=r"different config \(extra: checkpoint 1, now 2\)"
+    ):
+        Checkpointer(ck.directory, {**config, "extra": 2}).restore(_state())
+
+
+def test_template_of_another_dtype_is_refused(tmp_path):
+    """Leaves are read in the template's dtype (which is signed): a float64 template for float32
+    arrays is refused, not handed back silently in the stored dtype."""
+    ck = Checkpointer(tmp_path / "c", CFG)
+    ck.save(_state(step=2))
+    wide = _state()
+    wide["params"]["w"] = wide["params"]["w"].astype(np.float64)
+    with pytest.raises(CheckpointSignatureError, match="signature mismatch"):
+        Checkpointer(ck.directory, CFG).restore(wide)
+
+
+def test_a_template_of_shape_dtype_structs_restores(tmp_path):
+    """The template may be abstract (jax.eval_shape's ShapeDtypeStructs): their own shape and
+    dtype are the read targets (np.asarray of one has dtype object)."""
+    ck = Checkpointer(tmp_path / "c", CFG)
+    s = _state(step=2)
+    ck.save(s)
+    abstract = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), s)
+    chex.assert_trees_all_equal(Checkpointer(ck.directory, CFG).restore(abstract), s)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap (found by issue 17 round 2): orbax restores the stored shape whatever the "
+    "target's, and restore compares paths and the signature, not shapes with the template, so "
+    "a (2, 4) template silently receives the stored (3, 4) array",
+)
+def test_template_of_another_shape_is_refused(tmp_path):
+    ck = Checkpointer(tmp_path / "c", CFG)
+    ck.save(_state(step=2))
+    narrow = _state()
+    narrow["params"]["w"] = narrow["params"]["w"][:2]
+    with pytest.raises(CheckpointError, match="shape"):
+        Checkpointer(ck.directory, CFG).restore(narrow)
+
+
+@pytest.mark.parametrize("key", [None, "k1"])
+def test_signature_mismatch_message(tmp_path, monkeypatch, key):
+    monkeypatch.delenv(KEY_ENV_VAR, raising=False)
+    ck = Checkpointer(tmp_path / "c", CFG, key=key)
+    ck.save(_state(step=2))
+    meta = json.loads(_meta_path(ck, 2).read_text())
+    meta["signature"] = "0123456789abcdef" * 4
+    _meta_path(ck, 2).write_text(json.dumps(meta))
+    with pytest.raises(CheckpointSignatureError) as err:
+        Checkpointer(ck.directory, CFG, key=key).restore(_state())
+    computed = state_signature(_state(step=2), CFG, key=key)
+    assert str(err.value) == (
+        f"checkpoint step 2 in {ck.directory}: signature mismatch (stored 0123456789abcdef..., "
+        f"computed {computed[:16]}...); the arrays or the stored config were altered"
+        + (" or the key differs" if key else "")
+        + ". Refusing to restore."
+    )

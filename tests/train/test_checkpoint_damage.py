@@ -87,6 +87,18 @@ def test_bad_metadata_is_refused_naming_the_file(tmp_path, content, match):
     with pytest.raises(CheckpointError, match=match) as info:
         Checkpointer(ck.directory, CFG).restore(_state(0))
     assert str(meta) in str(info.value) and isinstance(info.value, InputError)
+    assert str(info.value).startswith(f"checkpoint step 1: metadata file {str(meta)!r} is ")
+
+
+def test_restoring_an_incomplete_step_names_what_is_missing(tmp_path):
+    ck = _saved(tmp_path)
+    os.remove(Path(ck.directory) / "3" / "state" / "manifest.ocdbt")
+    with pytest.warns(RuntimeWarning, match="step 3"):
+        with pytest.raises(CheckpointError) as err:
+            Checkpointer(ck.directory, CFG).restore(_state(0), step=3)
+    assert str(err.value) == (
+        f"checkpoint step 3 in {ck.directory} is incomplete (missing state/manifest.ocdbt)"
+    )
 
 
 def test_unreadable_state_is_one_clear_error(tmp_path, monkeypatch):
@@ -107,6 +119,14 @@ def test_unreadable_state_is_one_clear_error(tmp_path, monkeypatch):
     for _ in range(5):
         with pytest.raises(CheckpointError, match=r"checkpoint step 1: state in .* is unreadable"):
             Checkpointer(ck.directory, CFG).restore(many)
+    # The whole line: the state directory, then orbax's error on one line, cut at 300 characters.
+    with pytest.raises(CheckpointError) as err:
+        Checkpointer(ck.directory, CFG).restore(many)
+    cause = err.value.__cause__
+    assert str(err.value) == (
+        f"checkpoint step 1: state in {str(Path(ck.directory) / '1' / 'state')!r} is unreadable "
+        f"({type(cause).__name__}: {' '.join(str(cause).split())[:300]})"
+    )
     time.sleep(0.5)
     gc.collect()
     assert noise == []

@@ -21,6 +21,8 @@ from jaxparadigm.train.loop import train
 from jaxparadigm.train.metrics import read_metrics
 from tests.train.conftest import tiny_regression_raw
 
+ROOT = Path(__file__).resolve().parents[2]  # the checkout, whatever the working directory
+
 REG = {"data": {"kind": "regression"}, "model": {"num_outputs": 1}}
 
 
@@ -218,7 +220,7 @@ def test_metrics_has_each_step_once_after_a_resume(make_config, tmp_path):
 
 
 def test_the_loop_is_split_into_named_stages():
-    tree = ast.parse(Path("jaxparadigm/train/loop.py").read_text())
+    tree = ast.parse((ROOT / "jaxparadigm" / "train" / "loop.py").read_text())
     lengths = {
         n.name: n.end_lineno - n.lineno + 1
         for n in ast.walk(tree)

@@ -1,12 +1,15 @@
 """run_experiment for the three tasks on tiny configs: reports with measured figures and plots."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
 from jaxparadigm.config import OverflowConfig, config_from_dict, load_config
 from jaxparadigm.train.data import build_dataset
 from jaxparadigm.train.experiment import drift_features, run_experiment
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"  # whatever the working directory
 
 
 def test_train_report_has_checks_figures_and_plots(make_config):
@@ -25,7 +28,7 @@ def test_train_report_has_checks_figures_and_plots(make_config):
 
 def test_overflow_report_measures_the_wrap(tmp_path):
     cfg = dataclasses.replace(
-        load_config("configs/overflow.yaml", [f"out_dir={tmp_path}"]),
+        load_config(CONFIGS / "overflow.yaml", [f"out_dir={tmp_path}"]),
         overflow=OverflowConfig(window=2),
     )
     text = run_experiment(cfg).read_text()

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 from jaxparadigm.train.guard import (
+    GuardState,
     all_finite,
+    give_up_reason,
     guard_init,
     guard_update,
     rollback_lr_scale,
@@ -36,6 +38,66 @@ def test_bad_guard_arguments():
     with pytest.raises(ValueError, match="lr_decay_on_rollback: got 1.5"):
         rollback_lr_scale(1.0, 1.5)
     assert rollback_lr_scale(0.5, 0.5) == 0.25
+
+
+def test_guard_update_keeps_int32_and_rollbacks():
+    s = GuardState(*(jnp.int32(v) for v in (2, 7, 5)))
+    bad = guard_update(s, jnp.array(False))
+    assert (int(bad.bad_streak), int(bad.skipped), int(bad.rollbacks)) == (3, 8, 5)
+    good = guard_update(bad, jnp.array(True))
+    assert (int(good.bad_streak), int(good.skipped), int(good.rollbacks)) == (0, 8, 5)
+    for state in (guard_init(), bad, good):
+        assert all(x.dtype == jnp.int32 and x.shape == () for x in state)
+    with pytest.raises(AssertionError):
+        guard_update(s, jnp.array([True, False]))  # one verdict per step
+
+
+def test_all_finite_edge_cases():
+    assert bool(all_finite())  # nothing to check: finite
+    assert bool(all_finite({}, ()))
+    assert not bool(all_finite({"a": jnp.ones(2)}, [jnp.zeros(3), jnp.array([jnp.nan])]))
+    assert bool(all_finite(jnp.arange(3), {"b": jnp.float16(65504.0)}))
+    picked = tree_select(jnp.array(True), {"a": jnp.ones(2)}, {"a": jnp.zeros(2)})
+    np.testing.assert_array_equal(picked["a"], [1.0, 1.0])
+
+
+def test_should_rollback_bound_and_type():
+    s = GuardState(jnp.int32(3), jnp.int32(3), jnp.int32(0))
+    assert should_rollback(s, 3) and should_rollback(s, 2) and not should_rollback(s, 4)
+    for bad in (True, 3.0, "3", -1):
+        with pytest.raises(ValueError) as err:
+            should_rollback(s, bad)
+        assert str(err.value) == f"max_bad_steps: got {bad!r}, expected an int >= 1"
+
+
+def test_rollback_lr_scale_is_float32_and_bounded():
+    assert rollback_lr_scale(0.1, 0.1) == float(np.float32(np.float32(0.1) * np.float32(0.1)))
+    assert rollback_lr_scale(0.1, 0.1) != 0.1 * 0.1  # not the float64 product
+    assert rollback_lr_scale(1e-30, 1e-30) == 0.0  # a float32 underflow shows as 0
+    assert rollback_lr_scale(0.75, 1.0) == 0.75  # factor 1 is allowed
+    for factor in (0.0, -0.5, 1.5, float("nan")):
+        with pytest.raises(ValueError) as err:
+            rollback_lr_scale(1.0, factor)
+        assert str(err.value) == (
+            f"lr_decay_on_rollback: got {factor!r}, expected a value in (0, 1]"
+        )
+
+
+def test_give_up_reason_rule():
+    assert give_up_reason(1, 0.5, max_rollbacks=2, min_lr_scale=0.5) is None  # both at bound
+    assert give_up_reason(2, 0.5, max_rollbacks=2, min_lr_scale=0.5) == (
+        "a rollback was needed after 2 rollback(s) (train.guard.max_rollbacks=2)"
+    )
+    assert give_up_reason(3, 1.0, max_rollbacks=2, min_lr_scale=0.5) is not None
+    assert give_up_reason(0, 0.25, max_rollbacks=2, min_lr_scale=0.5) == (
+        "a rollback would lower the lr scale to 0.25, below train.guard.min_lr_scale=0.5"
+    )
+    assert give_up_reason(0, float("nan"), 2, 1e-3).startswith("a rollback would lower")
+    assert give_up_reason(0, 0.0, 2, 1e-3).startswith("a rollback would lower")
+    for low in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError) as err:
+            give_up_reason(0, 1.0, 2, low)
+        assert str(err.value) == f"min_lr_scale: got {low!r}, expected a value > 0"
 
 
 def _poison(bad_steps):

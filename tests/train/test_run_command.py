@@ -1,9 +1,13 @@
 """`jaxparadigm run CONFIG` reaches run_experiment and prints where the report is."""
 
+from pathlib import Path
+
 import pytest
 import yaml
 
 from jaxparadigm.cli import main
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"  # whatever the working directory
 
 
 def test_run_command_writes_and_prints_the_report(tmp_path, capsys):
@@ -33,7 +37,7 @@ def test_run_command_reports_bad_config_in_one_line(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_default_config_end_to_end(tmp_path, capsys):
-    assert main(["run", "configs/default.yaml", f"out_dir={tmp_path}"]) == 0
+    assert main(["run", str(CONFIGS / "default.yaml"), f"out_dir={tmp_path}"]) == 0
     text = (tmp_path / "default" / "report.md").read_text()
     accuracy = float(text.split("accuracy = ")[1].split(",")[0])
     assert accuracy > 0.9
