@@ -397,7 +397,8 @@ class Checkpointer:
         Raises :class:`CheckpointSignatureError` if the signed config differs from this
         checkpointer's (naming the keys), the arrays or stored config were altered, or the
         signature kind (or key) differs; :class:`CheckpointError` if the step is incomplete, a file
-        is unreadable or malformed, or the tree structure differs from ``template``;
+        is unreadable or malformed, or the tree structure or a leaf's shape differs from
+        ``template``;
         ``FileNotFoundError`` if there is no checkpoint.
         """
         steps = self.all_steps()
@@ -419,6 +420,12 @@ class Checkpointer:
         meta = _read_meta(self._step_dir(step) / "meta" / "metadata", step)
         self._check_meta(step, meta, t_paths)
         arrays = self._read_leaves(step, t_pairs)
+        for path, (_, t), x in zip(t_paths, t_pairs, arrays, strict=True):
+            if np.shape(x) != np.shape(t):  # orbax ignores the target's shape
+                raise CheckpointError(
+                    f"checkpoint step {step} in {self.directory}: leaf {path} has stored shape "
+                    f"{np.shape(x)}, the template's is {np.shape(t)}"
+                )
         leaves = [to_host(x) for x in arrays]
         actual = _signature(t_paths, leaves, _config_json(meta.get("config")), self._key)
         if not hmac.compare_digest(actual.encode(), meta["signature"].encode()):

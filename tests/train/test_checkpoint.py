@@ -402,12 +402,6 @@ def test_a_template_of_shape_dtype_structs_restores(tmp_path):
     chex.assert_trees_all_equal(Checkpointer(ck.directory, CFG).restore(abstract), s)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (found by issue 17 round 2): orbax restores the stored shape whatever the "
-    "target's, and restore compares paths and the signature, not shapes with the template, so "
-    "a (2, 4) template silently receives the stored (3, 4) array",
-)
 def test_template_of_another_shape_is_refused(tmp_path):
     ck = Checkpointer(tmp_path / "c", CFG)
     ck.save(_state(step=2))
