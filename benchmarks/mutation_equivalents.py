@@ -345,6 +345,12 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         'return np.argsort(-scores, kind="STABLE")',
         "NumPy reads the sort kind case-insensitively: 'STABLE' is 'stable'",
     ),
+    # jaxparadigm/optim/schedules/decay.py
+    "jaxparadigm.optim.schedules.decay.x_join__mutmut_60": (
+        "for boundary, piece in zip(boundaries, schedules[1:], strict=None):",
+        "join checks len(schedules) == len(boundaries) + 1 before it builds the schedule: "
+        "boundaries and schedules[1:] always have the same length",
+    ),
     # jaxparadigm/optim/schedules/overflow.py
     "jaxparadigm.optim.schedules.overflow.x__torch_linear_lr__mutmut_3": (
         "param = torch.zeros(1, requires_grad=None)",

@@ -24,9 +24,24 @@ def _clear_jaxparadigm_lru_caches() -> None:
                 value.cache_clear()
 
 
+_IMPORT_TIME_HITS: set[str] = set()
+
+
+def pytest_collection_finish(session) -> None:  # noqa: ARG001 - pytest hook signature
+    if os.environ.get("MUTANT_UNDER_TEST") != "stats":
+        return
+    from mutmut.state import state
+
+    _IMPORT_TIME_HITS.update(state()._stats)
+    state()._stats.clear()
+
+
 def pytest_runtest_setup(item) -> None:  # noqa: ARG001 - pytest hook signature
     if os.environ.get("MUTANT_UNDER_TEST") != "stats":
         return
+    from mutmut.state import state
+
+    state()._stats.update(_IMPORT_TIME_HITS)
     jax = sys.modules.get("jax")
     if jax is not None:
         jax.clear_caches()

@@ -1,6 +1,7 @@
 """Mutation score of the core modules (issue 17), measured with mutmut one module at a time.
 
     python benchmarks/mutation_score.py run [MODULE ...] [--max-children 1] [--fresh]
+    python benchmarks/mutation_score.py run MODULE --sample 200 [--seed 0]
     python benchmarks/mutation_score.py report [MODULE ...] [--write]
 
 ``run`` gives each module its own mutmut workspace, ``.mutation/<module>/`` (git-ignored): links to
@@ -17,7 +18,15 @@ module's survivors "not checked" so they are tested again (``--fresh`` starts fr
     score = (killed + timeout) / (mutants - equivalent - not checked)
 
 (a timeout is a mutant that made its tests hang: detected; "not checked" are mutants an interrupted
-run did not reach, which the table counts separately). Equivalent mutants, which no test can
+run did not reach, which the table counts separately).
+
+A module whose full run does not fit the time at hand (autodiff's rules, optim: thousands of
+mutants at 3-8 s each) is measured on a **uniform random sample** instead: ``--sample N`` generates
+every mutant, draws N of them with ``random.Random(seed)`` and has mutmut test exactly those. mutmut
+otherwise runs the mutants with the cheapest tests first, so a stopped full run scores a biased
+subset; a random sample scores an unbiased one, and the report gives its score with a 95% Wilson
+interval ``(p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)``, z = 1.96, over the n sampled
+mutants that are not equivalent. Samples are recorded apart from the full-run figures. Equivalent mutants, which no test can
 kill because they do not change behaviour, are listed with a reason in
 ``benchmarks/mutation_equivalents.py``; an entry counts only while the mutant still makes the
 change recorded there. ``--write`` merges the measured modules into
@@ -33,8 +42,10 @@ import datetime
 import fnmatch
 import hashlib
 import json
+import math
 import os
 import platform
+import random
 import shutil
 import subprocess
 import sys
@@ -47,7 +58,9 @@ RESULTS_JSON = ROOT / "benchmarks" / "mutation_results.json"
 RESULTS_MD = ROOT / "benchmarks" / "RESULTS.md"
 PLUGIN = "mutation_pytest_plugin"
 # Imported by the fork server before it forks a process per mutant (none of them starts a JAX
-# backend on import; torch is skipped where it is not installed), plus the package under test.
+# backend on import; torch is skipped where it is not installed). Not the package under test:
+# code that runs at import (rule factories) must run in the mutant's own process, with the mutant
+# active (importing jaxparadigm costs ~0.2 s).
 PRELOAD = (
     "numpy",
     "ml_dtypes",
@@ -142,14 +155,6 @@ def _link(path: Path, target: Path) -> None:
     path.symlink_to(os.path.relpath(target, path.parent))
 
 
-def _package_of(pattern: str) -> str:
-    """``jaxparadigm/tensor/*.py`` -> ``jaxparadigm.tensor``; ``a/b/c.py`` -> ``a.b.c``."""
-    parts = pattern.split("/")
-    if "*" in parts[-1]:
-        parts = parts[:-1]
-    return ".".join(parts).removesuffix(".py")
-
-
 def prepare_workspace(name: str, target: Target) -> Path:
     """(Re)write ``.mutation/<name>/`` around mutmut's cache, which it keeps."""
     ws = WORKSPACES / name
@@ -157,8 +162,7 @@ def prepare_workspace(name: str, target: Target) -> Path:
     _link(ws / "jaxparadigm", ROOT / "jaxparadigm")
     _link(ws / "tests", ROOT / "tests")
     _link(ws / f"{PLUGIN}.py", ROOT / "benchmarks" / f"{PLUGIN}.py")
-    packages = sorted({_package_of(pattern) for pattern in target.mutate})
-    (ws / "preload.txt").write_text("\n".join(PRELOAD + tuple(packages)) + "\n")
+    (ws / "preload.txt").write_text("\n".join(PRELOAD) + "\n")
     pyproject = (ROOT / "pyproject.toml").read_text() + _mutmut_config(target)
     if not (ws / "pyproject.toml").exists() or (ws / "pyproject.toml").read_text() != pyproject:
         (ws / "pyproject.toml").write_text(pyproject)
@@ -253,29 +257,86 @@ def _survivors(ws: Path) -> list[str]:
     )
 
 
-def run_module(name: str, max_children: int, fresh: bool, survivors_only: bool = False) -> int:
+_GENERATE = """
+import os
+from pathlib import Path
+import mutmut.__main__ as m
+m.set_mutant_under_test("mutant_generation")
+os.makedirs("mutants", exist_ok=True)
+m.copy_src_dir()
+m.copy_also_copy_files()
+m.setup_source_paths()
+m.store_lines_covered_by_tests()
+m.create_mutants(1)
+"""
+
+
+def all_mutants(ws: Path, target: Target, env: dict) -> list[str]:
+    """Generate every mutant of the module (no test runs) and return their names, sorted."""
+    with (ws / "generate.log").open("w") as log:
+        subprocess.run(
+            [sys.executable, "-c", _GENERATE], cwd=ws, env=env, stdout=log, stderr=log, check=True
+        )
+    names = []
+    for meta_path in _meta_files(ws):
+        source = str(meta_path.relative_to(ws / "mutants"))[: -len(".meta")]
+        if any(fnmatch.fnmatch(source, pattern) for pattern in target.mutate):
+            names += json.loads(meta_path.read_text())["exit_code_by_key"]
+    return sorted(names)
+
+
+def draw_sample(names: list[str], size: int, seed: int) -> list[str]:
+    """``size`` names drawn uniformly without replacement (all of them if there are fewer)."""
+    return sorted(random.Random(seed).sample(sorted(names), min(size, len(names))))
+
+
+def wilson_interval(detected: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion ``detected / n`` (in percent)."""
+    if n <= 0:
+        raise ValueError(f"n must be positive, got {n}")
+    p = detected / n
+    centre = p + z * z / (2 * n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    lo, hi = (centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n)
+    return 100.0 * max(lo, 0.0), 100.0 * min(hi, 1.0)  # 0 and n detected round to -1e-15, 1+1e-15
+
+
+def run_module(
+    name: str,
+    max_children: int,
+    fresh: bool,
+    survivors_only: bool = False,
+    sample: int | None = None,
+    seed: int = 0,
+) -> int:
     target = MODULES[name]
-    ws = WORKSPACES / name
+    ws = WORKSPACES / (name if sample is None else f"{name}.sample")
     if fresh and ws.exists():
         shutil.rmtree(ws)
-    ws = prepare_workspace(name, target)
+    ws = prepare_workspace(ws.name, target)
     digest_file = ws / "tests.sha256"
     digest = tests_digest(target)
-    # mutmut re-tests the mutants named on its command line, and only those.
-    names = _survivors(ws) if survivors_only else []
-    if survivors_only and not names:
-        print(f"[{name}] no survivors to test again")
-        return 0
-    if not survivors_only and digest_file.exists() and digest_file.read_text() != digest:
-        print(f"[{name}] tests changed: {recheck_survivors(ws)} survivors will be tested again")
-    decided_before = _decided(ws)
-    mutmut = Path(sys.executable).parent / "mutmut"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     # Programs a mutant does not change are compiled once per workspace, not once per mutant
     # (the cache key is the HLO itself, so a mutant that changes a program misses it).
     env["JAX_COMPILATION_CACHE_DIR"] = str(ws / "jax-cache")
     env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
     env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+    # mutmut re-tests the mutants named on its command line, and only those.
+    names = _survivors(ws) if survivors_only else []
+    population = None
+    if sample is not None and not survivors_only:
+        everything = all_mutants(ws, target, env)
+        population = len(everything)
+        names = draw_sample(everything, sample, seed)
+        print(f"[{name}] random sample of {len(names)} of {population} mutants (seed {seed})")
+    if survivors_only and not names:
+        print(f"[{name}] no survivors to test again")
+        return 0
+    if not names and digest_file.exists() and digest_file.read_text() != digest:
+        print(f"[{name}] tests changed: {recheck_survivors(ws)} survivors will be tested again")
+    decided_before = _decided(ws)
+    mutmut = Path(sys.executable).parent / "mutmut"
     print(f"[{name}] mutmut run --max-children {max_children} in {ws.relative_to(ROOT)}")
     last = {
         "commit": _git_head(),
@@ -283,7 +344,15 @@ def run_module(name: str, max_children: int, fresh: bool, survivors_only: bool =
         "sources_digest": sources_digest(),
         "load_1min_at_start": round(os.getloadavg()[0], 1),
         "max_children": max_children,
+        "started": _utc_now(),
     }
+    if population is not None:
+        last.update(sample=names, population=population, seed=seed)
+    elif survivors_only and (ws / "last_run.json").exists():  # the sample it re-tests stays
+        previous = json.loads((ws / "last_run.json").read_text())
+        last.update({k: previous[k] for k in ("sample", "population", "seed") if k in previous})
+    # Written now too, so that ``report`` can read a sample while its run is still going.
+    (ws / "last_run.json").write_text(json.dumps(last) + "\n")
     started = datetime.datetime.now()
     log = ws / "run.log"
     with log.open("w") as out:
@@ -295,12 +364,12 @@ def run_module(name: str, max_children: int, fresh: bool, survivors_only: bool =
             stderr=subprocess.STDOUT,
         )
     seconds = (datetime.datetime.now() - started).total_seconds()
-    if rc == 0 and not survivors_only:  # a survivors-only run leaves the rest unchecked
+    if rc == 0 and not names:  # a run on named mutants leaves the rest unchecked
         digest_file.write_text(digest)
     last.update(
         finished=_utc_now(),
         wall_s=round(seconds),
-        tested=len(names) if survivors_only else len(_decided(ws) - decided_before),
+        tested=len(names) if names else len(_decided(ws) - decided_before),
         exit=rc,
     )
     (ws / "last_run.json").write_text(json.dumps(last) + "\n")
@@ -353,9 +422,22 @@ def describe(ws: Path, source: str, mutant_name: str) -> dict:
     new = [ln[1:].strip() for ln in diff if ln.startswith("+") and not ln.startswith("+++")]
     first, last = _function_span(ROOT / source, mutant_name)
     lines = (ROOT / source).read_text().splitlines()
-    line = next(
-        (i for i in range(first, last + 1) if old and lines[i - 1].strip() == old[0]), first
-    )
+    # The diff numbers lines from the function's ``def`` (line 1): the first removed line of the
+    # first hunk is the changed one (a search by text would pick an identical earlier line).
+    line = None
+    for i, text in enumerate(diff):
+        if text.startswith("@@"):
+            n = first + int(text.split()[1].lstrip("-").split(",")[0]) - 1
+            for body in diff[i + 1 :]:
+                if body.startswith("-"):
+                    line = n
+                    break
+                n += 1
+            break
+    if line is None or not old or lines[line - 1].strip() != old[0]:
+        line = next(
+            (i for i in range(first, last + 1) if old and lines[i - 1].strip() == old[0]), first
+        )
     return {
         "name": mutant_name,
         "file": source,
@@ -365,9 +447,30 @@ def describe(ws: Path, source: str, mutant_name: str) -> dict:
     }
 
 
-def module_result(name: str) -> dict | None:
-    """Figures for one module from its workspace's mutmut cache, or None if never run."""
-    ws = WORKSPACES / name
+def sample_result(name: str) -> dict | None:
+    """Figures for one module's random sample (``run --sample``), or None if never sampled.
+
+    Only the sampled mutants count: the score is over those with a verdict, less equivalents, and
+    ``interval`` is its 95% Wilson interval, the range the module's full score lies in.
+    """
+    ws = WORKSPACES / f"{name}.sample"
+    last = ws / "last_run.json"
+    if not last.exists() or "sample" not in (run := json.loads(last.read_text())):
+        return None
+    result = module_result(name, ws=ws, keys=set(run["sample"]))
+    detected = result["killed"] + result["timeout"]
+    n = result["mutants"] - result["equivalent"] - result["not_checked"]
+    result["population"] = run["population"]
+    result["interval"] = [round(v, 1) for v in wilson_interval(detected, n)] if n else None
+    return result
+
+
+def module_result(name: str, ws: Path | None = None, keys: set[str] | None = None) -> dict | None:
+    """Figures for one module from its workspace's mutmut cache, or None if never run.
+
+    ``keys`` restricts the count to those mutants (a random sample); ``ws`` is the workspace.
+    """
+    ws = WORKSPACES / name if ws is None else ws
     if not (ws / "mutants").is_dir():
         return None
     target = MODULES[name]
@@ -379,6 +482,8 @@ def module_result(name: str) -> dict | None:
         if not any(fnmatch.fnmatch(source, pattern) for pattern in target.mutate):
             continue
         for key, code in json.loads(meta_path.read_text())["exit_code_by_key"].items():
+            if keys is not None and key not in keys:
+                continue
             if code in _SKIPPED:
                 continue
             counts["mutants"] += 1
@@ -457,6 +562,8 @@ def _utc_now() -> str:
 
 def _last_run_text(r: dict) -> str:
     last = r["last_run"]
+    if last and "finished" not in last and "started" in last:
+        return f"**run in progress** (started {last['started']})"
     if not last or "finished" not in last:
         return "no run recorded by this script"
     workers = f"{last['max_children']} worker{'s' if last['max_children'] > 1 else ''}"
@@ -467,7 +574,8 @@ def _last_run_text(r: dict) -> str:
     return text + (f"; **stale: {r['stale']}**" if r["stale"] else "")
 
 
-def markdown(results: dict[str, dict]) -> str:
+def markdown(results: dict[str, dict], samples: dict[str, dict] | None = None) -> str:
+    samples = samples or {}
     out = [
         "## mutation",
         "",
@@ -480,7 +588,9 @@ def markdown(results: dict[str, dict]) -> str:
         "(a run re-tests only what changed, so it may test few mutants). A module with mutants",
         "'not checked' had its run stopped before the end: its score covers the checked ones only,",
         "and mutmut runs the mutants with the cheapest tests first, so the unchecked ones belong to",
-        "the functions most tests reach.",
+        "the functions most tests reach. Runs before 2026-12-01 10:20 UTC had the fork server import",
+        "the package, so a mutant of code run at import (rule factories) was never active: it could",
+        "only survive, never be wrongly killed; later runs import the package in each mutant's process.",
         "",
         "| module | mutated files | tests | killed/total | timeout | equivalent | survived | score | last run |",
         "|---|---|---|---:|---:|---:|---:|---:|---|",
@@ -498,26 +608,69 @@ def markdown(results: dict[str, dict]) -> str:
             f"{r['killed'] + r['timeout']}/{r['mutants']}{pending} | {r['timeout']} | "
             f"{r['equivalent']} | {r['survived']} | {score} | {_last_run_text(r)} |"
         )
-    for name in MODULES:
-        r = results.get(name)
-        if not r or not (r["survivors"] or r["equivalents"] or r["unclear"]):
-            continue
-        out += ["", f"### {name}: mutants not killed", ""]
-        for s in r["survivors"]:
-            out.append(f"- {s['verdict']}: `{s['file']}:{s['line']}` `{s['change']}`")
-        for s in r["equivalents"]:
-            out.append(f"- equivalent: `{s['file']}:{s['line']}` `{s['change']}`: {s['reason']}")
-        for s in r["unclear"]:
-            out.append(f"- exit code {s['exit_code']}: `{s['name']}`")
+    out += _sample_table(samples)
+    for title, table in (("", results), (" (random sample)", samples)):
+        for name in MODULES:
+            r = table.get(name)
+            if not r or not (r["survivors"] or r["equivalents"] or r["unclear"]):
+                continue
+            out += ["", f"### {name}{title}: mutants not killed", ""]
+            for s in r["survivors"]:
+                out.append(f"- {s['verdict']}: `{s['file']}:{s['line']}` `{s['change']}`")
+            for s in r["equivalents"]:
+                out.append(
+                    f"- equivalent: `{s['file']}:{s['line']}` `{s['change']}`: {s['reason']}"
+                )
+            for s in r["unclear"]:
+                out.append(f"- exit code {s['exit_code']}: `{s['name']}`")
     return "\n".join(out) + "\n"
 
 
-def write_results(measured: dict[str, dict]) -> None:
+def _sample_table(samples: dict[str, dict]) -> list[str]:
+    if not samples:
+        return []
+    out = [
+        "",
+        "Random samples (`run MODULE --sample N --seed S`): N mutants drawn uniformly from all of the",
+        "module's mutants and tested; the score is over the sampled ones (less equivalents) and the",
+        "95% Wilson interval is where the module's full score lies.",
+        "",
+        "| module | sampled/mutants | killed/sampled | timeout | equivalent | survived | score (95% interval) | run |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for name in MODULES:
+        r = samples.get(name)
+        if r is None:
+            continue
+        sampled = r["mutants"]
+        pending = f" ({r['not_checked']} not checked)" if r["not_checked"] else ""
+        if r["score"] is None:
+            score = "n/a"
+        else:
+            lo, hi = r["interval"]
+            score = f"{r['score']:.1f}% ({lo:.1f}-{hi:.1f}%)"
+        seed = r["last_run"].get("seed") if r["last_run"] else None
+        out.append(
+            f"| {name} | {sampled}/{r['population']} (seed {seed}) | "
+            f"{r['killed'] + r['timeout']}/{sampled}{pending} | {r['timeout']} | "
+            f"{r['equivalent']} | {r['survived']} | {score} | {_last_run_text(r)} |"
+        )
+    return out
+
+
+def write_results(measured: dict[str, dict], sampled: dict[str, dict]) -> None:
+    """Merge into the JSON record (full runs by module, samples under ``"samples"``), rewrite
+    the ``## mutation`` section of RESULTS.md from it."""
     results = json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {}
+    samples = results.pop("samples", {})
     results.update(measured)
+    samples.update(sampled)
     results = {name: results[name] for name in MODULES if name in results}
-    RESULTS_JSON.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-    section = markdown(results)
+    samples = {name: samples[name] for name in MODULES if name in samples}
+    RESULTS_JSON.write_text(
+        json.dumps({**results, "samples": samples}, indent=2, ensure_ascii=False) + "\n"
+    )
+    section = markdown(results, samples)
     text = RESULTS_MD.read_text()
     start = text.find("\n## mutation\n")
     if start == -1:
@@ -538,6 +691,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--survivors", action="store_true", help="test again only the survivors (after new tests)"
     )
+    run.add_argument(
+        "--sample", type=int, metavar="N", help="test a uniform random sample of N mutants"
+    )
+    run.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     rep = sub.add_parser("report", help="print (and with --write record) the figures")
     rep.add_argument("modules", nargs="*", metavar="MODULE")
     rep.add_argument("--write", action="store_true")
@@ -547,16 +704,22 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown module(s) {unknown}; expected some of {list(MODULES)}")
     modules = args.modules or list(MODULES)
     if args.command == "run":
+        if args.sample is not None and args.sample < 1:
+            parser.error(f"--sample must be a positive number of mutants, got {args.sample}")
         failed = [
-            m for m in modules if run_module(m, args.max_children, args.fresh, args.survivors) != 0
+            m
+            for m in modules
+            if run_module(m, args.max_children, args.fresh, args.survivors, args.sample, args.seed)
+            != 0
         ]
         if failed:
             print(f"mutmut failed for {failed}: see .mutation/<module>/run.log")
         return 1 if failed else 0
     measured = {m: r for m in modules if (r := module_result(m)) is not None}
-    print(markdown(measured))
+    sampled = {m: r for m in modules if (r := sample_result(m)) is not None}
+    print(markdown(measured, sampled))
     if args.write:
-        write_results(measured)
+        write_results(measured, sampled)
     return 0
 
 

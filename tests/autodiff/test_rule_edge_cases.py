@@ -1,0 +1,262 @@
+"""Edge cases of the VJP/JVP rules against jax as oracle (issue 17: survivors of the random
+mutation sample of ``autodiff``, each test named for what a one-line slip would break).
+
+Each case is a corner the main suites did not reach: a low-precision dtype kept through a rule,
+an out-of-bounds scatter mode, a variadic ``lax.reduce`` whose reduced axis is odd or empty,
+a raw (unclosed) jaxpr, and the names ``Graph.to_dot`` gives its variables.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+from jaxparadigm.autodiff import grad, jvp, trace
+from jaxparadigm.autodiff.graph import count_equations
+
+RNG = np.random.default_rng(17)
+
+
+def _rand(*shape, dtype=jnp.float32):
+    return jnp.asarray(RNG.standard_normal(shape), dtype)
+
+
+# ------------------------------------------------------------------------------ dtypes kept
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
+def test_pow_with_integer_exponent_keeps_the_base_dtype_in_forward_mode(dtype):
+    """``x ** n`` (integer n): the tangent ``t * n * x**(n-1)`` is in x's dtype, as jax's."""
+    x = jnp.asarray([0.5, -1.5, 2.0], dtype)
+    n = jnp.asarray([2, 0, 3], jnp.int32)
+    f = lambda x: lax.pow(x, n)
+    ours = jvp(f, (x,), (jnp.ones_like(x),))
+    theirs = jax.jvp(f, (x,), (jnp.ones_like(x),))
+    assert ours[1].dtype == theirs[1].dtype == dtype
+    np.testing.assert_array_equal(np.float32(ours[1]), np.float32(theirs[1]))
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
+def test_sort_gradient_keeps_the_operand_dtype(dtype):
+    x = jnp.asarray([3.0, -1.0, 2.0, 0.5], dtype)
+    w = jnp.asarray([1.0, 2.0, 3.0, 4.0], dtype)
+    f = lambda x: jnp.sum(jnp.sort(x) * w)
+    ours, theirs = grad(f)(x), jax.grad(f)(x)
+    assert ours.dtype == theirs.dtype == dtype
+    np.testing.assert_array_equal(np.float32(ours), np.float32(theirs))
+
+
+# ----------------------------------------------------------------- scatter modes out of bounds
+
+
+def _extremal(op, mode, idx):
+    weights = jnp.arange(1.0, 5.0)
+
+    def f(x, u):
+        at = x.at[idx]
+        out = at.max(u, mode=mode) if op == "max" else at.min(u, mode=mode)
+        return jnp.sum(out * weights)
+
+    return f
+
+
+X4 = jnp.asarray([0.5, 2.0, -1.0, 0.25])
+U3 = jnp.asarray([3.0, 1.0, -2.0])
+
+
+@pytest.mark.parametrize("mode", ["drop", "promise_in_bounds"])
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_extremal_scatter_gradient_follows_the_mode(mode, op):
+    """scatter-max/min gradients equal jax's: 'drop' with index 7 of a length-4 operand (the
+    update is dropped), 'promise_in_bounds' with in-range indices."""
+    idx = jnp.asarray([1, 7, 2]) if mode == "drop" else jnp.asarray([1, 3, 2])
+    f = _extremal(op, mode, idx)
+    ours = grad(f, argnums=(0, 1))(X4, U3)
+    theirs = jax.grad(f, argnums=(0, 1))(X4, U3)
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_extremal_scatter_gradient_with_clipped_indices_is_the_numerical_one(op):
+    """mode='clip' sends index 7 to 3. The function is piecewise linear here, so a central
+    difference is exact; our gradient equals it. jax 0.10's own gradient is not an oracle here:
+    for scatter-max it credits x[3] (which the clipped update replaced) and gives u[1] an inf."""
+    f = _extremal(op, "clip", jnp.asarray([1, 7, 2]))
+    ours = grad(f, argnums=(0, 1))(X4, U3)
+    h = 1e-2
+    for arg, got in zip((X4, U3), ours, strict=True):
+        numeric = [
+            (
+                f(*((arg.at[i].add(h), U3) if arg is X4 else (X4, arg.at[i].add(h))))
+                - f(*((arg.at[i].add(-h), U3) if arg is X4 else (X4, arg.at[i].add(-h))))
+            )
+            / (2 * h)
+            for i in range(arg.shape[0])
+        ]
+        np.testing.assert_allclose(got, numeric, rtol=1e-3, atol=1e-3)
+
+
+# ------------------------------------------------------------------------- variadic lax.reduce
+
+
+def _reduce_one(x, axes):
+    # Not a monoid jax recognises, so this binds the generic reduce primitive.
+    return lax.reduce(x, 0.0, lambda a, b: a + b * b, axes)
+
+
+def _reduce_two(x, y, axes):
+    def reducer(a, b):
+        (ax, ay), (bx, by) = a, b
+        take = ax >= bx
+        return jnp.where(take, ax, bx), jnp.where(take, ay, by)
+
+    return lax.reduce((x, y), (-jnp.inf, 0.0), reducer, axes)
+
+
+@pytest.mark.parametrize("shape, axes", [((5, 3), (0,)), ((3, 7), (1,)), ((2, 3, 5), (0, 2))])
+def test_generic_reduce_jvp_of_one_operand_with_odd_axes(shape, axes):
+    """jax's tree reduction pads odd halves with the init value: one operand, odd lengths."""
+    x, t = _rand(*shape), _rand(*shape)
+    ours = jvp(lambda x: _reduce_one(x, axes), (x,), (t,))
+    theirs = jax.jvp(lambda x: _reduce_one(x, axes), (x,), (t,))
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_generic_reduce_jvp_of_two_operands_with_an_odd_axis():
+    x, y = _rand(5, 3), _rand(5, 3)
+    tx, ty = _rand(5, 3), _rand(5, 3)
+    f = lambda x, y: _reduce_two(x, y, (0,))
+    ours = jvp(f, (x, y), (tx, ty))
+    theirs = jax.jvp(f, (x, y), (tx, ty))
+    for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_generic_reduce_jvp_over_an_empty_axis_is_the_init_value_with_the_kept_shape():
+    x = jnp.zeros((0, 3), jnp.float32)
+    primal, tangent = jvp(lambda x: _reduce_one(x, (0,)), (x,), (x,))
+    ref_primal, ref_tangent = jax.jvp(lambda x: _reduce_one(x, (0,)), (x,), (x,))
+    assert primal.shape == tangent.shape == ref_primal.shape == (3,)
+    np.testing.assert_array_equal(primal, ref_primal)
+    np.testing.assert_array_equal(tangent, ref_tangent)
+
+
+# ---------------------------------------------------------------------------- graph utilities
+
+
+def test_count_equations_accepts_an_unclosed_jaxpr():
+    closed = jax.make_jaxpr(lambda x: jax.nn.relu(x) + 1.0)(jnp.ones(2))
+    assert count_equations(closed.jaxpr) == count_equations(closed) == 4
+
+
+def test_to_dot_names_every_variable_distinctly():
+    """Inputs are named v0, v1 in order and each edge carries its variable's name."""
+    dot = trace(lambda x, y: jnp.sum(x * y), jnp.ones(2), jnp.ones(2)).to_dot()
+    assert 'in0 [shape=box, label="input v0: float32[2]"]' in dot
+    assert 'in1 [shape=box, label="input v1: float32[2]"]' in dot
+    assert 'in0 -> n0 [label="v0"]' in dot and 'in1 -> n0 [label="v1"]' in dot
+    assert 'n0 -> n1 [label="v2"]' in dot and 'n1 -> out0 [label="v3"]' in dot
+
+
+# --------------------------------------------------------------------------- custom_jvp rules
+
+
+@jax.custom_jvp
+def _scaled_and_counts(x, n):
+    return x * n, n
+
+
+@_scaled_and_counts.defjvp
+def _scaled_and_counts_jvp(primals, tangents):
+    (x, n), (tx, tn) = primals, tangents
+    return _scaled_and_counts(x, n), (tx * n, tn)
+
+
+def test_custom_jvp_rule_gets_float0_tangents_shaped_like_integer_arguments():
+    """Without symbolic zeros a custom rule receives a float0 tangent for each integer argument,
+    shaped like it (jax's convention); a rule that passes it through returns it as the integer
+    output's tangent."""
+    x = jnp.asarray([1.0, 2.0, 3.0])
+    n = jnp.asarray([2, 3, 4], jnp.int32)
+    g = lambda x: _scaled_and_counts(x, n)
+    (_, _), (t_scaled, t_counts) = jvp(g, (x,), (jnp.ones(3),))
+    (_, _), (ref_scaled, ref_counts) = jax.jvp(g, (x,), (jnp.ones(3),))
+    np.testing.assert_array_equal(t_scaled, ref_scaled)
+    assert np.shape(t_counts) == np.shape(ref_counts) == (3,)
+    assert np.asarray(t_counts).dtype == jax.dtypes.float0
+
+
+# ------------------------------------------------------------------------------ convolutions
+
+
+def _conv(lhs, rhs, fgc=1, bgc=1):
+    return lax.conv_general_dilated(
+        lhs,
+        rhs,
+        window_strides=(1,),
+        padding="VALID",
+        dimension_numbers=("NCH", "OIH", "NCH"),
+        feature_group_count=fgc,
+        batch_group_count=bgc,
+    )
+
+
+@pytest.mark.parametrize(
+    "lhs_shape, rhs_shape, fgc, bgc",
+    [
+        ((2, 4, 6), (6, 2, 3), 2, 1),  # two feature groups
+        ((4, 3, 6), (4, 3, 3), 1, 2),  # two batch groups
+        ((6, 2, 5), (6, 2, 2), 1, 3),  # three batch groups
+    ],
+)
+def test_grouped_convolution_gradients_equal_jax(lhs_shape, rhs_shape, fgc, bgc):
+    lhs, rhs = _rand(*lhs_shape), _rand(*rhs_shape)
+    w = _rand(*jax.eval_shape(lambda a, b: _conv(a, b, fgc, bgc), lhs, rhs).shape)
+    f = lambda lhs, rhs: jnp.sum(_conv(lhs, rhs, fgc, bgc) * w)
+    ours = grad(f, argnums=(0, 1))(lhs, rhs)
+    theirs = jax.grad(f, argnums=(0, 1))(lhs, rhs)
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_convolution_gradients_keep_bfloat16():
+    lhs, rhs = _rand(1, 2, 5, dtype=jnp.bfloat16), _rand(3, 2, 2, dtype=jnp.bfloat16)
+    f = lambda lhs, rhs: jnp.sum(_conv(lhs, rhs).astype(jnp.float32))
+    ours = grad(f, argnums=(0, 1))(lhs, rhs)
+    theirs = jax.grad(f, argnums=(0, 1))(lhs, rhs)
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.dtype == b.dtype == jnp.bfloat16
+        np.testing.assert_allclose(np.float32(a), np.float32(b), rtol=1e-2)
+
+
+def test_convolution_with_an_empty_output_has_zero_kernel_gradient_of_its_dtype():
+    """A batch of zero examples: the kernel's cotangent is zeros of the kernel's dtype."""
+    lhs, rhs = jnp.zeros((0, 2, 5), jnp.bfloat16), _rand(3, 2, 2, dtype=jnp.bfloat16)
+    f = lambda rhs: jnp.sum(_conv(lhs, rhs).astype(jnp.float32))
+    ours, theirs = grad(f)(rhs), jax.grad(f)(rhs)
+    assert ours.dtype == theirs.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(np.float32(ours), np.float32(theirs))
+
+
+# ------------------------------------------------------------------------------ control flow
+
+
+def test_scan_with_an_unused_bfloat16_output_keeps_bfloat16_cotangents():
+    """The stacked outputs ``ys`` are unused: their (absent) cotangent becomes zeros of their own
+    dtype inside the scan's backward pass, so the carry's gradient stays bfloat16."""
+
+    def f(x):
+        def body(c, _):
+            return c * x, c * 2
+
+        carry, _ = lax.scan(body, jnp.ones_like(x), None, length=3)
+        return jnp.sum(carry.astype(jnp.float32))
+
+    x = jnp.asarray([0.5, 1.5], jnp.bfloat16)
+    ours, theirs = grad(f)(x), jax.grad(f)(x)
+    assert ours.dtype == theirs.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(np.float32(ours), np.float32(theirs))
