@@ -21,6 +21,18 @@ _OVERLAP = (
     "indices), which gives the same answer: the shortcut is a speed-up, not a different result"
 )
 
+_INT64 = (
+    "NumPy 2 builds int64 from a Python int on every platform: np.full(shape, int) and "
+    "np.arange(int) are int64 without the dtype"
+)
+_ALIGN = (
+    "any split of the offset that passes the 'a + e <= g' check is a valid window (base + "
+    "sum(starts * row) == offset by construction), so another remainder only picks a different "
+    "window over the same elements, or falls back to starting at the offset: same values"
+)
+_MAT_ZIP = (
+    "aligned, extent and grid all have k entries (one per kept dim): the lengths always match"
+)
 _VIEW_ZIP = "a View's shape and strides have the same length (__post_init__ refuses others)"
 
 _SLICE = "for a positive step (checked just before) slice.indices clamps start and stop the same"
@@ -171,6 +183,55 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "jaxparadigm.tensor.memory.xǁMemoryǁ_write__mutmut_98": (
         "new = storage.at[flat].set(values, unique_indices=False)",
         _HINT,
+    ),
+    # jaxparadigm/autodiff (random sample, seed 17)
+    "jaxparadigm.autodiff.graph.xǁGraphǁforward__mutmut_11": (
+        "env: dict = dict(zip(self.jaxpr.constvars, self.consts, strict=False))",
+        "a Graph's consts are its closed jaxpr's consts, one per constvar: same length",
+    ),
+    "jaxparadigm.autodiff.graph.xǁGraphǁforward__mutmut_19": (
+        "env.update(zip(self.inputs, flat_args, strict=False))",
+        "forward raises TypeError just before unless len(flat_args) == len(self.inputs)",
+    ),
+    "jaxparadigm.autodiff.reduction_rules.x__reduce_window_chooser_vjp__mutmut_18": (
+        "config = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, bdil, strict=None)]",
+        "reduce_window's padding and base_dilation have one entry per operand dim (jax checks "
+        "both when it binds the primitive): same length",
+    ),
+    "jaxparadigm.autodiff.reduction_rules.x__tree_reduce__mutmut_79": (
+        "second = [lax.pad(x, i, pads) for x, i in zip(second, init_values, strict=None)]",
+        "lax.reduce binds one init value per operand: same length",
+    ),
+    "jaxparadigm.autodiff.sorting_rules.x__scatter_along__mutmut_21": (
+        "mode=None,",
+        "the positions scattered to are a permutation of the sorted axis, always in bounds, and "
+        "modes differ only for out-of-bounds indices (PROMISE_IN_BOUNDS only saves the checks)",
+    ),
+    # jaxparadigm/tensor/view.py (random sample, seed 17)
+    "jaxparadigm.tensor.view.xǁViewǁstorage_indices__mutmut_7": (
+        "index = np.full(self.shape, self.offset, )",
+        _INT64,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁstorage_indices__mutmut_14": (
+        "for d, (n, s) in enumerate(zip(self.shape, self.strides, )):",
+        _VIEW_ZIP,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁstorage_indices__mutmut_25": (
+        "index = index + (np.arange(n, dtype=None) * s).reshape(axis_shape)",
+        _INT64,
+    ),
+    "jaxparadigm.tensor.view.xǁViewǁcheck_bounds__mutmut_16": (
+        "n - 1 if s > 0 else 0 for n, s in zip(self.shape, self.strides, strict=None)",
+        _VIEW_ZIP,
+    ),
+    # jaxparadigm/tensor/materialize.py (random sample, seed 17)
+    "jaxparadigm.tensor.materialize.x__compute_plan__mutmut_105": (
+        "rem = view.offset % row[1]",
+        _ALIGN,
+    ),
+    "jaxparadigm.tensor.materialize.x__compute_plan__mutmut_133": (
+        "if all(a + e <= g for a, e, g in zip(aligned[1:], extent[1:], grid[1:], strict=False)):",
+        _MAT_ZIP,
     ),
     # jaxparadigm/tensor/view.py
     "jaxparadigm.tensor.view.xǁViewǁexpand__mutmut_7": (

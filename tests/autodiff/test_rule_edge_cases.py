@@ -161,6 +161,26 @@ def test_to_dot_names_every_variable_distinctly():
     assert 'n0 -> n1 [label="v2"]' in dot and 'n1 -> out0 [label="v3"]' in dot
 
 
+def test_backward_returns_no_cotangent_for_inputs_left_out_of_wrt():
+    """``wrt`` picks the inputs differentiated: y is float and on the path, but not in ``wrt``,
+    so its cotangent is None (not computed and handed back anyway)."""
+    x, y = jnp.asarray([1.0, 2.0]), jnp.asarray([3.0, 4.0])
+    graph = trace(lambda x, y: jnp.sum(x * y), x, y)
+    env = graph.forward([x, y], [True, False])
+    ct_x, ct_y = graph.backward(env, [jnp.float32(1.0)], [True, False])
+    np.testing.assert_array_equal(ct_x, y)
+    assert ct_y is None
+    both = graph.backward(graph.forward([x, y]), [jnp.float32(1.0)], [True, True])
+    np.testing.assert_array_equal(both[1], x)
+
+
+def test_active_vars_refuses_a_wrt_mask_of_the_wrong_length():
+    graph = trace(lambda x, y: x * y, jnp.ones(2), jnp.ones(2))
+    with pytest.raises(ValueError, match="zip"):
+        graph.active_vars([True])
+    assert len(graph.active_vars([True, False])) == 2  # x and x * y
+
+
 # --------------------------------------------------------------------------- custom_jvp rules
 
 
