@@ -185,6 +185,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         _HINT,
     ),
     # jaxparadigm/autodiff (random sample, seed 17)
+    "jaxparadigm.autodiff.control_flow_jvp_rules.x__kept__mutmut_8": (
+        "return [instantiate(t, p) for t, p, f in zip(tangents, primals, flags, strict=None) if f]",
+        "each caller passes one tangent, one value and one flag per output, carry or stacked "
+        "output of the same body (cond, scan, while): same length",
+    ),
     "jaxparadigm.autodiff.graph.xǁGraphǁforward__mutmut_11": (
         "env: dict = dict(zip(self.jaxpr.constvars, self.consts, strict=False))",
         "a Graph's consts are its closed jaxpr's consts, one per constvar: same length",

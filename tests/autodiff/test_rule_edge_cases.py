@@ -209,6 +209,46 @@ def test_custom_jvp_rule_gets_float0_tangents_shaped_like_integer_arguments():
     assert np.asarray(t_counts).dtype == jax.dtypes.float0
 
 
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_extremal_scatter_jvp_with_a_tangent_for_the_operand_only(op):
+    """Only x has a tangent (the updates are constants): the output tangent is x's tangent where
+    x survived, zero where an update won, as jax's."""
+    idx = jnp.asarray([1, 3])
+    u = jnp.asarray([3.0, -5.0])
+    f = lambda x: x.at[idx].max(u) if op == "max" else x.at[idx].min(u)
+    x, t = jnp.asarray([0.5, 2.0, -1.0, 0.25]), jnp.asarray([1.0, 2.0, 3.0, 4.0])
+    ours, theirs = jvp(f, (x,), (t,)), jax.jvp(f, (x,), (t,))
+    np.testing.assert_array_equal(ours[1], theirs[1])
+    assert np.any(np.asarray(ours[1]) != 0)
+
+
+@pytest.mark.parametrize("reduce", [jnp.max, jnp.min])
+def test_reduce_max_min_jvp_keeps_bfloat16(reduce):
+    x = jnp.asarray([[1.0, 3.0, 3.0], [2.0, -1.0, 0.5]], jnp.bfloat16)
+    t = jnp.asarray([[0.5, 1.0, 2.0], [1.0, 1.0, 1.0]], jnp.bfloat16)
+    f = lambda x: reduce(x, axis=1)
+    ours, theirs = jvp(f, (x,), (t,)), jax.jvp(f, (x,), (t,))
+    assert ours[1].dtype == theirs[1].dtype == jnp.bfloat16
+    np.testing.assert_array_equal(np.float32(ours[1]), np.float32(theirs[1]))
+
+
+def test_register_vjp_overwrite_replaces_an_existing_rule():
+    from jaxparadigm.autodiff import get_vjp, register_vjp
+    from jaxparadigm.autodiff.registry import unregister_vjp
+
+    first = lambda ct, x, **p: (ct,)
+    second = lambda ct, x, **p: (2 * ct,)
+    register_vjp("zz_overwritten_primitive")(first)
+    try:
+        with pytest.raises(ValueError, match="overwrite=True"):
+            register_vjp("zz_overwritten_primitive")(second)
+        assert get_vjp("zz_overwritten_primitive") is first
+        register_vjp("zz_overwritten_primitive", overwrite=True)(second)
+        assert get_vjp("zz_overwritten_primitive") is second
+    finally:
+        unregister_vjp("zz_overwritten_primitive")
+
+
 # ------------------------------------------------------------------------------ convolutions
 
 
