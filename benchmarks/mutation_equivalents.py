@@ -460,6 +460,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "orbax's StandardRestore ignores the target's shape (checked: a () target for a stored "
         "(3, 4) array restores (3, 4)); only the dtype of the targets takes effect",
     ),
+    "jaxparadigm.train.checkpoint.xǁCheckpointerǁ_set_aside__mutmut_2": (
+        "os.makedirs(os.path.join(self.directory, _DELETED), exist_ok=None)",
+        "'.deleted' is removed when the Checkpointer opens and after every save, and a save sets "
+        "aside at most one step before it: the directory never exists when makedirs runs",
+    ),
     "jaxparadigm.train.checkpoint.x__read_meta__mutmut_3": (
         "meta = json.loads(path.read_text(encoding=None))",
         "the locale's encoding is UTF-8 on this machine: only a non-UTF-8 locale tells them apart",

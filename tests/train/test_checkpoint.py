@@ -428,3 +428,51 @@ def test_signature_mismatch_message(tmp_path, monkeypatch, key):
         + (" or the key differs" if key else "")
         + ". Refusing to restore."
     )
+
+
+def test_keep_refuses_bools_and_non_integers(tmp_path):
+    for keep in (True, 2.5, "3"):
+        with pytest.raises(
+            ValueError, match=rf"keep: got {re.escape(repr(keep))}, expected an int"
+        ):
+            Checkpointer(tmp_path / "c", CFG, keep=keep)
+
+
+def test_a_plain_config_with_non_json_values_is_signed_by_their_text(tmp_path):
+    """A dict config may hold values JSON has no type for (a Path, a NumPy scalar): they are
+    signed by their str(), so such a run saves, and a restart with the same config resumes."""
+    config = {"data": Path("corpus/pydoc"), "lr": np.float32(0.25)}
+    ck = Checkpointer(tmp_path / "c", config)
+    assert ck.config is config
+    ck.save(_state(step=1))
+    again = Checkpointer(tmp_path / "c", {"data": Path("corpus/pydoc"), "lr": np.float32(0.25)})
+    chex.assert_trees_all_equal(again.restore(_state()), _state(step=1))
+    with pytest.raises(CheckpointError, match="config"):
+        Checkpointer(tmp_path / "c", {"data": Path("other"), "lr": np.float32(0.25)}).restore(
+            _state()
+        )
+
+
+def test_a_stray_file_named_like_an_orbax_temporary_does_not_block_opening(tmp_path):
+    """Leftover orbax temporaries are deleted on open; a *file* with such a name (not a step
+    directory) cannot be removed by rmtree and is left alone instead of failing the run."""
+    directory = tmp_path / "c"
+    directory.mkdir()
+    (directory / "7.orbax-checkpoint-tmp-123").write_text("not a step")
+    (directory / "8.orbax-checkpoint-tmp-456").mkdir()
+    ck = Checkpointer(directory, CFG)
+    assert not (directory / "8.orbax-checkpoint-tmp-456").exists()
+    ck.save(_state(step=1))
+    assert ck.all_steps() == [1]
+
+
+def test_restore_returns_leaves_of_the_templates_kind(tmp_path):
+    """NumPy template leaves come back as NumPy arrays (on the host), jax.Array leaves as
+    jax.Arrays."""
+    ck = Checkpointer(tmp_path / "c", CFG)
+    state = {"step": 1, "w": np.arange(4, dtype=np.float32), "v": jax.numpy.ones(3)}
+    ck.save(state)
+    got = ck.restore({"step": 0, "w": np.zeros(4, np.float32), "v": jax.numpy.zeros(3)})
+    assert isinstance(got["w"], np.ndarray) and not isinstance(got["w"], jax.Array)
+    assert isinstance(got["v"], jax.Array)
+    chex.assert_trees_all_equal({k: got[k] for k in "wv"}, {k: state[k] for k in "wv"})
