@@ -33,6 +33,10 @@ _ALIGN = (
 _MAT_ZIP = (
     "aligned, extent and grid all have k entries (one per kept dim): the lengths always match"
 )
+_CAST_BACK_ZERO = (
+    "a zero is exact in every float dtype and the reverse sweep casts each cotangent to its "
+    "variable's dtype (Graph.backward), so float32 zeros become the same zeros"
+)
 _VIEW_ZIP = "a View's shape and strides have the same length (__post_init__ refuses others)"
 
 _SLICE = "for a positive step (checked just before) slice.indices clamps start and stop the same"
@@ -189,6 +193,25 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "return [instantiate(t, p) for t, p, f in zip(tangents, primals, flags, strict=None) if f]",
         "each caller passes one tangent, one value and one flag per output, carry or stacked "
         "output of the same body (cond, scan, while): same length",
+    ),
+    "jaxparadigm.autodiff.control_flow_rules.x__dense__mutmut_7": (
+        "return jnp.zeros(aval.shape, )",
+        _CAST_BACK_ZERO,
+    ),
+    "jaxparadigm.autodiff.conv_rules.x__conv_rhs_ct__mutmut_7": (
+        "return jnp.zeros(jnp.shape(rhs), )",
+        _CAST_BACK_ZERO,
+    ),
+    "jaxparadigm.autodiff.conv_rules.x__conv_rhs_ct__mutmut_104": (
+        "return out.astype(jnp.result_type(None))",
+        "out is already in the cotangent's dtype (the conv's preferred element type); a float32 "
+        "detour is exact for bfloat16/float16 values and the sweep casts each cotangent back "
+        "to its variable's dtype (Graph.backward)",
+    ),
+    "jaxparadigm.autodiff.graph.xǁGraphǁbackward__mutmut_111": (
+        "return [ct_env.get(v) if (w) or True else None for v, w in zip(self.inputs, wrt, strict=True)]",
+        "the sweep sends cotangents only to active variables, and an input left out of wrt is "
+        "not active: ct_env has no entry for it and .get gives None either way",
     ),
     "jaxparadigm.autodiff.graph.xǁGraphǁforward__mutmut_11": (
         "env: dict = dict(zip(self.jaxpr.constvars, self.consts, strict=False))",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import jax.extend.core.primitives as P
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax._src.lax.lax import optimization_barrier_p, split_p, stack_p, tile_p, unstack_p
 from jax._src.lax.slicing import scatter_sub_p
@@ -80,14 +81,21 @@ def _optimization_barrier_jvp(primals, tangents, **params):
 
 
 def _chooser_rule(prim):
-    """max/min over ``axes``: ``d out = sum(dx * hit) / sum(hit)``, ``hit = (x == out)``."""
+    """max/min over ``axes``: ``d out = sum(dx * hit) / sum(hit)``, ``hit = (x == out)``.
+
+    Both sums are ``reduce_sum`` in the tangent's dtype, as jax's rule has them (``jnp.sum``
+    would accumulate bfloat16 in float32 and round once: 1 ulp off jax's tangent).
+    """
 
     def rule(primals, tangents, *, axes, **params):
         (x,), (t,) = primals, tangents
         out = prim.bind(x, axes=axes, **params)
         kept = tuple(d for d in range(jnp.ndim(x)) if d not in axes)
-        hit = (x == lax.broadcast_in_dim(out, jnp.shape(x), kept)).astype(jnp.result_type(t))
-        return out, jnp.sum(t * hit, axis=tuple(axes)) / jnp.sum(hit, axis=tuple(axes))
+        dtype = jnp.result_type(t)
+        hit = (x == lax.broadcast_in_dim(out, jnp.shape(x), kept)).astype(dtype)
+        zero = np.zeros((), dtype)
+        total = lambda a: lax.reduce(a, zero, lax.add, tuple(axes))  # reduce_sum in ``dtype``
+        return out, total(t * hit) / total(hit)
 
     return rule
 

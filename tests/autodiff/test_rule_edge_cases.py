@@ -27,9 +27,11 @@ def _rand(*shape, dtype=jnp.float32):
 
 @pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
 def test_pow_with_integer_exponent_keeps_the_base_dtype_in_forward_mode(dtype):
-    """``x ** n`` (integer n): the tangent ``t * n * x**(n-1)`` is in x's dtype, as jax's."""
-    x = jnp.asarray([0.5, -1.5, 2.0], dtype)
-    n = jnp.asarray([2, 0, 3], jnp.int32)
+    """``x ** n`` (integer n): the tangent ``t * n * x**(n-1)`` is computed in x's dtype, as jax's,
+    bit for bit. The bases are ones where computing in float32 and rounding once to bfloat16
+    differs from jax's bfloat16 arithmetic (0.54296875**4 * 5: 0.435546875 vs 0.43359375)."""
+    x = jnp.asarray([0.5, -1.5, 2.0, 0.54296875, 2.78125, 2.015625, 0.5703125], dtype)
+    n = jnp.asarray([2, 0, 3, 5, 5, 7, 5], jnp.int32)
     f = lambda x: lax.pow(x, n)
     ours = jvp(f, (x,), (jnp.ones_like(x),))
     theirs = jax.jvp(f, (x,), (jnp.ones_like(x),))
@@ -224,8 +226,14 @@ def test_extremal_scatter_jvp_with_a_tangent_for_the_operand_only(op):
 
 @pytest.mark.parametrize("reduce", [jnp.max, jnp.min])
 def test_reduce_max_min_jvp_keeps_bfloat16(reduce):
-    x = jnp.asarray([[1.0, 3.0, 3.0], [2.0, -1.0, 0.5]], jnp.bfloat16)
-    t = jnp.asarray([[0.5, 1.0, 2.0], [1.0, 1.0, 1.0]], jnp.bfloat16)
+    """Ties share the tangent: ``sum(t * hit) / sum(hit)`` summed in bfloat16 as jax does. Row 2
+    ties four ways with tangents 1, 2**-8, 2**-8, 2**-8: bfloat16 sums give 1/4, a float32
+    accumulation (jnp.sum's) 1.01171875/4, which rounds to 0.253906."""
+    x = jnp.asarray([[1.0, 3.0, 3.0, 0.0], [2.0, -1.0, 0.5, 2.0], [1.0, 1.0, 1.0, 1.0]])
+    x = (x if reduce is jnp.max else -x).astype(jnp.bfloat16)
+    t = jnp.asarray(
+        [[0.5, 1.0, 2.0, 0.0], [1.0, 1.0, 1.0, 3.0], [1.0, 2**-8, 2**-8, 2**-8]], jnp.bfloat16
+    )
     f = lambda x: reduce(x, axis=1)
     ours, theirs = jvp(f, (x,), (t,)), jax.jvp(f, (x,), (t,))
     assert ours[1].dtype == theirs[1].dtype == jnp.bfloat16
