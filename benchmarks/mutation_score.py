@@ -324,6 +324,11 @@ def run_module(
     env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
     # mutmut re-tests the mutants named on its command line, and only those.
     names = _survivors(ws) if survivors_only else []
+    if survivors_only and (ws / "last_run.json").exists():
+        # A sample re-tests its survivors and the sampled mutants mutmut reset to "not checked"
+        # because their function changed.
+        sampled = json.loads((ws / "last_run.json").read_text()).get("sample", [])
+        names = sorted(set(names) | (set(sampled) - _decided(ws)))
     population = None
     if sample is not None and not survivors_only:
         everything = all_mutants(ws, target, env)
