@@ -483,6 +483,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "orbax's StandardRestore ignores the target's shape (checked: a () target for a stored "
         "(3, 4) array restores (3, 4)); only the dtype of the targets takes effect",
     ),
+    "jaxparadigm.train.checkpoint.xǁCheckpointerǁrestore__mutmut_100": (
+        "x if (isinstance(t, jax.Array)) or True else leaf",
+        "for a template leaf that is not a jax.Array, _read_leaves already returns a host NumPy "
+        "array, and leaf is to_host of it (np.asarray: the same values, dtype and shape)",
+    ),
     "jaxparadigm.train.checkpoint.xǁCheckpointerǁ_set_aside__mutmut_2": (
         "os.makedirs(os.path.join(self.directory, _DELETED), exist_ok=None)",
         "'.deleted' is removed when the Checkpointer opens and after every save, and a save sets "
