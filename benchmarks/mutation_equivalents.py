@@ -483,6 +483,16 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "orbax's StandardRestore ignores the target's shape (checked: a () target for a stored "
         "(3, 4) array restores (3, 4)); only the dtype of the targets takes effect",
     ),
+    "jaxparadigm.train.checkpoint.xǁCheckpointerǁ__init____mutmut_31": (
+        "cleanup_tmp_directories=None,  # done by _purge_leftovers, before returning",
+        "orbax 0.12 reads cleanup_tmp_directories only for truth (checkpoint_manager.py: 'if "
+        "self._options.cleanup_tmp_directories:'): None and False behave alike",
+    ),
+    "jaxparadigm.train.checkpoint.xǁCheckpointerǁsave__mutmut_55": (
+        "for i, ((_, x), leaf) in enumerate(zip(pairs, leaves, strict=None))",
+        "pairs and leaves flatten the same state with tree_flatten_with_path (_flat): one leaf "
+        "per pair, the lengths always match",
+    ),
     "jaxparadigm.train.checkpoint.xǁCheckpointerǁrestore__mutmut_100": (
         "x if (isinstance(t, jax.Array)) or True else leaf",
         "for a template leaf that is not a jax.Array, _read_leaves already returns a host NumPy "
