@@ -213,6 +213,22 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "the sweep sends cotangents only to active variables, and an input left out of wrt is "
         "not active: ct_env has no entry for it and .get gives None either way",
     ),
+    "jaxparadigm.autodiff.tangent_rules.x_linear_rule__mutmut_35": (
+        "for i, (p, t) in enumerate(zip(primals, tangents, strict=False))",
+        "the interpreter hands a rule one tangent per primal (both lists come from the same "
+        "equation's inputs): same length",
+    ),
+    "jaxparadigm.autodiff.structural_rules.x__cast_like__mutmut_4": (
+        "return ct if (ct.dtype == dtype) or True else ct.astype(dtype)",
+        "_cast_like's results are the rule's input cotangents, which the reverse sweep casts to "
+        "each variable's dtype (Graph.backward): the second cast changes nothing",
+    ),
+    "jaxparadigm.autodiff.structural_rules.x__dot_transpose_lhs__mutmut_46": (
+        "if jnp.result_type(None) != ct.dtype:",
+        "y is then left in its own (narrower) dtype only when ct is float32; lax.dot_general "
+        "takes mixed operands and widens y exactly (checked: float32 x bfloat16 equals "
+        "float32 x float32(y) bit for bit)",
+    ),
     "jaxparadigm.autodiff.graph.xǁGraphǁforward__mutmut_11": (
         "env: dict = dict(zip(self.jaxpr.constvars, self.consts, strict=False))",
         "a Graph's consts are its closed jaxpr's consts, one per constvar: same length",

@@ -671,7 +671,13 @@ def write_results(measured: dict[str, dict], sampled: dict[str, dict]) -> None:
     results = json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {}
     samples = results.pop("samples", {})
     results.update(measured)
-    samples.update(sampled)
+    # The sample's names are not kept: seed and population redraw it at the recorded commit.
+    samples.update(
+        {
+            name: {**r, "last_run": {k: v for k, v in r["last_run"].items() if k != "sample"}}
+            for name, r in sampled.items()
+        }
+    )
     results = {name: results[name] for name in MODULES if name in results}
     samples = {name: samples[name] for name in MODULES if name in samples}
     RESULTS_JSON.write_text(
