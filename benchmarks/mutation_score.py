@@ -221,6 +221,14 @@ def _meta_files(ws: Path):
     yield from sorted((ws / "mutants").rglob("*.py.meta"))
 
 
+def _target_verdicts(ws: Path, target: Target):
+    """``(source, {mutant name: exit code or None})`` for each file of ``target`` in the cache."""
+    for meta_path in _meta_files(ws):
+        source = str(meta_path.relative_to(ws / "mutants"))[: -len(".meta")]
+        if any(fnmatch.fnmatch(source, pattern) for pattern in target.mutate):
+            yield source, json.loads(meta_path.read_text())["exit_code_by_key"]
+
+
 def _decided(ws: Path) -> set[str]:
     """Mutants with a verdict in the cache."""
     return {
@@ -259,7 +267,6 @@ def _survivors(ws: Path) -> list[str]:
 
 _GENERATE = """
 import os
-from pathlib import Path
 import mutmut.__main__ as m
 m.set_mutant_under_test("mutant_generation")
 os.makedirs("mutants", exist_ok=True)
@@ -277,12 +284,7 @@ def all_mutants(ws: Path, target: Target, env: dict) -> list[str]:
         subprocess.run(
             [sys.executable, "-c", _GENERATE], cwd=ws, env=env, stdout=log, stderr=log, check=True
         )
-    names = []
-    for meta_path in _meta_files(ws):
-        source = str(meta_path.relative_to(ws / "mutants"))[: -len(".meta")]
-        if any(fnmatch.fnmatch(source, pattern) for pattern in target.mutate):
-            names += json.loads(meta_path.read_text())["exit_code_by_key"]
-    return sorted(names)
+    return sorted(name for _, verdicts in _target_verdicts(ws, target) for name in verdicts)
 
 
 def draw_sample(names: list[str], size: int, seed: int) -> list[str]:
@@ -323,12 +325,14 @@ def run_module(
     env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
     env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
     # mutmut re-tests the mutants named on its command line, and only those.
+    previous = (
+        json.loads((ws / "last_run.json").read_text()) if (ws / "last_run.json").exists() else {}
+    )
     names = _survivors(ws) if survivors_only else []
-    if survivors_only and (ws / "last_run.json").exists():
+    if survivors_only and "sample" in previous:
         # A sample re-tests its survivors and the sampled mutants mutmut reset to "not checked"
         # because their function changed.
-        sampled = json.loads((ws / "last_run.json").read_text()).get("sample", [])
-        names = sorted(set(names) | (set(sampled) - _decided(ws)))
+        names = sorted(set(names) | (set(previous["sample"]) - _decided(ws)))
     population = None
     if sample is not None and not survivors_only:
         everything = all_mutants(ws, target, env)
@@ -353,8 +357,7 @@ def run_module(
     }
     if population is not None:
         last.update(sample=names, population=population, seed=seed)
-    elif survivors_only and (ws / "last_run.json").exists():  # the sample it re-tests stays
-        previous = json.loads((ws / "last_run.json").read_text())
+    elif survivors_only:  # the sample it re-tests stays
         last.update({k: previous[k] for k in ("sample", "population", "seed") if k in previous})
     # Written now too, so that ``report`` can read a sample while its run is still going.
     (ws / "last_run.json").write_text(json.dumps(last) + "\n")
@@ -482,11 +485,8 @@ def module_result(name: str, ws: Path | None = None, keys: set[str] | None = Non
     equivalent = _equivalents()
     counts = dict(mutants=0, killed=0, timeout=0, no_tests=0, not_checked=0, other=0)
     survivors, equivalents, unclear = [], [], []
-    for meta_path in _meta_files(ws):
-        source = str(meta_path.relative_to(ws / "mutants"))[: -len(".meta")]
-        if not any(fnmatch.fnmatch(source, pattern) for pattern in target.mutate):
-            continue
-        for key, code in json.loads(meta_path.read_text())["exit_code_by_key"].items():
+    for source, verdicts in _target_verdicts(ws, target):
+        for key, code in verdicts.items():
             if keys is not None and key not in keys:
                 continue
             if code in _SKIPPED:
