@@ -9,9 +9,11 @@ attributes after ``import jaxparadigm.autodiff``, as ``torch.func`` is after ``i
 from jaxparadigm.autodiff import call_rules as _call_rules  # noqa: F401  (registers rules)
 from jaxparadigm.autodiff import control_flow_rules as _control_flow_rules  # noqa: F401
 from jaxparadigm.autodiff import conv_rules as _conv_rules  # noqa: F401
+from jaxparadigm.autodiff import decomposition_rules as _decomposition_rules  # noqa: F401
 from jaxparadigm.autodiff import elementwise_rules as _elementwise_rules  # noqa: F401
 from jaxparadigm.autodiff import func, tape  # noqa: F401  (submodules as attributes)
 from jaxparadigm.autodiff import indexing_rules as _indexing_rules  # noqa: F401
+from jaxparadigm.autodiff import linalg_rules as _linalg_rules  # noqa: F401
 from jaxparadigm.autodiff import reduction_rules as _reduction_rules  # noqa: F401
 from jaxparadigm.autodiff import sorting_rules as _sorting_rules  # noqa: F401
 from jaxparadigm.autodiff import special_rules as _special_rules  # noqa: F401
