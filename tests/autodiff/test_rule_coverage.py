@@ -206,7 +206,8 @@ def test_every_listed_primitive_has_a_vjp_rule():
     reduce_window_sum reduce_window_max reduce_window_min cumsum cumprod cummax cummin cumlogsumexp
     sort top_k scatter scatter-add scatter-sub scatter-mul scatter-min scatter-max concatenate stack
     unstack tile cond scan while checkpoint pure_callback io_callback conv_general_dilated reduce
-    device_put sharding_constraint""".split()
+    device_put sharding_constraint cholesky triangular_solve lu custom_linear_solve eigh qr
+    svd""".split()
     names = set(registered_primitives())
     assert [n for n in listed if n not in names] == []
 
@@ -323,10 +324,9 @@ def test_inactive_scan_keeps_no_residuals():
     assert sum(e.primitive.name == "scan" for e in active) == 2  # forward with residuals, reverse
 
 
-@pytest.mark.xfail(strict=True, raises=NotImplementedError, reason="no VJP rules for linalg yet")
-def test_linalg_solve_gradient_known_gap():
-    """Known gap (issue 12 left it out): lu / triangular_solve / custom_linear_solve (behind
-    jnp.linalg.solve, inv, det) have no VJP rule; ``MissingVJPRule`` names the primitive."""
+def test_linalg_solve_gradient():
+    """Formerly a known gap (issue 12); issue 23 added lu / triangular_solve /
+    custom_linear_solve rules (tests/autodiff/test_linalg_rules.py covers the family)."""
     a = jnp.eye(3) * 2.0 + 0.1
     f = lambda a: jnp.sum(jnp.linalg.solve(a, jnp.ones(3)))
     np.testing.assert_allclose(grad(f)(a), jax.grad(f)(a), rtol=1e-5)
