@@ -46,7 +46,7 @@ _HI = lax.Precision.HIGHEST
 
 
 def mT(x):
-    """Swap the last two axes (matrix transpose of every matrix in a batch)."""
+    """Swap the last two axes: the transpose of every matrix in a batch (used by the C3.2 rules)."""
     return jnp.swapaxes(x, -1, -2)
 
 
@@ -202,7 +202,7 @@ def _bind_solve(consts, rhs, const_lengths, jaxprs):
 
 @register_forward("custom_linear_solve")
 def _custom_linear_solve_forward(*args, const_lengths, jaxprs):
-    """Bind the solve; keep its outputs (the solution x is what the VJP needs)."""
+    """Bind the solve; keep its outputs as residuals (the VJP needs the solution x). C2.2/C3.2."""
     outs = list(lax.linear_solve_p.bind(*args, const_lengths=const_lengths, jaxprs=jaxprs))
     return outs, outs
 

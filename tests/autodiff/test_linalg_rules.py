@@ -74,18 +74,19 @@ def check(f, args, rtol=2e-4, atol=2e-5, modes=("rev", "fwd")):
         _close(func.jvp(f, args, ts), jax.jvp(f, args, ts), rtol, atol, "jvp")
 
 
-def check_fd(f, x, eps=1e-5, rtol=1e-5, atol=1e-7):
-    """float64: <w, J t> from our grad and our jvp vs a central finite difference."""
+def check_fd(f, args, eps=1e-5, rtol=1e-5, atol=1e-7):
+    """float64: <w, J t> (J: the Jacobian in ``args[0]``) from our grad and our jvp vs a central
+    finite difference; every argument is cast to float64."""
     with jax.enable_x64(True):
-        x = jnp.asarray(x, jnp.float64)
-        w = _like(f(x), 3)
+        x, *rest = [jnp.asarray(a, jnp.float64) for a in args]
+        g = lambda z: f(z, *rest)
+        w = _like(g(x), 3)
         t = _like(x, 4)
-        scalar = lambda z: sum(jnp.vdot(a, b) for a, b in zip(_tl(f(z)), _tl(w), strict=True))
+        scalar = lambda z: sum(jnp.vdot(a, b) for a, b in zip(_tl(g(z)), _tl(w), strict=True))
         fd = (scalar(x + eps * t) - scalar(x - eps * t)) / (2 * eps)
         rev = jnp.vdot(func.grad(scalar)(x), t)
-        fwd = sum(
-            jnp.vdot(a, b) for a, b in zip(_tl(func.jvp(f, (x,), (t,))[1]), _tl(w), strict=True)
-        )
+        tangent_out = _tl(func.jvp(g, (x,), (t,))[1])
+        fwd = sum(jnp.vdot(a, b) for a, b in zip(tangent_out, _tl(w), strict=True))
         np.testing.assert_allclose(float(rev), float(fd), rtol=rtol, atol=atol, err_msg="rev")
         np.testing.assert_allclose(float(fwd), float(fd), rtol=rtol, atol=atol, err_msg="fwd")
 
@@ -111,6 +112,18 @@ def qr_and_mul(a, mode="reduced"):
     absolute values so R's own derivative is checked too."""
     q, r = jnp.linalg.qr(a, mode=mode)
     return q @ r, jnp.abs(r)
+
+
+def posify(a):
+    """Upstream ``posify``: the symmetric part (the solver reads one triangle, matvec all of A)."""
+    return (a + a.T) / 2
+
+
+def positive_definite_solve(a, b):
+    """custom_linear_solve_test.py::test_custom_linear_solve_cholesky's solver."""
+    factors = jsl.cho_factor(a)
+    solve = lambda matvec, x: jsl.cho_solve(factors, x)
+    return lax.custom_linear_solve(functools.partial(jnp.dot, a), b, solve, symmetric=True)
 
 
 def tri_solve(a, b, **kw):
@@ -151,12 +164,7 @@ CASES = {
     "svdvals": (lambda a: jnp.linalg.svd(a, compute_uv=False), lambda: (gen(4, 3),)),
     # custom_linear_solve_test.py::test_custom_linear_solve_cholesky (symmetric, no tr_solve)
     "custom_linear_solve_cholesky": (
-        lambda a, b: lax.custom_linear_solve(
-            functools.partial(jnp.dot, a),
-            b,
-            lambda mv, x: jsl.cho_solve(jsl.cho_factor(a), x),
-            symmetric=True,
-        ),
+        lambda a, b: positive_definite_solve(posify(a), b),
         lambda: (spd(n=2), gen(2)),
     ),
 }
@@ -212,7 +220,16 @@ SLOW_CASES = {
 
 
 # Cases whose primitives another default case already covers run under -m slow only.
-COVERED = {"lu_factor", "det", "slogdet", "qr_tall", "inv", "svdvals", "tri_right_upper_T_unit"}
+COVERED = {
+    "lu_factor",
+    "det",
+    "slogdet",
+    "qr_tall",
+    "inv",
+    "svdvals",
+    "tri_right_upper_T_unit",
+    "custom_linear_solve_cholesky",
+}
 
 
 @pytest.mark.parametrize(
@@ -243,8 +260,7 @@ def test_first_order_matches_jax(name):
 def test_against_central_finite_differences_float64(name):
     """The oracle that is not jax: a float64 central difference of ``<w, f(x)>``."""
     f, make = CASES[name]
-    args = make()
-    check_fd(lambda x: f(x, *args[1:]), args[0])
+    check_fd(f, make())
 
 
 SECOND_ORDER = {
@@ -357,3 +373,42 @@ def test_partial_decompositions_are_refused_like_jax():
         func.jvp(g, (gen(4, 3),), (gen(4, 3),))
     with pytest.raises(NotImplementedError, match="full_matrices=True on a 4x3 matrix"):
         func.grad(g)(gen(4, 3))
+
+
+def test_rules_never_call_jax_autodiff(monkeypatch):
+    """As test_no_jax_autodiff: with jax's AD entry points, JVP tracer and transpose pass made to
+    fail, our grad and jvp through every linalg rule still run and equal jax's (computed first)."""
+    from jax._src import api as jax_api
+    from jax._src.interpreters import ad as jax_ad
+
+    b = gen(3)
+
+    def f(a):
+        s = a @ a.T + 3 * jnp.eye(3)
+        lu_ = jsl.lu_factor(a)[0]
+        return (
+            jnp.sum(jnp.linalg.cholesky(s))
+            + jnp.sum(jnp.linalg.solve(a, b))
+            + jnp.sum(jnp.linalg.eigvalsh(s))
+            + jnp.sum(jnp.abs(jnp.linalg.qr(a)[1]))
+            + jnp.sum(jnp.linalg.svd(a, compute_uv=False))
+            + jnp.sum(jnp.sin(lu_))
+        )
+
+    a, t = dominant(), gen(3, 3)
+    expected = (jax.grad(f)(a), jax.jvp(f, (a,), (t,)))
+
+    def forbid(name):
+        def fail(*args, **kwargs):
+            raise AssertionError(f"jax AD entry point {name} was called")
+
+        return fail
+
+    for name in ("jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev"):
+        monkeypatch.setattr(jax, name, forbid(f"jax.{name}"))
+        monkeypatch.setattr(jax_api, name, forbid(f"jax._src.api.{name}"))
+    monkeypatch.setattr(jax_ad.JVPTrace, "process_primitive", forbid("ad.JVPTrace"))
+    monkeypatch.setattr(jax_ad, "backward_pass", forbid("ad.backward_pass"))
+    with pytest.raises(AssertionError, match="jax.grad"):
+        jax.grad(f)(a)  # the patch is live
+    _close((func.grad(f)(a), func.jvp(f, (a,), (t,))), expected, 2e-4, 2e-5, "no jax AD")
