@@ -346,16 +346,37 @@ def test_rules_registered_for_every_linalg_primitive():
     assert [p for p in LINALG if p not in registered_jvp_primitives()] == []
 
 
-def test_absent_primitive_is_named_in_both_modes():
-    """``schur`` has no rule (jax has none either): the error names the primitive."""
-    f = lambda a: jnp.sum(jsl.schur(a)[0])
-    a = dominant()
-    with pytest.raises(MissingVJPRule, match="'schur'") as rev:
+ABSENT = {
+    "schur": lambda a: jnp.sum(jsl.schur(a)[0]),
+    "geqrf": lambda a: jnp.sum(jnp.linalg.qr(a, mode="raw")[0]),  # Householder form
+}
+
+
+@pytest.mark.parametrize("name", sorted(ABSENT))
+def test_absent_primitive_is_named_in_both_modes(name):
+    """``schur`` and ``geqrf`` (``qr(mode="raw")``) have no rule (jax has none either): the
+    error names the primitive in both modes."""
+    f, a = ABSENT[name], dominant()
+    with pytest.raises(NotImplementedError):
+        jax.grad(f)(a)
+    with pytest.raises(MissingVJPRule, match=f"'{name}'") as rev:
         func.grad(f)(a)
-    assert rev.value.primitive_name == "schur"
-    with pytest.raises(MissingJVPRule, match="'schur'") as fwd:
+    assert rev.value.primitive_name == name
+    with pytest.raises(MissingJVPRule, match=f"'{name}'") as fwd:
         func.jvp(f, (a,), (a,))
-    assert fwd.value.primitive_name == "schur"
+    assert fwd.value.primitive_name == name
+
+
+@pytest.mark.slow
+def test_pivots_to_permutation_carries_no_tangent():
+    """``lu_pivots_to_permutation`` is integer-valued: no rule is needed for a program using it."""
+
+    def f(a):
+        lu, pivots, _ = lax.linalg.lu(a)
+        perm = lax.linalg.lu_pivots_to_permutation(pivots, 3)
+        return jnp.sum(jnp.sin(lu[perm]))
+
+    check(f, (dominant(),))
 
 
 def test_partial_decompositions_are_refused_like_jax():
