@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxparadigm.errors import InputError
+from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.passages import Passage
 
 __all__ = [
@@ -56,8 +56,7 @@ def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
 
 def new_manifest(model: dict, shard_rows: int, build: dict) -> dict:
     """An empty index's manifest (status ``building``, no shards)."""
-    if isinstance(shard_rows, bool) or not isinstance(shard_rows, int) or shard_rows < 1:
-        raise InputError(f"shard_rows: got {shard_rows!r}, expected an int >= 1")
+    require_int("shard_rows", shard_rows, 1)
     return {
         "format": FORMAT,
         "version": VERSION,

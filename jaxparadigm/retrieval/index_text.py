@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from jaxparadigm.errors import InputError
+from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.index_build import add_to_index, build_index
 from jaxparadigm.retrieval.index_search import Hit, IndexSearcher
 from jaxparadigm.retrieval.index_store import read_manifest
@@ -112,8 +112,7 @@ def index_search_text(
     placement of shards, not the corpus)."""
     if not isinstance(query, str):
         raise TypeError(f"query: got {type(query).__name__}, expected str")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise InputError(f"top_k: got {top_k!r}, expected an int >= 1")
+    require_int("top_k", top_k, 1)
     searcher = IndexSearcher(index_dir, dtype=dtype, resident=not stream)
     hits = searcher.search(_encoder(model_path), query, top_k, approx=approx)[0]
     lines = [f"query: {shorten(query, 80)}  index: {index_dir} ({len(searcher)} passages, {dtype})"]
