@@ -248,6 +248,8 @@ def read_documents(
             skipped.append(Skipped(path, "not UTF-8", "holds NUL bytes (a binary file?)"))
             continue
         found, bad = _documents(path, FILE_TYPES.get(real.suffix.lower(), "text"), text)
+        if not found and not bad:  # a JSONL file of blank lines
+            bad = [Skipped(path, "empty", "no JSON line")]
         skipped += bad
         if found:
             docs += found

@@ -47,7 +47,8 @@ class _Readable(HTMLParser):
 
     def _put(self, pos: int, chars: str, raw: str) -> None:
         if self.skip is None and self.text.startswith(raw, pos):
-            self.out[pos : pos + len(chars)] = chars[: len(raw)]
+            chars = chars[: len(raw)]  # never longer than the characters it replaces
+            self.out[pos : pos + len(chars)] = chars
 
     def handle_starttag(self, tag, attrs):
         if self.skip is not None:
