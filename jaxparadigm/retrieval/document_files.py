@@ -254,6 +254,7 @@ def read_documents(
         if found:
             docs += found
             used.append(SourceFile(path, sha))
+    skipped.sort(key=lambda s: s.path)
     if strict and skipped:
         raise InputError("\n".join([*describe_skipped(skipped, limit=20), "(--strict: refused)"]))
     return Reading(docs, used, skipped)

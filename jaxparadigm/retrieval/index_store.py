@@ -125,6 +125,17 @@ def committed(manifest: dict) -> dict:
     return {**manifest, **copy.deepcopy(base), "status": "complete", "pending": None}
 
 
+def _lock_holder(fd: int, wait_s: float = 1.0) -> str:
+    """What the lock file says about its holder (``pid N (command, since T)``); a holder that
+    has just taken the lock may not have written it yet, so an empty file is re-read briefly."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        text = os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
+        if text or time.monotonic() > deadline:
+            return text or "another process"
+        time.sleep(0.01)
+
+
 @contextlib.contextmanager
 def index_lock(index_dir: Path, command: str) -> Iterator[None]:
     """Hold ``INDEX_DIR/lock`` (an exclusive ``flock``) while ``command`` changes the index.
@@ -142,14 +153,13 @@ def index_lock(index_dir: Path, command: str) -> Iterator[None]:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                holder = os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
                 raise InputError(
-                    f"{index_dir}: index is locked by {holder or 'another process'}; wait for "
-                    "it to finish (the lock ends when that process exits), then run this again"
+                    f"{index_dir}: index is locked by {_lock_holder(fd)}; wait for it to finish "
+                    "(the lock ends when that process exits), then run this again"
                 ) from None
-        os.ftruncate(fd, 0)
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        os.pwrite(fd, f"pid {os.getpid()} ({command}, since {stamp})\n".encode(), 0)
+        text = f"pid {os.getpid()} ({command}, since {time.strftime('%Y-%m-%d %H:%M:%S')})\n"
+        os.pwrite(fd, text.encode(), 0)  # write, then cut: the file is never seen empty
+        os.ftruncate(fd, len(text.encode()))
         yield
     finally:
         os.close(fd)
