@@ -100,7 +100,7 @@ class Reading(NamedTuple):
 
 
 def plural(n: int, word: str) -> str:
-    """``"1 passage"``, ``"2 passages"`` (``word`` + "s" unless ``n == 1``)."""
+    """``"1 passage"``, ``"2 passages"`` (``word`` + "s" unless ``n == 1``) (C1.1)."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
@@ -138,7 +138,8 @@ def _walk(root: Path) -> tuple[list[Path], list[Skipped]]:
 
 
 def collect_files(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], list[Skipped]]:
-    """``(files, skipped)``: the real paths of the files in ``paths`` (folders expanded), each once.
+    """``(files, skipped)``: the real paths of the files in ``paths`` (folders expanded), each once
+    (C1.1).
 
     A path that does not exist, or that is neither a file nor a folder, raises
     :class:`InputError`; what a folder holds that cannot be indexed is returned in ``skipped``.
@@ -261,7 +262,8 @@ def read_documents(
 
 
 def describe_skipped(skipped: Sequence[Skipped], limit: int = 10) -> list[str]:
-    """Lines for a report: ``skipped N inputs (reason: count, ...)`` then up to ``limit`` items."""
+    """Lines for a report: ``skipped N inputs (reason: count, ...)`` then up to ``limit`` items
+    (C1.1)."""
     if not skipped:
         return []
     counts = Counter(s.reason for s in skipped)

@@ -118,7 +118,7 @@ def read_manifest(index_dir: str | os.PathLike) -> dict:
 def committed(manifest: dict) -> dict:
     """The index as of its last finished build or add: ``manifest`` itself when complete, the
     state an interrupted (or running) add started from (``pending.base``) otherwise. An
-    interrupted *build* has no committed state: it is returned as is (status ``building``)."""
+    interrupted *build* has no committed state: it is returned as is (status ``building``) (C1.1)."""
     base = (manifest.get("pending") or {}).get("base")
     if base is None:
         return manifest
@@ -138,7 +138,7 @@ def _lock_holder(fd: int, wait_s: float = 1.0) -> str:
 
 @contextlib.contextmanager
 def index_lock(index_dir: Path, command: str) -> Iterator[None]:
-    """Hold ``INDEX_DIR/lock`` (an exclusive ``flock``) while ``command`` changes the index.
+    """Hold ``INDEX_DIR/lock`` (an exclusive ``flock``) while ``command`` changes the index (C1.1).
 
     A second writer gets :class:`InputError` ``"index is locked by pid N (...)"`` at once. The
     lock belongs to the open file, so it ends with the process that holds it: a lock file left by

@@ -112,7 +112,8 @@ SKIPPED_FIELDS = {"path": (str, None), "reason": (str, None), "detail": (str, No
 
 
 def check_manifest(m, path: Path, fmt: str = "jaxparadigm-index", version: int = 1) -> None:
-    """Raise :class:`InputError` naming the first bad field of manifest ``m`` (module docstring)."""
+    """Raise :class:`InputError` naming the first bad field of manifest ``m`` (module docstring;
+    C1.1)."""
     c = _Checker(path)
     if not isinstance(m, dict) or m.get("format") != fmt or m.get("version") != version:
         raise InputError(f"{path}: not a {fmt} manifest of version {version}")

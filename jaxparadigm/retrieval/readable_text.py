@@ -29,7 +29,7 @@ VOID_TAGS = frozenset(
 
 
 def blank(text: str) -> str:
-    """``text`` with every character except ``"\\n"`` replaced by a space (same length)."""
+    """``text`` with every character except ``"\\n"`` replaced by a space (same length) (C1.1)."""
     return re.sub(r"[^\n]", " ", text)
 
 
@@ -79,7 +79,7 @@ class _Readable(HTMLParser):
 
 
 def html_readable(text: str) -> str:
-    """The readable text of an HTML document, blanked in place (module docstring)."""
+    """The readable text of an HTML document, blanked in place (module docstring) (C1.1)."""
     if not isinstance(text, str):
         raise TypeError(f"text: got {type(text).__name__}, expected str")
     parser = _Readable(text)
@@ -94,7 +94,7 @@ _LINK_ITEM = re.compile(rf"[ \t]*(?:[-*+]|\d+[.)])[ \t]+{_LINK}[ \t]*\r?")
 
 
 def markup_boilerplate(text: str) -> str:
-    """``text`` with link-reference lines and lists of bare links blanked (module docstring).
+    """``text`` with link-reference lines and lists of bare links blanked (module docstring, C1.1).
 
     A run of link-only list items (blank lines may separate them) is blanked when it holds at
     least 2 items; a single link item is kept (it may be the answer)."""
