@@ -100,12 +100,15 @@ def write_vector_index(out: Path, x: np.ndarray, shard_rows: int) -> None:
     from jaxparadigm.retrieval.passages import Passage
 
     out.mkdir(parents=True)
-    m = new_manifest({"name": "synthetic", "dim": x.shape[1], "max_seq_length": 0}, shard_rows, {})
+    build = {"chunk_tokens": 2, "overlap": 0, "batch_size": 1}  # a valid manifest: none used
+    m = new_manifest(
+        {"name": "synthetic", "dim": x.shape[1], "max_seq_length": 1}, shard_rows, build
+    )
     for j, a in enumerate(range(0, len(x), shard_rows)):
         rows = x[a : a + shard_rows]
         m["shards"].append(write_shard(out, j, rows, [Passage("synthetic", 0, 0, "")] * len(rows)))
         m["count"] += len(rows)
-    m["status"] = "complete"
+    m["status"], m["sources"] = "complete", [{"source": "synthetic", "passages": m["count"]}]
     write_manifest(out, m)
 
 

@@ -6,8 +6,8 @@
     jaxparadigm search "query" [--corpus FILE|pydoc] [--top-k 5]
     jaxparadigm search "query" --index DIR [--top-k 5] [--dtype float32|bfloat16|int8] [--approx]
                        [--stream]
-    jaxparadigm index build PATH... --out DIR [--chunk-tokens N] [--overlap 32]
-    jaxparadigm index add PATH... --index DIR
+    jaxparadigm index build PATH... --out DIR [--chunk-tokens N] [--overlap 32] [--strict]
+    jaxparadigm index add PATH... --index DIR [--strict]
     jaxparadigm index info DIR
     jaxparadigm bench NAME [args ...]                run benchmarks/NAME_bench.py (source checkout)
     jaxparadigm --version
@@ -102,8 +102,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         out = index_search_text(args.query, args.index, args.top_k, **kw)
     else:
         out = format_search(args.query, corpus=args.corpus, top_k=args.top_k)
-    print(out)  # warnings (e.g. an all-[UNK] query) were printed by main(), one line each
-    return 0
+    return _print_result(out)  # warnings (e.g. an all-[UNK] query) were printed by main()
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
@@ -112,12 +111,35 @@ def _cmd_index(args: argparse.Namespace) -> int:
     progress = not getattr(args, "no_progress", True)
     if args.index_command == "build":
         kw = {"chunk_tokens": args.chunk_tokens, "overlap": args.overlap}
-        kw |= {"shard_rows": args.shard_rows, "batch_size": args.batch_size}
-        print(index_text.index_build_text(args.paths, args.out, progress=progress, **kw))
+        kw |= {"shard_rows": args.shard_rows, "batch_size": args.batch_size, "strict": args.strict}
+        out = index_text.index_build_text(args.paths, args.out, progress=progress, **kw)
     elif args.index_command == "add":
-        print(index_text.index_add_text(args.paths, args.index, progress=progress))
+        out = index_text.index_add_text(
+            args.paths, args.index, progress=progress, strict=args.strict
+        )
     else:
-        print(index_text.index_info_text(args.index_dir))
+        out = index_text.index_info_text(args.index_dir)
+    return _print_result(out)
+
+
+INDEX_FILE_TYPES = """File types: .txt and .py (the text as is), .md .markdown .rst (link-reference lines and lists
+of bare links left out), .html .htm (readable text: markup, scripts, styles and navigation left
+out), .jsonl (one document a line, its "text" field). Folders are read recursively (hidden entries
+skipped); a file named directly with another suffix is read as text. Files that cannot be used
+(not UTF-8, bad JSONL lines, unreadable, empty, duplicates, dangling symlinks, other types) are
+skipped and listed at the end by reason; --strict fails instead. A build or add holds DIR/lock:
+a second writer is refused."""
+
+
+def _print_result(text: str) -> int:
+    """Print ``text``; a reader that went away (``| head``, ``| true``) ends the command quietly."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit
+        os.close(devnull)
+        return 141  # 128 + SIGPIPE, as a shell reports a command killed by it
     return 0
 
 
@@ -181,18 +203,36 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="build, extend or describe a persistent passage index")
     isub = p.add_subparsers(dest="index_command", required=True)
-    b = isub.add_parser("build", help="index text/Markdown/JSONL files or folders")
-    b.add_argument("paths", nargs="+", metavar="PATH")
-    b.add_argument("--out", required=True, metavar="DIR")
-    b.add_argument("--chunk-tokens", type=int, default=None, help="default max_seq_length - 2")
-    b.add_argument("--overlap", type=int, default=32)
-    b.add_argument("--shard-rows", type=int, default=4096)
-    b.add_argument("--batch-size", type=int, default=32)
-    b.add_argument("--no-progress", action="store_true")
-    a = isub.add_parser("add", help="append files to an index")
-    a.add_argument("paths", nargs="+", metavar="PATH")
-    a.add_argument("--index", required=True, metavar="DIR")
-    a.add_argument("--no-progress", action="store_true")
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    b = isub.add_parser(
+        "build",
+        help="index files or folders (.txt .md .markdown .rst .py .html .htm .jsonl)",
+        description=INDEX_FILE_TYPES,
+        formatter_class=fmt,
+    )
+    b.add_argument("paths", nargs="+", metavar="PATH", help="files and folders to index")
+    b.add_argument("--out", required=True, metavar="DIR", help="new (or empty) index folder")
+    b.add_argument(
+        "--chunk-tokens",
+        type=int,
+        default=None,
+        help="window in word pieces (None: max_seq_length - 2 = 254)",
+    )
+    b.add_argument("--overlap", type=int, default=32, help="word pieces shared by windows")
+    b.add_argument("--shard-rows", type=int, default=4096, help="passages per shard file")
+    b.add_argument("--batch-size", type=int, default=32, help="passages per encoder batch")
+    b.add_argument("--strict", action="store_true", help="fail on any skipped input")
+    b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    a = isub.add_parser(
+        "add",
+        help="append files to an index",
+        description=INDEX_FILE_TYPES,
+        formatter_class=fmt,
+    )
+    a.add_argument("paths", nargs="+", metavar="PATH", help="files and folders to add")
+    a.add_argument("--index", required=True, metavar="DIR", help="an index built by `index build`")
+    a.add_argument("--strict", action="store_true", help="fail on any skipped input")
+    a.add_argument("--no-progress", action="store_true", help="no progress bar")
     i = isub.add_parser("info", help="print an index's manifest")
     i.add_argument("index_dir", metavar="DIR")
     p.set_defaults(func=_cmd_index)

@@ -9,11 +9,14 @@
   prints it as one line and exits with status 3.
 
 Any other exception is a bug: the CLI lets it propagate with its traceback.
+
+:func:`require_int` is the one check for "an int in ``[lo, hi]``" (``k``, ``top_k``, sizes):
+every such argument is refused the same way, with an :class:`InputError` naming it.
 """
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "InputError", "TrainingAborted"]
+__all__ = ["ConfigError", "InputError", "TrainingAborted", "require_int"]
 
 
 class InputError(ValueError):
@@ -26,3 +29,18 @@ class ConfigError(InputError):
 
 class TrainingAborted(RuntimeError):
     """A training run gave up (for example, the guard's give-up rule fired): CLI exit status 3."""
+
+
+def require_int(name: str, value, lo: int, hi: int | None = None) -> int:
+    """``value`` if it is an int (not a bool) with ``lo <= value <= hi`` (no upper bound when
+    ``hi`` is None); otherwise :class:`InputError` ``"NAME: got VALUE, expected an int >= LO"``
+    (or ``"... an int in [LO, HI]"``). Used for every k / top-k / size argument (C1.1)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < lo
+        or (hi is not None and value > hi)
+    ):
+        want = f"an int >= {lo}" if hi is None else f"an int in [{lo}, {hi}]"
+        raise InputError(f"{name}: got {value!r}, expected {want}")
+    return value

@@ -5,8 +5,9 @@
 * :class:`SemanticIndex` -- dot products of normalised embeddings, exact top-k, ``.npz`` save/load
 * ``jaxparadigm.retrieval.experiment`` -- ``run_experiment(cfg)``; ``search_text.format_search``
   (both re-exported by ``jaxparadigm.retrieval.evaluation``; imported on demand)
-* a persistent index of a user's files: ``passages`` (token windows), ``index_store`` (manifest +
-  checksummed shards), ``index_build`` (build/add/resume), ``index_search.IndexSearcher`` over
+* a persistent index of a user's files: ``document_files`` (files and folders -> documents, skipped
+  inputs by reason; ``readable_text`` for HTML/Markdown), ``passages`` (token windows),
+  ``index_store`` (manifest + checksummed shards, lock; ``manifest_schema``), ``index_build`` (build/add/resume), ``index_search.IndexSearcher`` over
   ``topk_search.VectorSearcher`` (streaming, multi-device exact top-k; bfloat16/int8 + rescoring)
 """
 

@@ -11,6 +11,7 @@ A shard's passages are read (and checked) only when one of its rows is a hit.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -20,7 +21,12 @@ import numpy as np
 
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval.index_build import DEFAULT_MODEL_NAME
-from jaxparadigm.retrieval.index_store import read_manifest, shard_embeddings, shard_passages
+from jaxparadigm.retrieval.index_store import (
+    committed,
+    read_manifest,
+    shard_embeddings,
+    shard_passages,
+)
 from jaxparadigm.retrieval.passages import Passage
 from jaxparadigm.retrieval.topk_search import RowSource, TopK, VectorSearcher
 
@@ -52,7 +58,15 @@ class IndexSearcher:
         verify: bool = True,
     ):
         self.index_dir = Path(index_dir)
-        self.manifest = m = read_manifest(self.index_dir)
+        m = read_manifest(self.index_dir)
+        if m["pending"] and "base" in m["pending"]:
+            warnings.warn(
+                f"{self.index_dir}: an `index add` is running or was interrupted; searching the "
+                f"{m['pending']['base']['count']} passages indexed before it",
+                stacklevel=2,
+            )
+            m = committed(m)
+        self.manifest = m
         if m["status"] != "complete":
             raise InputError(
                 f"{self.index_dir}: the build was interrupted ({m['count']} of "

@@ -15,22 +15,36 @@ sha256 differs from the manifest is refused with :class:`~jaxparadigm.errors.Inp
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import hashlib
 import json
 import os
+import secrets
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from jaxparadigm.errors import InputError
+from jaxparadigm.errors import InputError, require_int
+from jaxparadigm.retrieval.manifest_schema import check_manifest
 from jaxparadigm.retrieval.passages import Passage
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory lock, one writer is on the user
+    fcntl = None
 
 __all__ = [
     "FORMAT",
     "MANIFEST",
     "new_manifest",
     "read_manifest",
+    "check_manifest",
+    "index_lock",
+    "committed",
+    "LOCK",
     "write_manifest",
     "write_shard",
     "shard_embeddings",
@@ -43,6 +57,8 @@ __all__ = [
 FORMAT = "jaxparadigm-index"
 VERSION = 1
 MANIFEST = "manifest.json"
+LOCK = "lock"
+UNIT_NORM_TOL = 1e-3  # |norm - 1| allowed in a stored row (float32 normalisation is ~1e-7)
 
 
 def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
@@ -56,8 +72,7 @@ def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
 
 def new_manifest(model: dict, shard_rows: int, build: dict) -> dict:
     """An empty index's manifest (status ``building``, no shards)."""
-    if isinstance(shard_rows, bool) or not isinstance(shard_rows, int) or shard_rows < 1:
-        raise InputError(f"shard_rows: got {shard_rows!r}, expected an int >= 1")
+    require_int("shard_rows", shard_rows, 1)
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -74,8 +89,8 @@ def new_manifest(model: dict, shard_rows: int, build: dict) -> dict:
 
 
 def write_manifest(index_dir: Path, manifest: dict) -> None:
-    """Replace ``manifest.json`` atomically (write a temporary file, fsync, ``os.replace``)."""
-    tmp = index_dir / (MANIFEST + ".tmp")
+    """Replace ``manifest.json`` atomically (a uniquely named temporary file, fsync, ``os.replace``)."""
+    tmp = index_dir / f"{MANIFEST}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(manifest, fh, indent=1, ensure_ascii=False)
         fh.write("\n")
@@ -85,27 +100,69 @@ def write_manifest(index_dir: Path, manifest: dict) -> None:
 
 
 def read_manifest(index_dir: str | os.PathLike) -> dict:
-    """The manifest of ``index_dir``, checked for format, version and internal consistency."""
+    """The manifest of ``index_dir``, checked against the schema (:func:`check_manifest`)."""
     index_dir = Path(index_dir)
     path = index_dir / MANIFEST
     if not path.is_file():
         raise InputError(f"{index_dir}: no {MANIFEST}; expected an index built by `index build`")
     try:
-        m = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        m = json.loads(path.read_bytes().decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise InputError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(m, dict) or m.get("format") != FORMAT or m.get("version") != VERSION:
-        raise InputError(f"{path}: not a {FORMAT} manifest of version {VERSION}")
-    rows = [s.get("rows") for s in m.get("shards", [])]
-    full = all(r == m["shard_rows"] for r in rows[:-1]) and all(
-        isinstance(r, int) and 0 < r <= m["shard_rows"] for r in rows
-    )
-    if not full or sum(rows) != m.get("count"):
-        raise InputError(
-            f"{path}: shard rows {rows} do not add up to count={m.get('count')} with "
-            f"shard_rows={m.get('shard_rows')}; the manifest is damaged"
-        )
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+    check_manifest(m, path)
     return m
+
+
+def committed(manifest: dict) -> dict:
+    """The index as of its last finished build or add: ``manifest`` itself when complete, the
+    state an interrupted (or running) add started from (``pending.base``) otherwise. An
+    interrupted *build* has no committed state: it is returned as is (status ``building``) (C1.1)."""
+    base = (manifest.get("pending") or {}).get("base")
+    if base is None:
+        return manifest
+    return {**manifest, **copy.deepcopy(base), "status": "complete", "pending": None}
+
+
+def _lock_holder(fd: int, wait_s: float = 1.0) -> str:
+    """What the lock file says about its holder (``pid N (command, since T)``); a holder that
+    has just taken the lock may not have written it yet, so an empty file is re-read briefly."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        text = os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
+        if text or time.monotonic() > deadline:
+            return text or "another process"
+        time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def index_lock(index_dir: Path, command: str) -> Iterator[None]:
+    """Hold ``INDEX_DIR/lock`` (an exclusive ``flock``) while ``command`` changes the index (C1.1).
+
+    A second writer gets :class:`InputError` ``"index is locked by pid N (...)"`` at once. The
+    lock belongs to the open file, so it ends with the process that holds it: a lock file left by
+    a process that died is simply taken over (its pid is only shown in messages)."""
+    path = index_dir / LOCK
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot create the index's lock file ({exc.strerror})") from None
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise InputError(
+                    f"{index_dir}: index is locked by {_lock_holder(fd)}; wait for it to finish "
+                    "(the lock ends when that process exits), then run this again"
+                ) from None
+        text = f"pid {os.getpid()} ({command}, since {time.strftime('%Y-%m-%d %H:%M:%S')})\n"
+        os.pwrite(fd, text.encode(), 0)  # write, then cut: the file is never seen empty
+        os.ftruncate(fd, len(text.encode()))
+        yield
+    finally:
+        os.close(fd)
 
 
 def _save_npy(path: Path, embeddings: np.ndarray) -> None:
@@ -126,8 +183,9 @@ def write_shard(
         )
     if not np.all(np.isfinite(embeddings)):
         raise ValueError(f"shard {number}: embeddings hold NaN or inf; refusing to write them")
-    tmp_npy = index_dir / f"shard_{number:05d}.npy.tmp"
-    tmp_jsonl = index_dir / f"shard_{number:05d}.jsonl.tmp"
+    unique = f"{os.getpid()}.{secrets.token_hex(4)}"
+    tmp_npy = index_dir / f"shard_{number:05d}.{unique}.npy.tmp"
+    tmp_jsonl = index_dir / f"shard_{number:05d}.{unique}.jsonl.tmp"
     _save_npy(tmp_npy, embeddings)
     with open(tmp_jsonl, "w", encoding="utf-8") as fh:
         for p in passages:
@@ -156,8 +214,24 @@ def _checked(index_dir: Path, shard: dict, kind: str) -> Path:
     return path
 
 
+def _unit_rows(index_dir: Path, shard: dict, emb: np.ndarray, block: int = 1 << 16) -> None:
+    for lo in range(0, emb.shape[0], block):
+        norms = np.linalg.norm(np.asarray(emb[lo : lo + block], np.float64), axis=1)
+        bad = np.flatnonzero(~(np.abs(norms - 1.0) <= UNIT_NORM_TOL))  # NaN compares False
+        if bad.size:
+            row = int(bad[0])
+            raise InputError(
+                f"{index_dir}: shard {shard['name']}: row {lo + row} has norm "
+                f"{norms[row]:.6g}, expected a finite unit vector (|norm - 1| <= {UNIT_NORM_TOL}; "
+                f"{bad.size} such row(s) in this block); the shard is damaged: rebuild the index"
+            )
+
+
 def shard_embeddings(index_dir: Path, shard: dict, dim: int, *, verify: bool = True) -> np.ndarray:
-    """The shard's float32 ``[rows, dim]`` embeddings, memory-mapped read-only (checksum first)."""
+    """The shard's float32 ``[rows, dim]`` embeddings, memory-mapped read-only (checksum first).
+
+    Every row must be finite with ``|norm - 1| <= UNIT_NORM_TOL`` (cosine scores are dot
+    products): a NaN row, or one scaled x1000, is refused naming the shard and the row."""
     path = (
         _checked(index_dir, shard, "embeddings") if verify else index_dir / f"{shard['name']}.npy"
     )
@@ -170,16 +244,47 @@ def shard_embeddings(index_dir: Path, shard: dict, dim: int, *, verify: bool = T
             f"{index_dir}: shard {shard['name']}: embeddings are {emb.dtype} {emb.shape}, "
             f"expected float32 ({shard['rows']}, {dim})"
         )
+    _unit_rows(index_dir, shard, emb)
     return emb
 
 
+def _passage(where: str, line: bytes) -> Passage:
+    try:
+        record = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise InputError(f"{where}: not a JSON line ({exc})") from None
+    fields = {"source": str, "start": int, "end": int, "text": str}
+    if not isinstance(record, dict) or set(record) != set(fields):
+        got = sorted(record) if isinstance(record, dict) else type(record).__name__
+        raise InputError(f"{where}: got {got}, expected an object with keys {sorted(fields)}")
+    for key, kind in fields.items():
+        if isinstance(record[key], bool) or not isinstance(record[key], kind):
+            raise InputError(
+                f"{where}: field {key!r} is {type(record[key]).__name__}, expected {kind.__name__}"
+            )
+    if not 0 <= record["start"] <= record["end"]:
+        raise InputError(
+            f"{where}: offsets [{record['start']}:{record['end']}], expected 0 <= start <= end"
+        )
+    return Passage(**record)
+
+
 def shard_passages(index_dir: Path, shard: dict, *, verify: bool = True) -> list[Passage]:
-    """The shard's passages, in row order (checksum first)."""
+    """The shard's passages, in row order (checksum first; each line checked: keys and types).
+
+    Lines are split on ``"\\n"`` only: a passage's text may hold U+2028/U+2029/U+0085."""
     path = (
         _checked(index_dir, shard, "passages") if verify else index_dir / f"{shard['name']}.jsonl"
     )
-    with open(path, encoding="utf-8") as fh:
-        out = [Passage(**json.loads(line)) for line in fh]
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+    lines = raw.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    where = f"{index_dir}: shard {shard['name']}: {path.name} line"
+    out = [_passage(f"{where} {n}", line) for n, line in enumerate(lines, start=1)]
     if len(out) != shard["rows"]:
         raise InputError(
             f"{index_dir}: shard {shard['name']}: {len(out)} passages, expected {shard['rows']}"
@@ -196,10 +301,14 @@ def verify_shards(index_dir: Path, manifest: dict) -> Iterator[str]:
 
 
 def remove_unreferenced(index_dir: Path, manifest: dict) -> list[str]:
-    """Delete shard files (and temporaries) the manifest does not name; returns their names."""
-    keep = {f"{s['name']}{ext}" for s in manifest["shards"] for ext in (".npy", ".jsonl")}
+    """Delete shard files, shard and manifest temporaries the manifest does not name (the shards
+    of ``pending.base``, an add's starting point, are kept); returns their names. Call it only
+    under :func:`index_lock`."""
+    base = (manifest.get("pending") or {}).get("base") or {}
+    shards = manifest["shards"] + base.get("shards", [])
+    keep = {f"{s['name']}{ext}" for s in shards for ext in (".npy", ".jsonl")}
     removed = []
-    for path in sorted(index_dir.glob("shard_*")):
+    for path in sorted([*index_dir.glob("shard_*"), *index_dir.glob(f"{MANIFEST}.*tmp")]):
         if path.name not in keep:
             path.unlink()
             removed.append(path.name)

@@ -10,10 +10,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from jaxparadigm.errors import InputError
+from jaxparadigm.errors import require_int
+from jaxparadigm.retrieval.document_files import Skipped, describe_skipped, plural
 from jaxparadigm.retrieval.index_build import add_to_index, build_index
 from jaxparadigm.retrieval.index_search import Hit, IndexSearcher
-from jaxparadigm.retrieval.index_store import read_manifest
+from jaxparadigm.retrieval.index_store import committed, read_manifest
 from jaxparadigm.retrieval.sentence_encoder import shorten
 
 __all__ = ["index_build_text", "index_add_text", "index_info_text", "index_search_text"]
@@ -26,11 +27,16 @@ def _encoder(model_path: str | os.PathLike | None):
 
 
 def _summary(verb: str, index_dir: Path, m: dict, added: int, seconds: float) -> str:
-    return (
-        f"{verb} {added} passages in {seconds:.1f} s: {index_dir} now holds {m['count']} passages "
-        f"from {len(m['sources'])} sources in {len(m['shards'])} shard(s) of <= {m['shard_rows']} "
-        f"rows ({m['model']['name']}, dim {m['model']['dim']}, {m['dtype']})"
+    """The one-line summary, then the skipped inputs by reason (``describe_skipped``)."""
+    line = (
+        f"{verb} {plural(added, 'passage')} in {seconds:.1f} s: {index_dir} now holds "
+        f"{plural(m['count'], 'passage')} from {plural(len(m['sources']), 'source')} in "
+        f"{plural(len(m['shards']), 'shard')} of <= {m['shard_rows']} rows ({m['model']['name']}, "
+        f"dim {m['model']['dim']}, {m['dtype']})"
     )
+    skipped = [Skipped(**s) for s in m.get("skipped", [])]
+    tail = describe_skipped(skipped) + (["(--strict refuses these instead)"] if skipped else [])
+    return "\n".join([line, *tail])
 
 
 def index_build_text(
@@ -57,7 +63,7 @@ def index_add_text(
 ) -> str:
     """Append ``paths`` to the index in ``index_dir``; returns a summary line."""
     t0 = time.perf_counter()
-    before = read_manifest(index_dir)["count"]
+    before = committed(read_manifest(index_dir))["count"]
     m = add_to_index(index_dir, paths, _encoder(model_path), progress=progress, **kw)
     return _summary("added", Path(index_dir), m, m["count"] - before, time.perf_counter() - t0)
 
@@ -65,28 +71,40 @@ def index_add_text(
 def index_info_text(index_dir: str) -> str:
     """The manifest in a few lines (status, model, build config, sources, shards with sha256)."""
     m = read_manifest(index_dir)
+    pending = m["pending"]
     lines = [
         f"index: {index_dir}",
         f"status: {m['status']}"
         + (
-            f" ({m['count']} of {m['pending']['start_row'] + m['pending']['rows']} written)"
-            if m["pending"]
+            f" ({m['count']} of {pending['start_row'] + pending['rows']} written"
+            + (
+                f"; search serves the {pending['base']['count']} passages indexed before this add)"
+                if "base" in pending
+                else ")"
+            )
+            if pending
             else ""
         ),
         f"model: {m['model']['name']} (dim {m['model']['dim']}, max_seq_length "
         f"{m['model']['max_seq_length']}), embeddings {m['dtype']}",
-        f"passages: {m['count']} in {len(m['shards'])} shard(s) of <= {m['shard_rows']} rows",
+        f"passages: {m['count']} in {plural(len(m['shards']), 'shard')} of <= {m['shard_rows']} rows",
         "build: " + ", ".join(f"{k}={v}" for k, v in m["build"].items()),
         f"sources ({len(m['sources'])}):",
-        *(f"  {s['source']}: {s['passages']} passages" for s in m["sources"][:20]),
+        *(f"  {s['source']}: {plural(s['passages'], 'passage')}" for s in m["sources"][:20]),
     ]
     if len(m["sources"]) > 20:
         lines.append(f"  ... and {len(m['sources']) - 20} more")
     lines.append("shards:")
     lines += [
-        f"  {s['name']}: {s['rows']} rows, sha256 {s['sha256']['embeddings'][:16]}..."
+        f"  {s['name']}: {plural(s['rows'], 'row')}, sha256 {s['sha256']['embeddings'][:16]}..."
         for s in m["shards"]
     ]
+    skipped = [Skipped(**s) for s in m.get("skipped", [])]
+    if skipped:
+        lines += [
+            "last build/add " + line if i == 0 else line
+            for i, line in enumerate(describe_skipped(skipped))
+        ]
     return "\n".join(lines)
 
 
@@ -112,8 +130,7 @@ def index_search_text(
     placement of shards, not the corpus)."""
     if not isinstance(query, str):
         raise TypeError(f"query: got {type(query).__name__}, expected str")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise InputError(f"top_k: got {top_k!r}, expected an int >= 1")
+    require_int("top_k", top_k, 1)
     searcher = IndexSearcher(index_dir, dtype=dtype, resident=not stream)
     hits = searcher.search(_encoder(model_path), query, top_k, approx=approx)[0]
     lines = [f"query: {shorten(query, 80)}  index: {index_dir} ({len(searcher)} passages, {dtype})"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from jaxparadigm.errors import require_int
+
 __all__ = ["keyword_search", "word_set", "STOPWORDS"]
 
 STOPWORDS = frozenset(
@@ -34,8 +36,7 @@ def _check(query: str, docs: Sequence[str], top_k: int) -> None:
     for i, d in enumerate(docs):
         if not isinstance(d, str):
             raise TypeError(f"docs[{i}]: got {type(d).__name__}, expected str")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"top_k: got {top_k!r}, expected an int >= 1")
+    require_int("top_k", top_k, 1)
 
 
 def keyword_search(

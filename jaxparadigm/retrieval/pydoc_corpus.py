@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from jaxparadigm.errors import InputError
+from jaxparadigm.errors import InputError, require_int
 
 __all__ = ["pydoc_topics", "topic_title", "chunk_document", "read_corpus"]
 
@@ -33,8 +33,7 @@ def chunk_document(text: str, chunk_words: int, title: str = "") -> list[str]:
 
     An empty text gives one passage (the title, possibly empty) so every document stays indexable.
     """
-    if isinstance(chunk_words, bool) or not isinstance(chunk_words, int) or chunk_words < 1:
-        raise ValueError(f"chunk_words: got {chunk_words!r}, expected an int >= 1")
+    require_int("chunk_words", chunk_words, 1)
     words = text.split()
     prefix = f"{title}: " if title else ""
     if not words:

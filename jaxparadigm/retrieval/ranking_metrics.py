@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from jaxparadigm.errors import require_int
+
 __all__ = ["first_hit_rank", "recall_at_k", "mean_reciprocal_rank", "ranking_from_scores"]
 
 
@@ -36,8 +38,7 @@ def _check_ranks(ranks: Sequence[int | None]) -> None:
 def recall_at_k(ranks: Sequence[int | None], k: int) -> float:
     """Fraction of queries whose first relevant item is within the top ``k``: ``mean[rho <= k]``."""
     _check_ranks(ranks)
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k: got {k!r}, expected an int >= 1")
+    require_int("k", k, 1)
     return float(np.mean([r is not None and r <= k for r in ranks]))
 
 

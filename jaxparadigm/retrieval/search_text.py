@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 
 from jaxparadigm.config import RetrievalConfig
-from jaxparadigm.errors import InputError
+from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.keyword import keyword_search
 from jaxparadigm.retrieval.passage_index import max_by_owner, passage_index
 from jaxparadigm.retrieval.pydoc_corpus import read_corpus, topic_title
@@ -26,8 +26,7 @@ def format_search(query: str, corpus: str = "pydoc", top_k: int = 5) -> str:
     """
     if not isinstance(query, str):
         raise TypeError(f"query: got {type(query).__name__}, expected str")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise InputError(f"top_k: got {top_k!r}, expected an int >= 1")
+    require_int("top_k", top_k, 1)
     names, texts = read_corpus(corpus)
     encoder = cached_minilm(None)
     encoder.check_texts([query], "query")  # refuse or warn once, before indexing the corpus

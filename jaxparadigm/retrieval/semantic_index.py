@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxparadigm.errors import InputError
+from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
 
 __all__ = ["SemanticIndex", "UNIT_NORM_TOLERANCE"]
@@ -103,8 +103,7 @@ class SemanticIndex:
         """Exact top ``k`` documents for ``query`` as ``[(doc_index, cosine)]``, best first (C1.1)."""
         if not isinstance(query, str):
             raise TypeError(f"query: got {type(query).__name__} {query!r}, expected str")
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise InputError(f"top_k: got {top_k!r}, expected an int >= 1")
+        require_int("top_k", top_k, 1)
         self._require_docs()
         self.encoder.check_texts([query], "query")
         q = self.encoder.encode(query, normalize=True)

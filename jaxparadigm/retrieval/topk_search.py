@@ -35,7 +35,7 @@ import ml_dtypes
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from jaxparadigm.errors import InputError
+from jaxparadigm.errors import InputError, require_int
 
 __all__ = [
     "SEARCH_DTYPES",
@@ -297,14 +297,8 @@ class VectorSearcher:
         chex.assert_rank(queries, 2)
         if queries.shape[1] != self.source.dim:
             raise InputError(f"queries: got shape {queries.shape}, expected (n, {self.source.dim})")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InputError(f"k: got {k!r}, expected an int >= 1")
-        if (
-            isinstance(rescore_factor, bool)
-            or not isinstance(rescore_factor, int)
-            or rescore_factor < 1
-        ):
-            raise InputError(f"rescore_factor: got {rescore_factor!r}, expected an int >= 1")
+        require_int("k", k, 1)
+        require_int("rescore_factor", rescore_factor, 1)
         if not 0.0 < recall_target <= 1.0:
             raise InputError(f"recall_target: got {recall_target!r}, expected a float in (0, 1]")
         k = min(k, self.source.rows)

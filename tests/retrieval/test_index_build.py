@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from jaxparadigm.errors import InputError
+from jaxparadigm.retrieval.document_files import read_documents
 from jaxparadigm.retrieval.index_build import add_to_index, build_index
 from jaxparadigm.retrieval.index_search import IndexSearcher
 from jaxparadigm.retrieval.index_store import read_manifest, shard_embeddings
-from jaxparadigm.retrieval.passages import read_documents, split_passages, splitting_tokenizer
+from jaxparadigm.retrieval.passages import split_passages, splitting_tokenizer
 
 from .conftest import HashEncoder
 
@@ -38,7 +39,8 @@ KW = {"chunk_tokens": 24, "overlap": 4, "shard_rows": 8}
 
 
 def _expected_passages(enc, *paths):
-    return split_passages(read_documents(paths), splitting_tokenizer(enc.tokenizer), 24, 4)
+    docs = read_documents(paths).documents
+    return split_passages(docs, splitting_tokenizer(enc.tokenizer), 24, 4)
 
 
 def _all_embeddings(index_dir):
@@ -65,7 +67,7 @@ def test_build_writes_manifest_fixed_shards_and_passages(tmp_path, docs, hash_en
         _all_embeddings(out), np.stack([hash_encoder.vector(p.text) for p in want])
     )
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["manifest.json"] + [s["name"] + e for s in m["shards"] for e in (".npy", ".jsonl")]
+        ["lock", "manifest.json"] + [s["name"] + e for s in m["shards"] for e in (".npy", ".jsonl")]
     )
 
 
@@ -101,7 +103,7 @@ def test_add_fills_the_partial_shard_then_appends(tmp_path, docs, hash_encoder):
     top = searcher.search(hash_encoder, added[-1].text, k=1)[0][0]
     assert top.row == m["count"] - 1
     assert len(list(out.glob("*.npy"))) == len(m["shards"])  # the replaced shard was removed
-    with pytest.raises(InputError, match="already indexes"):
+    with pytest.raises(InputError, match=r"skipped 2 inputs \(already indexed: 2\)"):
         add_to_index(out, [docs[1]], hash_encoder)
 
 
@@ -163,7 +165,7 @@ def test_tampered_shard_is_refused_by_name(tmp_path, docs, hash_encoder, suffix)
 def test_refusals(tmp_path, docs, hash_encoder, minilm_tokenizer):
     out = tmp_path / "idx"
     build_index([docs[0]], out, hash_encoder, **KW)
-    with pytest.raises(InputError, match="already holds a complete index"):
+    with pytest.raises(InputError, match="already holds an index of"):
         build_index([docs[0]], out, hash_encoder, **KW)
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "notes.txt").write_text("mine")

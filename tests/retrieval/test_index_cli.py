@@ -59,7 +59,7 @@ def test_build_info_search_add_and_tamper(encoder, corpus, capsys):
     assert (
         cli_main(["index", "add", str(corpus / "more.jsonl"), "--index", idx, "--no-progress"]) == 0
     )
-    assert "added 1 passages" in capsys.readouterr().out
+    assert "added 1 passage in" in capsys.readouterr().out  # issue 25: plurals
     assert (
         cli_main(["search", "how does gradient descent train", "--index", idx, "--dtype", "int8"])
         == 0
@@ -84,3 +84,29 @@ def test_cli_refusals(corpus, capsys):
     assert "no manifest.json" in capsys.readouterr().err
     assert cli_main(["index", "build", str(corpus / "missing"), "--out", str(corpus / "i")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_cli_skipped_summary_strict_bad_arguments_and_help(encoder, corpus, capsys):
+    (corpus / "docs" / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    (corpus / "docs" / "photo.png").write_bytes(b"\x89PNG")
+    idx = corpus / "idx"
+    build = ["index", "build", str(corpus / "docs"), "--no-progress"]
+    assert cli_main([*build, "--out", str(idx), "--batch-size", "0"]) == 2  # issue 24 (13)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "batch_size: got 0, expected an int >= 1" in err
+    assert not idx.exists()  # checked before anything was written
+    assert cli_main([*build, "--out", str(idx), "--strict"]) == 2
+    err = capsys.readouterr().err
+    assert "skipped 2 inputs (not UTF-8: 1, unsupported type: 1)" in err and "--strict" in err
+    assert cli_main([*build, "--out", str(idx)]) == 0  # the build continues past both
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("indexed 2 passages in") and "from 2 sources in 1 shard of" in out[0]
+    assert out[1] == "skipped 2 inputs (not UTF-8: 1, unsupported type: 1)"
+    assert out[2].endswith("latin1.txt: not UTF-8 (byte 0xe9 at offset 3)")
+    assert cli_main(["index", "info", str(idx)]) == 0
+    assert "last build/add skipped 2 inputs" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli_main(["index", "build", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    for needed in (".py", ".html", ".jsonl", ".md", "--strict", "(default: 32)", "(default: 4096)"):
+        assert needed in help_text, needed

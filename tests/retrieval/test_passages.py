@@ -7,13 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxparadigm.errors import InputError
-from jaxparadigm.retrieval.passages import (
-    Document,
-    collect_files,
-    read_documents,
-    split_passages,
-    splitting_tokenizer,
-)
+from jaxparadigm.retrieval.document_files import collect_files, read_documents
+from jaxparadigm.retrieval.passages import Document, split_passages, splitting_tokenizer
 
 WORDS = "broadcasting aligns shapes from the right while gradients flow back through views".split()
 
@@ -23,22 +18,24 @@ def _doc(n_words, seed=0):
     return Document("d.txt", "  " + " ".join(words) + ".\n")
 
 
-def test_collect_files_recurses_sorted_skips_hidden_and_unknown_suffixes(tmp_path):
+def test_collect_files_recurses_sorted_skips_hidden_and_reports_unknown_suffixes(tmp_path):
     (tmp_path / "b").mkdir()
     (tmp_path / ".git").mkdir()
-    for name in ("z.md", "a.txt", "b/c.rst", "b/d.jsonl", "e.py", ".git/x.md", ".hidden.md"):
+    names = ("z.md", "a.txt", "b/c.rst", "b/d.jsonl", "e.py", "f.gz", ".git/x.md", ".hidden.md")
+    for name in names:
         (tmp_path / name).write_text("x")
-    got = [p.relative_to(tmp_path).as_posix() for p in collect_files([tmp_path])]
-    assert got == ["a.txt", "b/c.rst", "b/d.jsonl", "z.md"]
+    files, skipped = collect_files([tmp_path])
+    got = [p.relative_to(tmp_path.resolve()).as_posix() for p in files]
+    assert got == ["a.txt", "b/c.rst", "b/d.jsonl", "e.py", "z.md"]
+    assert [(s.path.rsplit("/", 1)[1], s.reason) for s in skipped] == [("f.gz", "unsupported type")]
     # an explicitly named file is taken whatever its suffix; a file named twice is read once
-    assert collect_files([tmp_path / "e.py", tmp_path / "e.py"]) == [tmp_path / "e.py"]
+    assert collect_files([tmp_path / "f.gz", tmp_path / "f.gz"]) == ([tmp_path / "f.gz"], [])
 
 
 @pytest.mark.parametrize(
     "make, match",
     [
         (lambda p: [p / "missing"], "no such file or folder"),
-        (lambda p: [p], "folder holds no"),
         (lambda p: [], "expected a non-empty list"),
         (lambda p: str(p), "expected a non-empty list"),
     ],
@@ -52,28 +49,34 @@ def test_read_documents_text_and_jsonl(tmp_path):
     (tmp_path / "a.md").write_text("# Title\nbody", encoding="utf-8")
     lines = [json.dumps({"text": "first"}), "", json.dumps({"text": "second", "id": 7})]
     (tmp_path / "r.jsonl").write_text("\n".join(lines), encoding="utf-8")
-    docs = read_documents([tmp_path])
-    src = tmp_path.as_posix()
-    assert docs == [
+    reading = read_documents([tmp_path])
+    src = tmp_path.resolve().as_posix()
+    assert reading.documents == [
         Document(f"{src}/a.md", "# Title\nbody"),
         Document(f"{src}/r.jsonl:1", "first"),
         Document(f"{src}/r.jsonl:3", "second"),
     ]
+    assert [f.path for f in reading.files] == [f"{src}/a.md", f"{src}/r.jsonl"]
+    assert reading.skipped == []
 
 
 @pytest.mark.parametrize(
-    "content, match",
+    "content, where, match",
     [
-        (b"{not json\n", r"r.jsonl:1: not a JSON object"),
-        (b'{"body": "x"}\n', r"r.jsonl:1: expected a JSON object with a string 'text'"),
-        (b'[1, 2]\n{"text": "ok"}\n', r"r.jsonl:1: expected a JSON object"),
-        (b"\xff\xfe binary", r"r.jsonl: not UTF-8"),
+        (b"{not json\n", "r.jsonl:1", r"bad JSONL line \(not JSON"),
+        (b'{"body": "x"}\n', "r.jsonl:1", r"bad JSONL line \(expected a JSON object with a string"),
+        (b'[1, 2]\n{"text": "ok"}\n', "r.jsonl:1", r"bad JSONL line \(expected a JSON object"),
+        (b"\xff\xfe binary", "r.jsonl", r"not UTF-8 \(byte 0xff at offset 0\)"),
     ],
 )
-def test_bad_jsonl_names_file_and_line(tmp_path, content, match):
+def test_bad_jsonl_is_skipped_by_line_or_refused_with_strict(tmp_path, content, where, match):
     (tmp_path / "r.jsonl").write_bytes(content)
+    reading = read_documents([tmp_path / "r.jsonl"])
+    (skip,) = reading.skipped
+    assert skip.path.endswith(where)
+    assert [d.text for d in reading.documents] == (["ok"] if b"ok" in content else [])
     with pytest.raises(InputError, match=match):
-        read_documents([tmp_path / "r.jsonl"])
+        read_documents([tmp_path / "r.jsonl"], strict=True)
 
 
 def test_splitting_tokenizer_is_a_copy(minilm_tokenizer):
@@ -133,7 +136,7 @@ def test_windows_cover_every_piece_with_the_given_overlap(
 
 @pytest.mark.parametrize(
     "chunk, overlap, match",
-    [(1, 0, "chunk_tokens: got 1"), (8, 8, r"overlap: got 8, expected an int in \[0, 8\)"),
+    [(1, 0, "chunk_tokens: got 1"), (8, 8, r"overlap: got 8, expected an int in \[0, 7\]"),
      (8, -1, "overlap: got -1"), (True, 0, "chunk_tokens")],
 )  # fmt: skip
 def test_window_argument_errors(minilm_tokenizer, chunk, overlap, match):

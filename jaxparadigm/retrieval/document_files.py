@@ -1,0 +1,277 @@
+"""A user's files and folders as documents: what is read, what is skipped and why (C1.1).
+
+File types (by suffix, case-insensitive):
+
+    .txt .py                  the file's text (a .py file: docstrings, comments and code)
+    .md .markdown .rst        the file's text, link-reference lines and lists of bare links blanked
+    .html .htm                the readable text (markup, scripts, styles, navigation blanked)
+    .jsonl                    one document per line, its "text" field (source ``path:LINE``)
+
+(:mod:`~jaxparadigm.retrieval.readable_text`). A folder is walked recursively in sorted order
+(hidden entries skipped, symlinked folders not followed); a file named directly with another
+suffix is read as plain text.
+
+**Identity.** A file is keyed by its resolved real path (:func:`os.path.realpath`):
+``docs/d0.txt``, its absolute path, ``docs/../docs/d0.txt`` and the same file named from another
+working directory are one file, read once, and the document's source is that real path. A file
+whose bytes (sha256) equal an earlier file's, or a file's in ``known_sha256`` (the index's), is
+skipped as "duplicate content" ("already indexed" when it is the same real path).
+
+**Offsets.** Text is decoded from the file's bytes as UTF-8 with no newline translation, so a
+passage's ``[start:end]`` is a span of the file's own characters (``\\r\\n`` stays two characters).
+JSONL is split on ``"\\n"`` only (U+2028, U+2029 and U+0085 inside strings are content).
+
+**Problems do not stop the reading.** A file that cannot be used is recorded as a
+:class:`Skipped` with one of :data:`SKIP_REASONS` and read_documents goes on; ``strict=True``
+raises one :class:`~jaxparadigm.errors.InputError` listing them all instead. A path named on the
+command line that does not exist is still an error at once (a typo, not a folder's content).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from jaxparadigm.errors import InputError
+from jaxparadigm.retrieval.passages import Document
+from jaxparadigm.retrieval.readable_text import html_readable, markup_boilerplate
+
+__all__ = [
+    "FILE_TYPES",
+    "SKIP_REASONS",
+    "Skipped",
+    "SourceFile",
+    "Reading",
+    "collect_files",
+    "read_documents",
+    "describe_skipped",
+    "plural",
+]
+
+FILE_TYPES = {
+    ".txt": "text",
+    ".py": "text",
+    ".md": "markup",
+    ".markdown": "markup",
+    ".rst": "markup",
+    ".html": "html",
+    ".htm": "html",
+    ".jsonl": "jsonl",
+}
+SKIP_REASONS = (
+    "unreadable",
+    "empty",
+    "duplicate content",
+    "already indexed",
+    "not UTF-8",
+    "bad JSONL line",
+    "dangling symlink",
+    "unsupported type",
+    "symlinked folder",
+)
+
+
+class Skipped(NamedTuple):
+    """An input that gave no document: ``path`` (real path, or ``path:LINE``), reason, detail."""
+
+    path: str
+    reason: str
+    detail: str
+
+
+class SourceFile(NamedTuple):
+    """A file that gave documents: its real path and the sha256 of its bytes."""
+
+    path: str
+    sha256: str
+
+
+class Reading(NamedTuple):
+    """What :func:`read_documents` found: the documents, their files, and what it skipped."""
+
+    documents: list[Document]
+    files: list[SourceFile]
+    skipped: list[Skipped]
+
+
+def plural(n: int, word: str) -> str:
+    """``"1 passage"``, ``"2 passages"`` (``word`` + "s" unless ``n == 1``) (C1.1)."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _walk(root: Path) -> tuple[list[Path], list[Skipped]]:
+    found, skipped = [], []
+    for top, dirs, files in os.walk(root):
+        top_path = Path(top)
+        for d in [d for d in dirs if not d.startswith(".")]:
+            if (top_path / d).is_symlink():
+                skipped.append(
+                    Skipped((top_path / d).as_posix(), "symlinked folder", "not followed")
+                )
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and not (top_path / d).is_symlink()
+        )
+        for name in files:
+            if name.startswith("."):
+                continue
+            p = top_path / name
+            if p.is_symlink() and not p.exists():
+                skipped.append(Skipped(p.as_posix(), "dangling symlink", f"-> {os.readlink(p)}"))
+            elif not p.is_file():
+                skipped.append(Skipped(p.as_posix(), "unsupported type", "not a regular file"))
+            elif p.suffix.lower() not in FILE_TYPES:
+                what = f"suffix {p.suffix}" if p.suffix else "no suffix"
+                skipped.append(Skipped(p.as_posix(), "unsupported type", what))
+            else:
+                found.append(p)
+    found.sort(key=lambda p: p.relative_to(root).parts)
+    return found, skipped
+
+
+def collect_files(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], list[Skipped]]:
+    """``(files, skipped)``: the real paths of the files in ``paths`` (folders expanded), each once
+    (C1.1).
+
+    A path that does not exist, or that is neither a file nor a folder, raises
+    :class:`InputError`; what a folder holds that cannot be indexed is returned in ``skipped``.
+    """
+    if isinstance(paths, (str, os.PathLike)) or not paths:
+        raise InputError(f"paths: got {paths!r}, expected a non-empty list of files or folders")
+    out: list[Path] = []
+    skipped: list[Skipped] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found, bad = _walk(path)
+            out += [_real(p) for p in found]
+            skipped += bad
+        elif path.is_file():
+            out.append(_real(path))
+        elif path.is_symlink():
+            raise InputError(
+                f"{path}: a dangling symlink (-> {os.readlink(path)}); expected a file"
+            )
+        elif path.exists():
+            raise InputError(f"{path}: not a regular file or folder; expected documents to index")
+        else:
+            raise InputError(f"{path}: no such file or folder; expected documents to index")
+    return list(dict.fromkeys(out)), skipped  # one real path, one read
+
+
+def _file_bytes(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _jsonl(path: str, text: str) -> tuple[list[Document], list[Skipped]]:
+    docs, skipped = [], []
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{n}"
+        try:
+            record = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            skipped.append(Skipped(where, "bad JSONL line", f"not JSON: {exc}"))
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+            detail = "expected a JSON object with a string 'text' field"
+            skipped.append(Skipped(where, "bad JSONL line", detail))
+        elif not record["text"].strip():
+            skipped.append(Skipped(where, "empty", "blank 'text'"))
+        else:
+            docs.append(Document(where, record["text"]))
+    return docs, skipped
+
+
+def _documents(path: str, kind: str, text: str) -> tuple[list[Document], list[Skipped]]:
+    if kind == "jsonl":
+        return _jsonl(path, text)
+    if kind == "html":
+        text = html_readable(text)
+    elif kind == "markup":
+        text = markup_boilerplate(text)
+    if not text.strip():
+        return [], [Skipped(path, "empty", "no text once markup and link lists are removed")]
+    return [Document(path, text)], []
+
+
+def read_documents(
+    paths: Sequence[str | os.PathLike],
+    *,
+    strict: bool = False,
+    known_sha256: Mapping[str, str] | None = None,
+) -> Reading:
+    """Every document under ``paths`` (see the module docstring), in a deterministic order.
+
+    ``known_sha256`` maps the sha256 of files already indexed to their path (duplicates are
+    skipped). ``strict=True`` turns any skipped input into one :class:`InputError`.
+    """
+    files, skipped = collect_files(paths)
+    known = dict(known_sha256 or {})
+    docs: list[Document] = []
+    used: list[SourceFile] = []
+    for real in files:
+        path = real.as_posix()
+        try:
+            data = _file_bytes(real)
+        except OSError as exc:
+            skipped.append(Skipped(path, "unreadable", exc.strerror or type(exc).__name__))
+            continue
+        if not data.strip():
+            skipped.append(Skipped(path, "empty", f"{plural(len(data), 'byte')}, no text"))
+            continue
+        sha = hashlib.sha256(data).hexdigest()
+        if sha in known:
+            again = known[sha] == path
+            what = "already indexed" if again else "duplicate content"
+            skipped.append(
+                Skipped(path, what, "unchanged" if again else f"same bytes as {known[sha]}")
+            )
+            continue
+        known[sha] = path
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            detail = f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
+            skipped.append(Skipped(path, "not UTF-8", detail))
+            continue
+        if "\x00" in text:
+            skipped.append(Skipped(path, "not UTF-8", "holds NUL bytes (a binary file?)"))
+            continue
+        found, bad = _documents(path, FILE_TYPES.get(real.suffix.lower(), "text"), text)
+        if not found and not bad:  # a JSONL file of blank lines
+            bad = [Skipped(path, "empty", "no JSON line")]
+        skipped += bad
+        if found:
+            docs += found
+            used.append(SourceFile(path, sha))
+    skipped.sort(key=lambda s: s.path)
+    if strict and skipped:
+        raise InputError("\n".join([*describe_skipped(skipped, limit=20), "(--strict: refused)"]))
+    return Reading(docs, used, skipped)
+
+
+def describe_skipped(skipped: Sequence[Skipped], limit: int = 10) -> list[str]:
+    """Lines for a report: ``skipped N inputs (reason: count, ...)`` then up to ``limit`` items
+    (C1.1)."""
+    if not skipped:
+        return []
+    counts = Counter(s.reason for s in skipped)
+    head = f"skipped {plural(len(skipped), 'input')} (" + ", ".join(
+        f"{reason}: {counts[reason]}" for reason in SKIP_REASONS if reason in counts
+    )
+    lines = [head + ")"]
+    lines += [f"  {s.path}: {s.reason} ({s.detail})" for s in skipped[:limit]]
+    if len(skipped) > limit:
+        lines.append(f"  ... and {len(skipped) - limit} more")
+    return lines
