@@ -379,8 +379,8 @@ def _check_out_dir(cfg: Config) -> Iterator[Problem]:
             elif (reason := _refusal_to_create(p)) is not None:
                 yield Problem(
                     key,
-                    f"got {shown(value)}, but {shown(str(p))} is not writable ({reason}); "
-                    "expected a directory the run can write into",
+                    f"got {shown(value)}, but {shown(str(p))} is not writable (creating a "
+                    f"directory in it fails: {reason}); expected a directory the run can write into",
                 )
             return
 
