@@ -43,6 +43,7 @@ def test_a_copy_of_step_2_in_folder_4_is_refused(tmp_path):
     assert Checkpointer(ck.directory, CFG).restore(_state(0), step=2)["w"][0] == 2.0
 
 
+@pytest.mark.slow
 def test_a_copied_step_stops_the_run_before_it_trains(tmp_path):
     raw = tiny_regression_raw(tmp_path, "cp", steps=4, checkpoint={"every": 2})
     train(config_from_dict(raw), progress=False)
