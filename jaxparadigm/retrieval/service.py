@@ -51,14 +51,26 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from jaxparadigm.errors import InputError
+from jaxparadigm.retrieval.search_request import (
+    MAX_BODY_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_K,
+    json_depth,
+    parse_search_request,
+    short_repr,
+)
 from jaxparadigm.retrieval.semantic_index import SemanticIndex
 
-__all__ = ["SearchService", "json_depth", "parse_search_request"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_K",
+    "SearchService",
+    "json_depth",
+    "parse_search_request",
+]
 
 HOST = "127.0.0.1"
-MAX_BODY_BYTES = 64 * 1024
-MAX_JSON_DEPTH = 8  # the body is a flat object: {"query": ..., "k": ...}
-MAX_K = 100
 READ_TIMEOUT_S = 5.0
 LINGER_S = 1.0  # after answering: at most this long discarding what the client still sends
 _CHECK_LOCK = threading.Lock()  # warnings.catch_warnings is process-wide
@@ -70,70 +82,6 @@ class _Refused(Exception):
     def __init__(self, status: int, message: str):
         super().__init__(message)
         self.status = status
-
-
-def json_depth(body: bytes, limit: int) -> int:
-    """The deepest nesting of ``[``/``{`` in the JSON text ``body`` (outside strings), counting up
-    to the first level over ``limit`` (then it stops: bounded work on hostile input)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in body:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                break
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    return deepest
-
-
-def parse_search_request(
-    body: bytes, fault_injection: bool = False, max_k: int = MAX_K
-) -> tuple[str, int, float]:
-    """``(query, k, delay_s)`` from a request body; :class:`InputError` naming the field otherwise.
-
-    ``delay_s`` (default 0) is accepted only when ``fault_injection`` is on (used by load tests to
-    make requests time out); ``k`` defaults to 5 and must be an int in ``[1, max_k]``. A body
-    nested deeper than ``MAX_JSON_DEPTH`` is refused before it is parsed.
-    """
-    if json_depth(body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
-        raise InputError(f"body: JSON nested deeper than {MAX_JSON_DEPTH} levels")
-    try:
-        data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError, big ints
-        detail = " ".join(str(exc).split())[:120]
-        raise InputError(f"body: not a JSON object ({detail})") from None
-    if not isinstance(data, dict):
-        raise InputError(f"body: got {type(data).__name__}, expected a JSON object")
-    unknown = sorted(set(data) - {"query", "k", "delay_s"})
-    if unknown or ("delay_s" in data and not fault_injection):
-        bad = unknown[0] if unknown else "delay_s"
-        raise InputError(f"body key {_short(bad)}: unknown; expected query, k")
-    query = data.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise InputError(f"query: got {_short(query)}, expected a non-empty string")
-    k = data.get("k", 5)
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= max_k:
-        raise InputError(f"k: got {_short(k)}, expected an int in [1, {max_k}]")
-    delay = data.get("delay_s", 0.0)
-    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 60:
-        raise InputError(f"delay_s: got {_short(delay)}, expected a number of seconds in [0, 60]")
-    return query, k, float(delay)
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else f"{text[:57]}..."
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -161,7 +109,7 @@ class _Handler(BaseHTTPRequestHandler):
             if not self.parse_request():
                 return
             if self.command != "POST":
-                self.send_error(HTTPStatus.METHOD_NOT_ALLOWED, f"method {_short(self.command)}")
+                self.send_error(HTTPStatus.METHOD_NOT_ALLOWED, f"method {short_repr(self.command)}")
                 return
             self.do_POST()
             self.wfile.flush()
@@ -215,7 +163,8 @@ class _Handler(BaseHTTPRequestHandler):
         text = lengths[0].strip()
         if len(set(lengths)) > 1 or not text.isascii() or not text.isdigit():
             raise _Refused(
-                400, f"Content-Length: got {_short(', '.join(lengths))}, expected one integer >= 0"
+                400,
+                f"Content-Length: got {short_repr(', '.join(lengths))}, expected one integer >= 0",
             )
         length = int(text)
         if length > svc.max_body_bytes:
@@ -389,7 +338,7 @@ class SearchService:
             try:
                 if path != "/search":
                     span.set_status(Status(StatusCode.ERROR, "unknown path"))
-                    return 404, {"error": f"path: got {_short(path)}, expected /search"}
+                    return 404, {"error": f"path: got {short_repr(path)}, expected /search"}
                 query, k, delay = parse_search_request(body, self.fault_injection)
                 self._check_query(query)
             except InputError as exc:
