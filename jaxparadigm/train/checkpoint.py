@@ -350,13 +350,14 @@ class Checkpointer:
         if self._step_dir(step).is_dir() and self.incomplete_reason(step):  # not restorable:
             on_primary(lambda: self._set_aside(step), "checkpoint-replace")  # replace it
             self._manager.reload()
-        self._manager.save(
-            step,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardSave(arrays), meta=ocp.args.JsonSave(meta)
-            ),
-            force=True,
-        )
+        with draining_event_loops():  # a failed write leaves no write in flight
+            self._manager.save(
+                step,
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardSave(arrays), meta=ocp.args.JsonSave(meta)
+                ),
+                force=True,
+            )
         self._manager.wait_until_finished()
         if jax.process_index() == 0:
             self._purge_deleted()

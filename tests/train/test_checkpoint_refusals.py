@@ -2,20 +2,25 @@
 a damaged checkpoint's refusal is one short line with the way out, and never followed by orbax's
 "Event loop is closed" tracebacks; a structure mismatch names the first differing leaf."""
 
+import asyncio
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from orbax.checkpoint._src import asyncio_utils
 
 from jaxparadigm.config import config_from_dict
 from jaxparadigm.train.checkpoint import Checkpointer, CheckpointError
 from jaxparadigm.train.loop import train
+from jaxparadigm.train.orbax_loop import draining_event_loops, run_until_drained
 from tests.train.conftest import tiny_regression_raw
 
 CFG = config_from_dict({"name": "refusals"})
@@ -70,6 +75,49 @@ def test_structure_mismatch_names_the_first_differing_leaf(tmp_path):
     )
     with pytest.raises(CheckpointError, match=r"leaf 3: stored nothing, expected \"\['z'\]\" "):
         ck.restore({"step": 0, "a": np.zeros(2), "b": np.zeros(2), "z": np.zeros(1)})
+
+
+def _failing_call_with_a_read_in_flight(reached_closed_loop: list):
+    """A coroutine like orbax's restore: one task per leaf, one fails at once while another waits
+    on a completion that a foreign thread delivers later (tensorstore's threads do this)."""
+
+    async def read_later():
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+
+        def complete():  # on a tensorstore-like thread, 0.1 s later
+            time.sleep(0.1)
+            try:
+                loop.call_soon_threadsafe(done.set_result, None)
+            except RuntimeError as exc:
+                reached_closed_loop.append(exc)
+
+        threading.Thread(target=complete).start()
+        await done
+
+    async def fail_now():
+        raise ValueError("NOT_FOUND: one leaf")
+
+    async def restore():
+        await asyncio.gather(read_later(), fail_now())
+
+    return restore()
+
+
+def test_a_failed_call_drains_its_reads_before_the_loop_closes():
+    """The cause of 'Event loop is closed' (issue 24 #18): orbax's runner closed the loop while
+    a read was still in flight; the draining runner waits for it."""
+    closed = []
+    with pytest.raises(ValueError, match="one leaf"):
+        asyncio_utils._run_sync_via_new_loop(_failing_call_with_a_read_in_flight(closed))
+    time.sleep(0.3)
+    assert [str(e) for e in closed] == ["Event loop is closed"]  # orbax's own runner
+    closed.clear()
+    with pytest.raises(ValueError, match="one leaf"), draining_event_loops():
+        asyncio_utils.run_sync(_failing_call_with_a_read_in_flight(closed))
+    time.sleep(0.3)
+    assert closed == []
+    assert run_until_drained(asyncio.sleep(0, result=7)) == 7
 
 
 @pytest.mark.slow
