@@ -75,6 +75,13 @@ def test_structure_mismatch_names_the_first_differing_leaf(tmp_path):
     )
     with pytest.raises(CheckpointError, match=r"leaf 3: stored nothing, expected \"\['z'\]\" "):
         ck.restore({"step": 0, "a": np.zeros(2), "b": np.zeros(2), "z": np.zeros(1)})
+    meta = Path(ck.directory) / "1" / "meta" / "metadata"
+    meta.write_text(meta.read_text().replace("['b']", "['c']"))  # one flipped byte
+    with pytest.raises(
+        CheckpointError,
+        match=r"leaf 1: stored \"\['c'\]\", expected \"\['b'\]\" \(3 stored leaves vs 3 expected\)",
+    ):
+        ck.restore({"step": np.asarray(0, np.int32), "a": np.zeros(2), "b": np.zeros(2)})
 
 
 def _failing_call_with_a_read_in_flight(reached_closed_loop: list):
