@@ -462,8 +462,14 @@ RELATIONS: tuple[Callable[[Config], Iterator[Problem]], ...] = (
 # ---------------------------------------------------------------------------------------------
 
 
+YAML_ERROR_CHARS = (
+    300  # a YAML error quoted in a ConfigError is cut here (an anchor name can be 1 MB)
+)
+
+
 def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
+    text = " ".join(str(exc).split())
+    return text if len(text) <= YAML_ERROR_CHARS else text[: YAML_ERROR_CHARS - 3] + "..."
 
 
 def apply_override(raw: dict, override: str) -> dict:

@@ -63,6 +63,14 @@ def test_limits_are_on_the_expanded_document():
     assert parse_yaml("[" * MAX_YAML_DEPTH + "]" * MAX_YAML_DEPTH) is not None
 
 
+def test_yaml_errors_are_cut(tmp_path):
+    path = tmp_path / "alias.yaml"
+    path.write_text("name: *" + "a" * 100_000 + "\n")  # an undefined alias, named in full by PyYAML
+    with pytest.raises(ConfigError, match="found undefined alias") as err:
+        load_config(path)
+    assert len(str(err.value)) < 300 + len(str(path)) + 40
+
+
 def test_values_in_errors_are_cut():
     assert "..." in shown("x" * 10_000) and len(shown("x" * 10_000)) <= SHOWN_CHARS
     assert len(shown({"k": ["x" * 10_000] * 1000})) <= SHOWN_CHARS
