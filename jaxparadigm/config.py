@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ from jaxparadigm.config_schema import (
     build,
     parse_yaml,
     problems_error,
+    shown,
 )
 from jaxparadigm.errors import ConfigError
 
@@ -307,24 +309,79 @@ class Config:
 # ---------------------------------------------------------------------------------------------
 
 
+NAME_MAX_BYTES = 255  # a file name's limit on Linux and macOS (NAME_MAX)
+
+
 def _check_name(cfg: Config) -> Iterator[Problem]:
     n = cfg.name
     if not n or n in (".", "..") or any(c in n for c in "/\\\0") or n != n.strip():
         yield Problem(
             "name",
-            f"got {n!r}, expected a plain directory name (not empty, no '/', '\\', "
+            f"got {shown(n)}, expected a plain directory name (not empty, no '/', '\\', "
             "surrounding spaces, '.' or '..'): the run writes into out_dir/name",
+        )
+    elif not n.isprintable():
+        bad = next(c for c in n if not c.isprintable())
+        yield Problem(
+            "name",
+            f"got {shown(n)}, which holds the unprintable character U+{ord(bad):04X}; expected a "
+            "directory name of printable characters (no newline, tab or control characters)",
+        )
+    elif len(n.encode("utf-8", "surrogatepass")) > NAME_MAX_BYTES:
+        yield Problem(
+            "name",
+            f"got {shown(n)} ({len(n.encode('utf-8', 'surrogatepass'))} bytes): too long, "
+            f"expected at most {NAME_MAX_BYTES} bytes (a directory name's limit)",
         )
 
 
+def _refusal_to_create(directory: Path) -> str | None:
+    """None when a directory can be created inside ``directory``; else the OS's reason.
+
+    A probe (create then remove an empty directory) rather than ``os.access``: root passes
+    ``os.access`` on ``/proc`` or a read-only mount, where creating fails all the same."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".jaxparadigm-probe-", dir=directory))
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
+def _out_dir_problem(out_dir: str) -> str | None:
+    """Why ``out_dir`` cannot be a path on this system (empty, NUL, a lone surrogate, a
+    component over NAME_MAX_BYTES), or None."""
+    try:
+        parts = [len(os.fsencode(x)) for x in Path(out_dir).parts]
+    except UnicodeEncodeError as exc:
+        return f"not encodable as a file name ({exc.reason})"
+    if not out_dir or "\0" in out_dir:
+        return "empty or holding a NUL character"
+    if max(parts) > NAME_MAX_BYTES:
+        return f"a component of {max(parts)} bytes (at most {NAME_MAX_BYTES})"
+    return None
+
+
 def _check_out_dir(cfg: Config) -> Iterator[Problem]:
+    if (why := _out_dir_problem(cfg.out_dir)) is not None:
+        yield Problem("out_dir", f"got {shown(cfg.out_dir)}, expected a directory path: {why}")
+        return
+    if any(True for _ in _check_name(cfg)):  # reported there; the path is not a run directory
+        return
     run_dir = Path(cfg.out_dir) / cfg.name
     for p in (run_dir, *run_dir.parents):
         if p.exists():
+            key = "out_dir" if p != run_dir else "name"
+            value = cfg.out_dir if key == "out_dir" else cfg.name
             if not p.is_dir():
-                key = "out_dir" if p != run_dir else "name"
-                value = cfg.out_dir if key == "out_dir" else cfg.name
-                yield Problem(key, f"got {value!r}, but {str(p)!r} is a file, not a directory")
+                yield Problem(
+                    key, f"got {shown(value)}, but {shown(str(p))} is a file, not a directory"
+                )
+            elif (reason := _refusal_to_create(p)) is not None:
+                yield Problem(
+                    key,
+                    f"got {shown(value)}, but {shown(str(p))} is not writable (creating a "
+                    f"directory in it fails: {reason}); expected a directory the run can write into",
+                )
             return
 
 
@@ -405,23 +462,29 @@ RELATIONS: tuple[Callable[[Config], Iterator[Problem]], ...] = (
 # ---------------------------------------------------------------------------------------------
 
 
+YAML_ERROR_CHARS = (
+    300  # a YAML error quoted in a ConfigError is cut here (an anchor name can be 1 MB)
+)
+
+
 def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
+    text = " ".join(str(exc).split())
+    return text if len(text) <= YAML_ERROR_CHARS else text[: YAML_ERROR_CHARS - 3] + "..."
 
 
 def apply_override(raw: dict, override: str) -> dict:
     """Return a copy of ``raw`` with ``key.path=value`` set (value parsed as YAML)."""
     if "=" not in override:
-        raise ConfigError(f"override {override!r}: expected the form key.path=value")
+        raise ConfigError(f"override {shown(override)}: expected the form key.path=value")
     key, _, text = override.partition("=")
     parts = key.strip().split(".")
     if not all(parts):
-        raise ConfigError(f"override {override!r}: empty component in key path {key!r}")
+        raise ConfigError(f"override {shown(override)}: empty component in key path {shown(key)}")
     try:
         value = parse_yaml(text)
     except yaml.YAMLError as exc:
         raise ConfigError(
-            f"override {override!r}: value is not valid YAML ({_one_line(exc)})"
+            f"override {shown(override)}: value is not valid YAML ({_one_line(exc)})"
         ) from None
     out = dict(raw)
     node = out
@@ -430,7 +493,7 @@ def apply_override(raw: dict, override: str) -> dict:
         if not isinstance(child, Mapping):
             raise ConfigError(
                 f"config key '{'.'.join(parts[: i + 1])}': cannot set a sub-key of a "
-                f"non-mapping value {child!r}"
+                f"non-mapping value {shown(child)}"
             )
         node[part] = dict(child)
         node = node[part]

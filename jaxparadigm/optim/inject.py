@@ -72,6 +72,12 @@ def _as_live(values: dict[str, Any]) -> dict[str, jax.Array]:
     """Checked float32 scalars; ``one_minus_b`` is ``1 - b`` in float64, rounded once."""
     live = {}
     for name, value in values.items():
+        if isinstance(value, jax.core.Tracer):
+            raise TypeError(
+                f"{name}: got a traced value ({type(value).__name__}); set_hyperparams checks "
+                "its values on the host, so call it outside jax.jit (the values stay live: "
+                "changing them between jitted steps never recompiles)"
+            )
         number = _CHECKS[name](name, value)
         live[name] = jnp.asarray(number, jnp.float32)
         if name in _COMPLEMENTS:

@@ -1,9 +1,10 @@
 """A traced HTTP search service over a :class:`SemanticIndex` on 127.0.0.1 (C5.2).
 
-``SearchService(index)`` serves ``POST /search`` with a JSON body ``{"query": str, "k": int}`` and answers
-``{"hits": [[doc, score], ...]}`` (the top ``min(k, len(index))``; 200) or ``{"error": ...}`` (400 for a malformed request). It runs a
-stdlib ``ThreadingHTTPServer`` on a free port (``start()`` / ``stop()``, or ``with``), one thread per
-request. Every request is traced with the OpenTelemetry SDK into an in-memory exporter:
+``SearchService(index)`` serves ``POST /search`` with a JSON body ``{"query": str, "k": int}`` and
+answers ``{"hits": [[doc, score], ...]}`` (the top ``min(k, len(index))``; 200) or ``{"error": ...}``
+(4xx). It runs a stdlib ``ThreadingHTTPServer`` on a free port (``start()`` / ``stop()``, or
+``with``), one thread per request. Every request is traced with the OpenTelemetry SDK into an
+in-memory exporter:
 
     server span "POST /search" (child of the caller's span when a W3C ``traceparent`` header is sent;
     attributes request.id from ``X-Request-Id``, http.status_code)
@@ -13,15 +14,33 @@ request. Every request is traced with the OpenTelemetry SDK into an in-memory ex
       ├─ "encode"          the MiniLM forward (L2-normalised embedding)
       └─ "search"          exact top-k over the index: argsort of ``D @ q``
 
-``stop()`` joins every request thread, so when it returns every span has ended and been exported
-(``SimpleSpanProcessor`` exports on span end). ``exported_spans()`` returns them.
+Limits (issue 24): every request gets an HTTP answer, 200 or 4xx, never a dropped connection --
+
+* a client silent for ``read_timeout_s`` (half-sent request line, headers or body): 408;
+* ``Content-Length`` missing or chunked: 411; not a decimal integer (``abc``, ``-1``): 400; over
+  ``max_body_bytes``: 413, answered before reading the body;
+* a method other than POST: 405; a path other than ``/search``: 404;
+* a body that is not UTF-8 JSON, is nested deeper than ``MAX_JSON_DEPTH``, or has a bad field: 400;
+  the query is checked by the CLI's own validator (``SentenceEncoder.check_texts``): a query the
+  tokenizer sees as nothing (whitespace, U+200B ...) or holding a lone surrogate is refused (400).
+
+After the answer the connection is closed gracefully (the server stops sending, then discards what
+the client still sends for at most ``LINGER_S``), so a refused upload still reads its 413.
+
+``stop()`` is bounded: it stops accepting, gives in-flight requests ``grace_s`` to finish, then
+shuts the read side of every connection still open (a client holding its socket gets EOF) and ends
+any injected delay, and joins every request thread -- so when it returns every span has ended and
+been exported (``SimpleSpanProcessor`` exports on span end). ``exported_spans()`` returns them.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
+import warnings
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -32,43 +51,37 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from jaxparadigm.errors import InputError
+from jaxparadigm.retrieval.search_request import (
+    MAX_BODY_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_K,
+    json_depth,
+    parse_search_request,
+    short_repr,
+)
 from jaxparadigm.retrieval.semantic_index import SemanticIndex
 
-__all__ = ["SearchService", "parse_search_request"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_K",
+    "SearchService",
+    "json_depth",
+    "parse_search_request",
+]
 
 HOST = "127.0.0.1"
-MAX_BODY_BYTES = 64 * 1024
-MAX_K = 100
+READ_TIMEOUT_S = 5.0
+LINGER_S = 1.0  # after answering: at most this long discarding what the client still sends
+_CHECK_LOCK = threading.Lock()  # warnings.catch_warnings is process-wide
 
 
-def parse_search_request(
-    body: bytes, fault_injection: bool = False, max_k: int = MAX_K
-) -> tuple[str, int, float]:
-    """``(query, k, delay_s)`` from a request body; :class:`InputError` naming the field otherwise.
+class _Refused(Exception):
+    """An HTTP status other than 200 for a request, with its message."""
 
-    ``delay_s`` (default 0) is accepted only when ``fault_injection`` is on (used by load tests to
-    make requests time out); ``k`` defaults to 5 and must be an int in ``[1, max_k]``.
-    """
-    try:
-        data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"body: not a JSON object ({exc})") from None
-    if not isinstance(data, dict):
-        raise InputError(f"body: got {type(data).__name__}, expected a JSON object")
-    unknown = sorted(set(data) - {"query", "k", "delay_s"})
-    if unknown or ("delay_s" in data and not fault_injection):
-        bad = unknown[0] if unknown else "delay_s"
-        raise InputError(f"body key {bad!r}: unknown; expected query, k")
-    query = data.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise InputError(f"query: got {query!r}, expected a non-empty string")
-    k = data.get("k", 5)
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= max_k:
-        raise InputError(f"k: got {k!r}, expected an int in [1, {max_k}]")
-    delay = data.get("delay_s", 0.0)
-    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 60:
-        raise InputError(f"delay_s: got {delay!r}, expected a number of seconds in [0, 60]")
-    return query, k, float(delay)
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -76,6 +89,44 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
         del format, args  # the spans are the log
+
+    def setup(self):
+        self.timeout = self.server.service.read_timeout_s  # socket timeout of every read
+        super().setup()
+
+    def handle_one_request(self):
+        """The stdlib's, except that a timed-out read is answered (408) instead of dropped and
+        every method but POST gets 405 (the stdlib answers 501, a server error)."""
+        self.command, self.request_version, self.requestline = None, "HTTP/1.0", ""
+        try:
+            self.raw_requestline = self.rfile.readline(65537)
+            if len(self.raw_requestline) > 65536:
+                self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
+                return
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if not self.parse_request():
+                return
+            if self.command != "POST":
+                self.send_error(HTTPStatus.METHOD_NOT_ALLOWED, f"method {short_repr(self.command)}")
+                return
+            self.do_POST()
+            self.wfile.flush()
+        except TimeoutError:
+            self.send_error(HTTPStatus.REQUEST_TIMEOUT, "request line or headers timed out")
+
+    def send_error(self, code, message=None, explain=None):
+        """A JSON error answer ``{"error": ...}``; the connection is closed after it."""
+        del explain
+        self.close_connection = True
+        if self.request_version in ("HTTP/0.9", "", None):  # an answer with a status line
+            self.request_version = "HTTP/1.0"
+        text = message or HTTPStatus(code).phrase
+        try:
+            self._reply(code, {"error": text}, extra={"Allow": "POST"} if code == 405 else {})
+        except OSError:
+            pass
 
     def do_POST(self):
         svc = self.server.service
@@ -86,7 +137,14 @@ class _Handler(BaseHTTPRequestHandler):
             "POST /search", context=ctx, kind=SpanKind.SERVER
         ) as span:
             span.set_attribute("request.id", self.headers.get("X-Request-Id", ""))
-            status, payload = svc.handle(self.path, self._body())
+            try:
+                status, payload = svc.handle(self.path, self._body(svc))
+            except _Refused as exc:
+                status, payload = exc.status, {"error": str(exc)}
+                self.close_connection = True
+            except Exception as exc:  # a bug: still an answer, recorded on the span
+                span.record_exception(exc)
+                status, payload = 500, {"error": f"internal error ({type(exc).__name__})"}
             span.set_attribute("http.status_code", status)
             if status != 200:
                 span.set_status(Status(StatusCode.ERROR, payload["error"]))
@@ -95,15 +153,40 @@ class _Handler(BaseHTTPRequestHandler):
             except OSError:  # the client gave up (timed out) before the answer
                 span.set_attribute("client.disconnected", True)
 
-    def _body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(min(length, MAX_BODY_BYTES))
+    def _body(self, svc: SearchService) -> bytes:
+        """The request body, read only when its declared length is a number within the limit."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            raise _Refused(411, "Content-Length: required (chunked bodies are not accepted)")
+        lengths = self.headers.get_all("Content-Length") or []
+        if not lengths:
+            raise _Refused(411, "Content-Length: required")
+        text = lengths[0].strip()
+        if len(set(lengths)) > 1 or not text.isascii() or not text.isdigit():
+            raise _Refused(
+                400,
+                f"Content-Length: got {short_repr(', '.join(lengths))}, expected one integer >= 0",
+            )
+        length = int(text)
+        if length > svc.max_body_bytes:
+            raise _Refused(413, f"body: {length} bytes, expected at most {svc.max_body_bytes}")
+        try:
+            body = self.rfile.read(length)
+        except TimeoutError:
+            raise _Refused(
+                408, f"body: not received within {svc.read_timeout_s:g} s ({length} bytes declared)"
+            ) from None
+        if len(body) < length:
+            raise _Refused(400, f"body: got {len(body)} of the {length} bytes declared")
+        return body
 
-    def _reply(self, status: int, payload: dict) -> None:
+    def _reply(self, status: int, payload: dict, extra: dict | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
+        for key, value in (extra or {}).items():
+            self.send_header(key, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
 
@@ -113,26 +196,90 @@ class _Server(ThreadingHTTPServer):
     block_on_close = True
     service: SearchService
 
+    def __init__(self, *args, **kwargs):
+        self.open_requests: set[socket.socket] = set()
+        self.requests_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request, client_address):
+        with self.requests_lock:
+            self.open_requests.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request):
+        """Close gracefully: stop sending, then discard what the client still sends (at most
+        ``LINGER_S``), so closing never resets a connection whose answer is unread."""
+        try:
+            request.shutdown(socket.SHUT_WR)
+            request.settimeout(0.1)
+            deadline = time.monotonic() + LINGER_S
+            while time.monotonic() < deadline and request.recv(65536):
+                pass
+        except OSError:
+            pass
+        with self.requests_lock:
+            self.open_requests.discard(request)
+        self.close_request(request)
+
+    def wake_readers(self) -> None:
+        """Shut the read side of every open connection: a blocked read returns EOF at once."""
+        with self.requests_lock:
+            requests = list(self.open_requests)
+        for request in requests:
+            try:
+                request.shutdown(socket.SHUT_RD)
+            except OSError:
+                pass
+
 
 class SearchService:
-    """``POST /search`` over ``index`` on ``127.0.0.1:port`` (0: a free port), traced (C5.2)."""
+    """``POST /search`` over ``index`` on ``127.0.0.1:port`` (0: a free port), traced (C5.2).
 
-    def __init__(self, index: SemanticIndex, port: int = 0, fault_injection: bool = False):
+    ``read_timeout_s``: how long a read of the request may wait for the client (408 after);
+    ``max_body_bytes``: the largest accepted body (413 beyond, unread).
+    """
+
+    def __init__(
+        self,
+        index: SemanticIndex,
+        port: int = 0,
+        fault_injection: bool = False,
+        *,
+        read_timeout_s: float = READ_TIMEOUT_S,
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ):
         if not isinstance(index, SemanticIndex):
             raise TypeError(f"index: got {type(index).__name__}, expected a SemanticIndex")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise InputError(f"port: got {port!r}, expected an int in [0, 65535]")
+        if (
+            isinstance(read_timeout_s, bool)
+            or not isinstance(read_timeout_s, (int, float))
+            or not (0 < read_timeout_s <= 3600)
+        ):
+            raise InputError(
+                f"read_timeout_s: got {read_timeout_s!r}, expected seconds in (0, 3600]"
+            )
+        if (
+            isinstance(max_body_bytes, bool)
+            or not isinstance(max_body_bytes, int)
+            or not (1 <= max_body_bytes)
+        ):
+            raise InputError(f"max_body_bytes: got {max_body_bytes!r}, expected an int >= 1")
         if not len(index):
             raise InputError("index: empty; add documents before serving it")
         self.index = index
         self.port = port
         self.fault_injection = fault_injection
+        self.read_timeout_s = float(read_timeout_s)
+        self.max_body_bytes = max_body_bytes
         self.exporter = InMemorySpanExporter()
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.tracer = provider.get_tracer("jaxparadigm.retrieval.service")
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
 
     @property
     def url(self) -> str:
@@ -144,18 +291,27 @@ class SearchService:
         """Bind 127.0.0.1 and serve in a background thread."""
         if self._server is not None:
             raise RuntimeError("SearchService: already started")
+        self._stopping.clear()
         self._server = _Server((HOST, self.port), _Handler)
         self._server.service = self
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
         return self
 
-    def stop(self) -> None:
-        """Stop accepting, wait for every in-flight request (their spans end), close the socket."""
+    def stop(self, grace_s: float = 1.0) -> None:
+        """Stop accepting; give in-flight requests ``grace_s``; then wake every read still waiting
+        on a client (EOF) and end injected delays; join every request thread (their spans end) and
+        close the socket. Bounded: about ``grace_s + LINGER_S`` plus one query's compute."""
         if self._server is None:
             return
-        self._server.shutdown()
-        self._server.server_close()
+        server = self._server
+        server.shutdown()
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and server.open_requests:
+            time.sleep(0.01)
+        self._stopping.set()
+        server.wake_readers()
+        server.server_close()
         self._thread.join()
         self._server = self._thread = None
 
@@ -169,13 +325,22 @@ class SearchService:
         """Every span exported so far (all of them once :meth:`stop` has returned)."""
         return self.exporter.get_finished_spans()
 
+    def _check_query(self, query: str) -> None:
+        """The CLI's query check (``check_texts``): refuse what the tokenizer sees as nothing or
+        what is not UTF-8; an all-[UNK] query is served (its warning is not printed here)."""
+        with _CHECK_LOCK, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.index.encoder.check_texts([query], "query")
+
     def handle(self, path: str, body: bytes) -> tuple[int, dict]:
         """One request: (HTTP status, JSON payload), each step in its child span."""
         with self.tracer.start_as_current_span("parse") as span:
             try:
                 if path != "/search":
-                    raise InputError(f"path: got {path!r}, expected /search")
+                    span.set_status(Status(StatusCode.ERROR, "unknown path"))
+                    return 404, {"error": f"path: got {short_repr(path)}, expected /search"}
                 query, k, delay = parse_search_request(body, self.fault_injection)
+                self._check_query(query)
             except InputError as exc:
                 span.record_exception(exc)
                 span.set_status(Status(StatusCode.ERROR, str(exc)))
@@ -183,7 +348,7 @@ class SearchService:
         if delay:
             with self.tracer.start_as_current_span("injected_delay") as span:
                 span.set_attribute("delay_s", delay)
-                time.sleep(delay)
+                self._stopping.wait(delay)  # stop() ends it
         encoder = self.index.encoder
         with self.tracer.start_as_current_span("tokenize") as span:
             span.set_attribute("tokens", int(encoder.tokenize([query])["attention_mask"].sum()))

@@ -45,8 +45,8 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import shutil
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,7 @@ import orbax.checkpoint as ocp
 from jaxparadigm.config import Config, to_dict
 from jaxparadigm.errors import InputError
 from jaxparadigm.train.distributed import on_primary
+from jaxparadigm.train.orbax_loop import draining_event_loops
 from jaxparadigm.train.sharding import to_host
 
 __all__ = [
@@ -205,26 +206,30 @@ def _read_meta(path: Path, step: int) -> dict:
     return meta
 
 
-def _drop_closed_loop_callbacks() -> None:
-    """Silence the late noise of a failed orbax read (installed once, process-wide).
+def _structure_difference(stored: list, expected: list) -> str:
+    """What differs between two leaf-path lists: the first position where they part, and the
+    counts (``leaf 3: stored '.a', expected '.b'; 33 stored vs 33 expected``)."""
+    n = min(len(stored), len(expected))
+    i = next((j for j in range(n) if stored[j] != expected[j]), n)
+    show = lambda xs: repr(xs[i])[:80] if i < len(xs) else "nothing"  # noqa: E731
+    return (
+        f"leaf {i}: stored {show(stored)}, expected {show(expected)} "
+        f"({len(stored)} stored leaves vs {len(expected)} expected)"
+    )
 
-    When one leaf cannot be read, orbax closes its event loop while tensorstore still completes
-    the other reads; each completion calls ``loop.call_soon_threadsafe`` from a C thread and its
-    ``RuntimeError('Event loop is closed')`` reaches ``sys.unraisablehook`` (one traceback per
-    leaf, after the clean refusal). This hook drops exactly that error; any other unraisable
-    exception goes to the previous hook.
-    """
-    previous = sys.unraisablehook
-    if getattr(previous, "drops_closed_loop", False):
-        return
 
-    def hook(unraisable) -> None:
-        exc = unraisable.exc_value
-        if not (isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed"):
-            previous(unraisable)
-
-    hook.drops_closed_loop = True
-    sys.unraisablehook = hook
+def _read_failure(exc: BaseException, root: str) -> str:
+    """A short reason for a failed orbax read: tensorstore's status code and the file it names
+    (tensorstore's own text is several hundred characters of driver names)."""
+    text = " ".join(str(exc).split())
+    code = re.match(r"([A-Z_]{3,}):", text)
+    files = re.findall(r'local file "([^"]+)"', text)
+    parts = [code.group(1) if code else type(exc).__name__]
+    if files:
+        parts.append(f"file {os.path.relpath(files[-1], root)!r}")
+    else:
+        parts.append(text[:80] + ("..." if len(text) > 80 else ""))
+    return ": ".join(p for p in parts if p)
 
 
 class Checkpointer:
@@ -345,13 +350,14 @@ class Checkpointer:
         if self._step_dir(step).is_dir() and self.incomplete_reason(step):  # not restorable:
             on_primary(lambda: self._set_aside(step), "checkpoint-replace")  # replace it
             self._manager.reload()
-        self._manager.save(
-            step,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardSave(arrays), meta=ocp.args.JsonSave(meta)
-            ),
-            force=True,
-        )
+        with draining_event_loops():  # a failed write leaves no write in flight
+            self._manager.save(
+                step,
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardSave(arrays), meta=ocp.args.JsonSave(meta)
+                ),
+                force=True,
+            )
         self._manager.wait_until_finished()
         if jax.process_index() == 0:
             self._purge_deleted()
@@ -379,8 +385,14 @@ class Checkpointer:
             )
         if meta["paths"] != t_paths:
             raise CheckpointError(
-                f"{where}: tree structure differs from the template "
-                f"({len(meta['paths'])} stored leaves vs {len(t_paths)} expected)"
+                f"{where}: tree structure differs from the template: "
+                f"{_structure_difference(meta['paths'], t_paths)}"
+            )
+        stored_step = meta.get("step")
+        if stored_step is not None and stored_step != step:  # format 2 records its step
+            raise CheckpointError(
+                f"{where}: its metadata says step {stored_step!r}, not {step}: the folder holds "
+                f"another step's checkpoint (copied or renamed). {self._what_to_do(step)}"
             )
         stored_kind = meta.get("signature_kind", "sha256")  # checkpoints before keys: sha256
         if stored_kind != self.signature_kind:
@@ -455,20 +467,28 @@ class Checkpointer:
             for i, (_, x) in enumerate(t_pairs)
         }
         try:
-            arrays = self._manager.restore(
-                step, args=ocp.args.Composite(state=ocp.args.StandardRestore(targets))
-            )["state"]
+            with draining_event_loops():  # no read left in flight when one fails (orbax_loop)
+                arrays = self._manager.restore(
+                    step, args=ocp.args.Composite(state=ocp.args.StandardRestore(targets))
+                )["state"]
             return [
                 arrays[f"{i:05d}"] if isinstance(x, jax.Array) else np.asarray(arrays[f"{i:05d}"])
                 for i, (_, x) in enumerate(t_pairs)
             ]
         except Exception as exc:  # orbax/tensorstore read errors of a damaged step
-            _drop_closed_loop_callbacks()
-            first = " ".join(str(exc).split())[:300]
             raise CheckpointError(
-                f"checkpoint step {step}: state in {str(self._step_dir(step) / 'state')!r} is "
-                f"unreadable ({type(exc).__name__}: {first})"
+                f"checkpoint step {step} in {self.directory}: its state is unreadable "
+                f"({_read_failure(exc, self.directory)}). {self._what_to_do(step)}"
             ) from exc
+
+    def _what_to_do(self, step: int) -> str:
+        """The way out of an unusable step: move it aside (resume from the one before) or rename."""
+        earlier = [s for s in self.all_steps() if s < step]
+        then = f"resume from step {earlier[-1]}" if earlier else "start afresh"
+        return (
+            f"To {then}, move {str(self._step_dir(step))!r} out of the checkpoint directory; "
+            "or give the run another name (name=...)"
+        )
 
     def close(self) -> None:
         """Release orbax resources."""

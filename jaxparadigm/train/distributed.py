@@ -18,6 +18,10 @@ source that names a coordinator wins, :func:`distributed_spec`):
    else a Kubernetes Indexed Job's ``JOB_COMPLETION_INDEX``;
 3. neither: one process, nothing to initialise.
 
+The address is checked first (``host:port``, port in [1, 65535]; :func:`parse_coordinator_address`)
+and process 0 checks that the port is free (:func:`check_port_free`): both are one-line input errors
+rather than JAX's late failures.
+
 Failure is bounded: a process whose peer stops sending heartbeats for ``heartbeat_timeout_s``
 seconds is terminated by JAX's coordination service ("another task died"), so no process of a
 broken group hangs; joining gives up after ``initialization_timeout_s``.
@@ -25,7 +29,10 @@ broken group hangs; joining gives up after ``initialization_timeout_s``.
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+import socket
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
@@ -39,9 +46,11 @@ __all__ = [
     "ENV_NUM_PROCESSES",
     "ENV_PROCESS_ID",
     "DistributedSpec",
+    "check_port_free",
     "distributed_spec",
     "initialize_distributed",
     "on_primary",
+    "parse_coordinator_address",
     "process_shard",
 ]
 
@@ -62,6 +71,47 @@ class DistributedSpec(NamedTuple):
     num_processes: int
     process_id: int
     source: str  # "config" or "environment"
+
+
+_ADDRESS = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})")
+
+
+def parse_coordinator_address(address: object, where: str) -> tuple[str, int]:
+    """``(host, port)`` of a coordinator address ``host:port`` (``[v6]:port`` for IPv6), the port
+    in ``[1, 65535]`` (C5.2); :class:`~jaxparadigm.errors.InputError` naming ``where`` (the config
+    key or environment variable) otherwise -- JAX itself fails late on these (an IndexError, a C++
+    abort after the init timeout, or a silently wrapped port)."""
+    text = address if isinstance(address, str) else None
+    match = _ADDRESS.fullmatch(text) if text is not None else None
+    if match is None or not 1 <= int(match.group(2)) <= 65535:
+        shown = repr(address) if len(repr(address)) <= 80 else repr(address)[:77] + "..."
+        raise InputError(
+            f"{where}: got {shown}, expected host:port with a port in [1, 65535] "
+            "(e.g. 127.0.0.1:12355 or [::1]:12355)"
+        )
+    return match.group(1), int(match.group(2))
+
+
+def check_port_free(host: str, port: int, where: str) -> None:
+    """Refuse (:class:`~jaxparadigm.errors.InputError`, one line naming ``where``) a coordinator
+    port another process listens on: the coordinator would fail to bind it deep inside JAX (a
+    runtime error, an abort or a crash). Probes by binding the address the coordinator will bind
+    (the host for a loopback address, all addresses otherwise), with ``SO_REUSEADDR`` as gRPC does.
+    """
+    loopback = host in ("127.0.0.1", "localhost", "[::1]")
+    v6 = host.startswith("[")
+    bind_host = host.strip("[]") if loopback else ("::" if v6 else "")
+    with socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((bind_host, port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                return  # not ours to judge (e.g. an address of another machine): JAX reports it
+            raise InputError(
+                f"{where}: port {port} is already in use on this machine; expected a free port "
+                "for process 0's coordinator (choose another port, or stop what listens on it)"
+            ) from None
 
 
 def _env_int(environ: Mapping[str, str], names: tuple[str, ...], minimum: int) -> int | None:
@@ -106,6 +156,7 @@ def distributed_spec(
         spec = DistributedSpec(environ[ENV_COORDINATOR], count, pid, "environment")
     else:
         return None
+    parse_coordinator_address(spec.coordinator_address, _address_key(spec.source))
     if not 0 <= spec.process_id < spec.num_processes:
         where = "train.distributed.process_id" if spec.source == "config" else "process id"
         raise InputError(
@@ -113,6 +164,12 @@ def distributed_spec(
             f"{spec.num_processes} (from the {spec.source})"
         )
     return spec
+
+
+def _address_key(source: str) -> str:
+    if source == "config":
+        return "train.distributed.coordinator_address"
+    return f"environment variable {ENV_COORDINATOR}"
 
 
 def initialize_distributed(distributed_cfg, environ: Mapping[str, str] | None = None) -> bool:
@@ -127,8 +184,10 @@ def initialize_distributed(distributed_cfg, environ: Mapping[str, str] | None = 
     if spec is None:
         return False
     c = distributed_cfg
+    host, port = parse_coordinator_address(spec.coordinator_address, _address_key(spec.source))
+    if spec.process_id == 0:  # process 0 hosts the coordinator: its port must be free
+        check_port_free(host, port, _address_key(spec.source))
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    host = spec.coordinator_address.rsplit(":", 1)[0]
     loopback = host in ("127.0.0.1", "localhost", "[::1]")
     jax.distributed.initialize(
         coordinator_address=spec.coordinator_address,

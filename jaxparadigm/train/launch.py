@@ -147,6 +147,13 @@ def launch(
             f"task: got {cfg.task!r}, expected 'train' with --num-processes (the only task that "
             "runs over several processes)"
         )
+    if cfg.train.distributed.coordinator_address is not None:
+        raise ConfigError(
+            f"train.distributed.coordinator_address: got "
+            f"{cfg.train.distributed.coordinator_address!r}, expected none with --num-processes "
+            "(it starts its own group with a coordinator on 127.0.0.1; a configured address "
+            "would give every worker process id 0): remove the key or run without --num-processes"
+        )
     if cfg.train.sharding.mode == "none":
         raise ConfigError(
             "train.sharding.mode: got 'none', expected data, zero1 or fsdp with --num-processes "

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 from absl.testing import absltest, parameterized
 
 from jaxparadigm.config import ClipConfig, OptimConfig, ScheduleConfig
@@ -228,6 +229,14 @@ class OptaxInjectCasesTest(parameterized.TestCase):
         chex.assert_trees_all_close(updates_inject, updates, rtol=1e-3)
         inner = jax.tree.leaves(new_state_inject.inner_state)
         chex.assert_trees_all_close(inner, jax.tree.leaves(new_state)[: len(inner)], rtol=1e-4)
+
+
+def test_set_hyperparams_inside_jit_says_to_call_it_outside():
+    """Issue 24 #18: a traced value used to reach check_number ('expected a real number')."""
+    state = inject_hyperparams(adam)(1e-3).init({"w": jnp.ones(3)})
+    traced = jax.jit(lambda s, lr: set_hyperparams(s, learning_rate=lr))
+    with pytest.raises(TypeError, match=r"learning_rate: got a traced value .* outside jax\.jit"):
+        traced(state, 0.1)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import chex
 import jax
@@ -25,7 +24,6 @@ from jaxparadigm.train.checkpoint import (
     CheckpointError,
     CheckpointSignatureError,
     _differences,
-    _drop_closed_loop_callbacks,
     signed_config,
     state_signature,
 )
@@ -268,21 +266,6 @@ def test_config_differences_name_every_leaf():
     assert _differences(stored, stored) == []
     assert _differences(1, 2) == ["config: checkpoint 1, now 2"]
     assert _differences({"a": 1}, None) == ["config: checkpoint {'a': 1}, now None"]
-
-
-def test_closed_loop_hook_drops_only_that_error(monkeypatch):
-    """Installed once; drops RuntimeError('Event loop is closed') and passes on anything else."""
-    seen = []
-    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(u.exc_value))
-    _drop_closed_loop_callbacks()
-    hook = sys.unraisablehook
-    assert hook.drops_closed_loop is True
-    _drop_closed_loop_callbacks()
-    assert sys.unraisablehook is hook  # not wrapped a second time
-    other_error, other_type = RuntimeError("other"), ValueError("Event loop is closed")
-    for exc in (RuntimeError("Event loop is closed"), other_error, other_type):
-        hook(SimpleNamespace(exc_value=exc))
-    assert seen == [other_error, other_type]
 
 
 def _meta_path(ck, step):

@@ -1,16 +1,27 @@
 """Where a process joins a multi-process run: config, our variables, SLURM, Kubernetes (issue 14)."""
 
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
 import pytest
+import yaml
 
 from jaxparadigm.config import DistributedConfig
 from jaxparadigm.errors import InputError
 from jaxparadigm.train.distributed import (
     DistributedSpec,
+    check_port_free,
     distributed_spec,
     initialize_distributed,
     on_primary,
+    parse_coordinator_address,
     process_shard,
 )
+from tests.train.conftest import tiny_raw
 
 COORD = {"JAXPARADIGM_COORDINATOR_ADDRESS": "10.0.0.1:4321"}
 
@@ -72,3 +83,69 @@ def test_single_process_needs_no_initialisation():
     ran = []
     on_primary(lambda: ran.append(1), "test")  # process 0, no barrier in one process
     assert ran == [1]
+
+
+@pytest.mark.parametrize(
+    "address", ["garbage", ":", "host:99999", "host:abc", "host:", ":1234", "host:0", "a b:1",
+                "host:1:2", "[::1:80"],
+)  # fmt: skip
+def test_malformed_coordinator_addresses_name_the_key(address):
+    """Issue 24 #15: 'garbage' gave an IndexError, ':' a C++ abort after the init timeout, port
+    99999 was accepted."""
+    with pytest.raises(InputError, match=r"^train\.distributed\.coordinator_address: got .*port"):
+        distributed_spec(DistributedConfig(address, num_processes=2))
+    env = {"JAXPARADIGM_COORDINATOR_ADDRESS": address, "JAXPARADIGM_NUM_PROCESSES": "2",
+           "JAXPARADIGM_PROCESS_ID": "1"}  # fmt: skip
+    with pytest.raises(InputError, match="^environment variable JAXPARADIGM_COORDINATOR_ADDRESS"):
+        distributed_spec(DistributedConfig(), env)
+
+
+def test_well_formed_addresses_parse():
+    assert parse_coordinator_address("10.0.0.1:4321", "k") == ("10.0.0.1", 4321)
+    assert parse_coordinator_address("[::1]:65535", "k") == ("[::1]", 65535)
+    assert parse_coordinator_address("node-3.cluster:1", "k") == ("node-3.cluster", 1)
+
+
+def _listening() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    return sock
+
+
+def test_a_busy_coordinator_port_is_refused_before_jax_starts():
+    """Issue 24 #15: a busy port gave a JaxRuntimeError, an abort or once a segfault."""
+    with _listening() as busy:
+        port = busy.getsockname()[1]
+        with pytest.raises(InputError, match=f"port {port} is already in use"):
+            check_port_free("127.0.0.1", port, "train.distributed.coordinator_address")
+        cfg = DistributedConfig(f"127.0.0.1:{port}", 2, 0, initialization_timeout_s=2)
+        with pytest.raises(InputError, match="^train.distributed.coordinator_address: port"):
+            initialize_distributed(cfg, {})
+        assert not jax.distributed.is_initialized()
+    check_port_free("127.0.0.1", port, "k")  # free again once closed
+
+
+@pytest.mark.slow
+def test_a_busy_coordinator_port_is_one_cli_line(tmp_path):
+    with _listening() as busy:
+        port = busy.getsockname()[1]
+        raw = tiny_raw(tmp_path, "busy")
+        raw["train"]["distributed"] = {
+            "coordinator_address": f"127.0.0.1:{port}",
+            "num_processes": 2,
+            "initialization_timeout_s": 5,
+        }
+        path = tmp_path / "busy.yaml"
+        path.write_text(yaml.safe_dump(raw))
+        env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(Path.cwd())}
+        out = subprocess.run(
+            [sys.executable, "-m", "jaxparadigm", "run", str(path)],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"jaxparadigm run: error: train.distributed.coordinator_address: port {port} is already "
+        "in use on this machine; expected a free port for process 0's coordinator (choose another "
+        "port, or stop what listens on it)"
+    ]

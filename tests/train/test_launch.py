@@ -77,6 +77,19 @@ def test_bad_launches_are_refused_before_any_process_starts(tmp_path, capsys):
     assert "config key 'train.steps'" in capsys.readouterr().err
 
 
+def test_a_configured_coordinator_with_num_processes_is_refused_at_once(tmp_path):
+    """Issue 24 #5: both workers took process_id 0 from the config and the group hung for the
+    init timeout (314 s), then said 'run the same command to resume'."""
+    path = _config(tmp_path)
+    start = time.monotonic()
+    with pytest.raises(ConfigError) as err:
+        launch(path, ["train.distributed.coordinator_address=127.0.0.1:1234"], num_processes=2)
+    assert time.monotonic() - start < 5 and not (tmp_path / "mp").exists()
+    msg = str(err.value)
+    assert msg.startswith("train.distributed.coordinator_address: got '127.0.0.1:1234', expected")
+    assert "\n" not in msg and "resume" not in msg
+
+
 def test_two_processes_of_two_devices_equal_one_process_of_four(tmp_path, capfd):
     """The quick multi-process check of the default run: fsdp over 2 x 2 CPU devices gives the
     loss curve of one process with 4 devices; process 0 writes the report and metrics."""
