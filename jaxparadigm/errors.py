@@ -16,7 +16,7 @@ every such argument is refused the same way, with an :class:`InputError` naming 
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "InputError", "TrainingAborted", "require_int"]
+__all__ = ["ConfigError", "InputError", "TrainingAborted", "require_int", "short_repr"]
 
 
 class InputError(ValueError):
@@ -42,5 +42,12 @@ def require_int(name: str, value, lo: int, hi: int | None = None) -> int:
         or (hi is not None and value > hi)
     ):
         want = f"an int >= {lo}" if hi is None else f"an int in [{lo}, {hi}]"
-        raise InputError(f"{name}: got {value!r}, expected {want}")
+        raise InputError(f"{name}: got {short_repr(value)}, expected {want}")
     return value
+
+
+def short_repr(value: object) -> str:
+    """``repr(value)`` cut to 60 characters (``...``): error messages quote what was sent, never a
+    megabyte of it."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."

@@ -27,17 +27,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from jaxparadigm.errors import InputError
+from jaxparadigm.errors import InputError, short_repr
 
 __all__ = ["check_manifest", "SHARD_NAME"]
 
 SHARD_NAME = re.compile(r"shard_\d{5}-[0-9a-f]{10}")
 HEX64 = re.compile(r"[0-9a-f]{64}")
-
-
-def _show(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class _Checker:
@@ -46,7 +41,7 @@ class _Checker:
 
     def fail(self, where: str, value, want: str):
         raise InputError(
-            f"{self.path}: field {where}: got {_show(value)}, expected {want}; the manifest is "
+            f"{self.path}: field {where}: got {short_repr(value)}, expected {want}; the manifest is "
             "damaged: restore it or rebuild the index"
         )
 

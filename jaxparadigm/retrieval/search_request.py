@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from jaxparadigm.errors import InputError
+from jaxparadigm.errors import InputError, require_int, short_repr
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -77,18 +77,10 @@ def parse_search_request(
     query = data.get("query")
     if not isinstance(query, str) or not query.strip():
         raise InputError(f"query: got {short_repr(query)}, expected a non-empty string")
-    k = data.get("k", 5)
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= max_k:
-        raise InputError(f"k: got {short_repr(k)}, expected an int in [1, {max_k}]")
+    k = require_int("k", data.get("k", 5), 1, max_k)
     delay = data.get("delay_s", 0.0)
     if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 60:
         raise InputError(
             f"delay_s: got {short_repr(delay)}, expected a number of seconds in [0, 60]"
         )
     return query, k, float(delay)
-
-
-def short_repr(value: object) -> str:
-    """``repr(value)`` cut to 60 characters (``...``): error messages quote what was sent."""
-    text = repr(value)
-    return text if len(text) <= 60 else f"{text[:57]}..."
