@@ -409,20 +409,36 @@ def encode_section(args, lines, base) -> None:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--single", type=int, default=16, help="batch-1 queries timed")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--shard-rows", type=int, default=131072)
     parser.add_argument("--block", type=int, default=8192, help="rows per jitted matmul + top_k")
-    parser.add_argument("--ann-n", type=int, default=200_000)
+    parser.add_argument("--ann-n", type=int, default=20_000)
     parser.add_argument("--encode-n", type=int, default=512)
     parser.add_argument("--chunk-words", type=int, default=100)
     parser.add_argument("--topics", nargs="*", default=[], help="pydoc topics (default: all)")
-    parser.add_argument("--parts", nargs="+", default=["exact", "ann", "pydoc", "encode"])
+    parser.add_argument("--parts", nargs="+", default=["exact", "ann"])
     parser.add_argument("--results", help="append the section to this markdown file")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="RESULTS.md's size: --n 1000000 --ann-n 200000 --parts exact ann pydoc encode",
+    )
     args = parser.parse_args(argv)
+    if args.full:
+        parser.set_defaults(n=1_000_000, ann_n=200_000, parts=["exact", "ann", "pydoc", "encode"])
+        args = parser.parse_args(argv)
+    print(
+        f"bench index: {'full' if args.full else 'quick'} size (--n {args.n:,} x {args.dim} "
+        f"vectors, {args.n * args.dim * 4 / 2**20:,.0f} MiB of float32, --ann-n {args.ann_n:,}, "
+        f"parts {' '.join(args.parts)}); the full size of benchmarks/RESULTS.md: "
+        "`jaxparadigm bench index --full` (1,000,000 vectors and the pydoc and encode parts: "
+        "15+ minutes on 2 cores, about 10 GB of memory at its peak)",
+        flush=True,
+    )
 
     import jax
 
@@ -430,6 +446,7 @@ def main(argv: list[str] | None = None) -> dict:
         import faiss
     except ImportError:
         faiss = None
+        print("faiss: not installed, its rows are left out (pip install -e '.[bench]')")
     load0, t0 = os.getloadavg()[0], time.perf_counter()
     lines = [
         "## retrieval index and encode options (issue 15)",

@@ -9,7 +9,8 @@ In the spirit of ``torchrun --standalone --nproc-per-node N``, :func:`launch`
    ``JAXPARADIGM_PROCESS_ID=i`` (read by :mod:`jaxparadigm.train.distributed`) and, with
    ``devices_per_process=K``, ``XLA_FLAGS=--xla_force_host_platform_device_count=K`` (K CPU devices
    each). Process 0 writes to this terminal (progress, ``report: PATH``); process ``i >= 1`` to
-   ``<out_dir>/<name>/logs/process_<i>.log``. On Linux a worker is killed when the launcher dies
+   ``<out_dir>/<name>/logs/process_<i>.log``; gloo's "[Gloo] Rank N is connected" lines are
+   dropped on the way (:data:`CHATTER`). On Linux a worker is killed when the launcher dies
    (``PR_SET_PDEATHSIG``), so no worker outlives it;
 4. watches them (every 0.1 s): when all exit 0 the run is done; when one fails (non-zero status or
    a signal) the others get SIGTERM (their whole process group), SIGKILL after ``grace_s``
@@ -28,6 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +37,7 @@ from pathlib import Path
 from jaxparadigm.config import load_config
 from jaxparadigm.errors import ConfigError, InputError, TrainingAborted
 from jaxparadigm.train.distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
+from jaxparadigm.train.progress import PROGRESS_TTY_ENV
 
 __all__ = ["WorkerFailed", "free_port", "launch", "worker_env"]
 
@@ -158,25 +161,30 @@ def launch(
     coordinator = f"127.0.0.1:{free_port()}"
     cmd = [sys.executable, "-m", "jaxparadigm", "run", os.fspath(config), *overrides]
     procs: list[subprocess.Popen] = []
-    files = []
+    files, relays = [], []
     start = time.monotonic()
     try:
         for i in range(num_processes):
             out = None
             if i > 0:
-                out = (logs / f"process_{i}.log").open("w", encoding="utf-8")
+                out = (logs / f"process_{i}.log").open("wb")
                 files.append(out)
             env = worker_env(dict(os.environ), coordinator, num_processes, i, devices_per_process)
+            if i == 0 and sys.stderr.isatty():
+                env[PROGRESS_TTY_ENV] = "1"  # its stderr is our pipe, but it ends on a terminal
             procs.append(
                 subprocess.Popen(
                     cmd,
                     env=env,
-                    stdout=out,
-                    stderr=subprocess.STDOUT if out else None,
+                    stdout=None if i == 0 else subprocess.PIPE,
+                    stderr=subprocess.PIPE if i == 0 else subprocess.STDOUT,
                     start_new_session=True,
                     preexec_fn=_die_with_parent if sys.platform == "linux" else None,
                 )
             )
+            src = procs[-1].stderr if i == 0 else procs[-1].stdout
+            relays.append(threading.Thread(target=_relay, args=(src, out), daemon=True))
+            relays[-1].start()
         failed = _watch(procs, start, timeout_s)
         if failed is None:
             return run_dir / "report.md"
@@ -184,8 +192,46 @@ def launch(
         raise _failure(failed, procs, stopped, start, logs, run_dir)
     finally:
         _stop(procs, grace_s)
+        for t in relays:
+            t.join(timeout=grace_s)
         for f in files:
             f.close()
+
+
+#: Output lines of third-party libraries that are noise for a user: gloo's "[Gloo] Rank N is
+#: connected to M peer ranks. Expected number of connected peer ranks is : M" (jaxlib's gloo has
+#: no switch to silence it).
+CHATTER = (b"[Gloo] ",)
+
+
+def _relay(src, dst) -> None:
+    """Copy a worker's output pipe ``src`` to ``dst`` (a binary file; None: this process's
+    stderr), dropping :data:`CHATTER` lines. A partial line not starting with "[" (a progress
+    bar's carriage-return updates) is passed on at once."""
+    if dst is None:
+        dst = getattr(sys.stderr, "buffer", None)
+    write = (
+        dst.write if dst is not None else lambda b: sys.stderr.write(b.decode("utf-8", "replace"))
+    )
+    pending = b""
+    try:
+        for chunk in iter(lambda: os.read(src.fileno(), 65536), b""):
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if not line.lstrip(b"\r").startswith(CHATTER):
+                    write(line + b"\n")
+            if pending and not pending.lstrip(b"\r").startswith(b"["):
+                write(pending)
+                pending = b""
+            (dst or sys.stderr).flush()
+        if pending and not pending.lstrip(b"\r").startswith(CHATTER):
+            write(pending)
+            (dst or sys.stderr).flush()
+    except (OSError, ValueError):  # the destination was closed (the launcher is exiting)
+        pass
+    finally:
+        src.close()
 
 
 def _watch(procs, start: float, timeout_s: float | None) -> int | str | None:
