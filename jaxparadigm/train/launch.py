@@ -24,6 +24,7 @@ JAX's coordination service terminates the others after ``train.distributed.heart
 from __future__ import annotations
 
 import ctypes
+import io
 import os
 import signal
 import socket
@@ -176,15 +177,18 @@ def launch(
                 subprocess.Popen(
                     cmd,
                     env=env,
-                    stdout=None if i == 0 else subprocess.PIPE,
+                    stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE if i == 0 else subprocess.STDOUT,
                     start_new_session=True,
                     preexec_fn=_die_with_parent if sys.platform == "linux" else None,
                 )
             )
-            src = procs[-1].stderr if i == 0 else procs[-1].stdout
-            relays.append(threading.Thread(target=_relay, args=(src, out), daemon=True))
-            relays[-1].start()
+            pipes = [(procs[-1].stdout, out)]  # process i >= 1: both streams to its log
+            if i == 0:  # process 0: stdout to ours, stderr to ours
+                pipes = [(procs[-1].stdout, sys.stdout), (procs[-1].stderr, sys.stderr)]
+            for src, dst in pipes:
+                relays.append(threading.Thread(target=_relay, args=(src, dst), daemon=True))
+                relays[-1].start()
         failed = _watch(procs, start, timeout_s)
         if failed is None:
             return run_dir / "report.md"
@@ -204,17 +208,25 @@ def launch(
 CHATTER = (b"[Gloo] ",)
 
 
+def _sink(dst):
+    """``(write, flush)`` of bytes into ``dst``: a binary file, or a text stream (through its
+    ``buffer`` when it has one, else decoded as UTF-8)."""
+    buffer = getattr(dst, "buffer", None)
+    if buffer is not None:
+        dst.flush()
+        return buffer.write, buffer.flush
+    if isinstance(dst, io.TextIOBase):
+        return (lambda b: dst.write(b.decode("utf-8", "replace"))), dst.flush
+    return dst.write, dst.flush
+
+
 def _relay(src, dst) -> None:
-    """Copy a worker's output pipe ``src`` to ``dst`` (a binary file; None: this process's
-    stderr), dropping :data:`CHATTER` lines. A partial line not starting with "[" (a progress
-    bar's carriage-return updates) is passed on at once."""
-    if dst is None:
-        dst = getattr(sys.stderr, "buffer", None)
-    write = (
-        dst.write if dst is not None else lambda b: sys.stderr.write(b.decode("utf-8", "replace"))
-    )
+    """Copy a worker's output pipe ``src`` to ``dst`` (a binary file or a text stream such as
+    ``sys.stdout``), dropping :data:`CHATTER` lines. A partial line not starting with "[" (a
+    progress bar's carriage-return updates) is passed on at once."""
     pending = b""
     try:
+        write, flush = _sink(dst)
         for chunk in iter(lambda: os.read(src.fileno(), 65536), b""):
             pending += chunk
             *lines, pending = pending.split(b"\n")
@@ -224,10 +236,10 @@ def _relay(src, dst) -> None:
             if pending and not pending.lstrip(b"\r").startswith(b"["):
                 write(pending)
                 pending = b""
-            (dst or sys.stderr).flush()
+            flush()
         if pending and not pending.lstrip(b"\r").startswith(CHATTER):
             write(pending)
-            (dst or sys.stderr).flush()
+            flush()
     except (OSError, ValueError):  # the destination was closed (the launcher is exiting)
         pass
     finally:
