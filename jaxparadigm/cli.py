@@ -78,13 +78,28 @@ def _call(target: str, *args, **kwargs):
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    if not args.no_progress:
+        return _run(args)
+    before = os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"  # tqdm's convention; inherited by launched workers
+    try:
+        return _run(args)
+    finally:
+        if before is None:
+            del os.environ["TQDM_DISABLE"]
+        else:
+            os.environ["TQDM_DISABLE"] = before
+
+
+def _run(args: argparse.Namespace) -> int:
     from jaxparadigm.config import load_config
     from jaxparadigm.train.completion import finished_run
 
-    if args.no_progress:  # tqdm's convention; inherited by launched workers
-        os.environ["TQDM_DISABLE"] = "1"
-    done = finished_run(load_config(args.config, args.overrides))
-    if done is not None:
+    if args.devices_per_process is not None and args.num_processes is None:
+        raise InputError("--devices-per-process: given without --num-processes")
+    cfg = load_config(args.config, args.overrides)
+    done = finished_run(cfg)
+    if done is not None:  # one line, nothing started, nothing written
         print(done)
         return 0
     if args.num_processes is not None:  # workers print the report line (process 0's terminal)
@@ -97,9 +112,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
             devices_per_process=args.devices_per_process,
         )
         return 0
-    if args.devices_per_process is not None:
-        raise InputError("--devices-per-process: given without --num-processes")
-    cfg = load_config(args.config, args.overrides)
     report = _call(TASKS[cfg.task], cfg)
     print(f"report: {report}")
     return 0
