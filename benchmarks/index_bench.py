@@ -407,6 +407,11 @@ def encode_section(args, lines, base) -> None:
     )
 
 
+def _progress(t0: float, what: str) -> None:
+    """One line as a part starts (the figures are printed together at the end)."""
+    print(f"[{time.perf_counter() - t0:5.0f} s] {what} ...", flush=True)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=100_000)
@@ -464,8 +469,10 @@ def main(argv: list[str] | None = None) -> dict:
         x = unit_rows(args.n, args.dim, seed=0)
         queries = unit_rows(args.batch + args.single, args.dim, seed=1)
         if "exact" in args.parts:
+            _progress(t0, f"exact top-10 over {args.n:,} vectors (build, load, search)")
             exact_section(args, x, queries, lines, faiss)
         if "ann" in args.parts:
+            _progress(t0, f"approximate search on {args.ann_n:,} vectors")
             ann_section(args, x, queries, lines, faiss)
         del x
     if {"pydoc", "encode"} & set(args.parts):
@@ -473,8 +480,10 @@ def main(argv: list[str] | None = None) -> dict:
 
         base = load_minilm()
         if "pydoc" in args.parts:
+            _progress(t0, "the pydoc passages with the labelled queries")
             pydoc_section(args, lines, faiss, base)
         if "encode" in args.parts:
+            _progress(t0, f"encode speed on {args.encode_n} sentences")
             encode_section(args, lines, base)
     lines += [
         "",
