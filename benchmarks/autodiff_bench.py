@@ -394,6 +394,7 @@ def main(argv=None) -> None:
         "rounds, medians).",
         "",
     ]
+    print("[1/3] MLP gradient: ours vs jax.grad ...", flush=True)
     m = bench_mlp(args.depth, args.width, args.batch, args.rounds, args.compile_rounds)
     r, c = m["run"], m["compile"]
     lines += [
@@ -410,6 +411,7 @@ def main(argv=None) -> None:
         f"{c['ours'] / c['jax']:.2f}x (reported) |",
         "",
     ]
+    print("[2/3] eager tape ...", flush=True)
     t = bench_tape(args.tape_ops, 64, max(10, args.rounds // 3))
     lines += [
         f"Tape, eager, {args.tape_ops} ops (`(x * c).tanh()` chain on a float32[64]): per-op time.",
@@ -426,6 +428,7 @@ def main(argv=None) -> None:
         "| n | hessian ours (ms) | jax.hessian (ms) | ratio | hvp ours (us) | jax hvp (us) | ratio | max rel diff |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    print(f"[3/3] second order (n = {args.hessian_n}) ...", flush=True)
     for n in args.hessian_n:
         s = bench_second_order(n, max(5, args.rounds // 6))
         h, v = s["hessian"], s["hvp"]

@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> dict:
         impls["sentence-transformers"] = lambda s, **kw: st.encode(s, **kw)
 
     rows: dict[str, dict] = {name: {} for name in impls}
+    print(f"encoding {args.n} sentences x {args.repeats} repeats per batch size ...", flush=True)
     for bs in args.batch_sizes:
         # warm-up: compiles every (rows, length) bucket this workload needs (ours) / allocator (st)
         for name, fn in impls.items():
