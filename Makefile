@@ -8,7 +8,7 @@ ORACLES := $(VENV)/.oracles
 # Reference libraries of the MiniLM parity tests (tests/data/regenerate_minilm_reference.py too).
 PARITY := transformers==5.24.0 sentence-transformers==6.2.0
 
-.PHONY: readme-test install oracles demo test test-all lint format crosscheck crosscheck-slow mutation bench claims clean docs docs-check
+.PHONY: readme-test test-ci-full install oracles demo test test-all lint format crosscheck crosscheck-slow mutation bench claims clean docs docs-check
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -30,6 +30,10 @@ demo: $(STAMP)
 PYTEST_ARGS ?=
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The tests moved out of the default run for its speed (tests/ci_full_selection.py); CI runs them.
+test-ci-full: $(STAMP)
+	$(BIN)/python -m pytest -q -m 'ci_full and not slow'
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q -m ''
