@@ -58,9 +58,9 @@ def _pct(xs: list[float], q: float) -> float:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n", type=int, default=256)
+    parser.add_argument("--n", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--queries", type=int, default=30)
+    parser.add_argument("--queries", type=int, default=20)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[32])
     parser.add_argument("--results", help="append a '## retrieval' section to this markdown file")
     parser.add_argument(

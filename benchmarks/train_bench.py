@@ -363,8 +363,10 @@ def _num_processes_bench(args) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--full", action="store_true", help="RESULTS.md's size: --rounds 7")
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument(
+        "--full", action="store_true", help="RESULTS.md's size: --rounds 7 --steps 20"
+    )
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--sharding", action="store_true", help="compare data / zero1 / fsdp")
@@ -373,7 +375,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--mode", nargs="+", default=None, help="sharding modes to run")
     args = parser.parse_args(argv)
     if args.full:
-        parser.set_defaults(rounds=7)
+        parser.set_defaults(rounds=7, steps=20)
         args = parser.parse_args(argv)
     print(
         f"bench train: {'full' if args.full else 'quick'} size ({args.rounds} rounds of "
