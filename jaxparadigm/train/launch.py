@@ -32,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -173,16 +174,18 @@ def launch(
             env = worker_env(dict(os.environ), coordinator, num_processes, i, devices_per_process)
             if i == 0 and sys.stderr.isatty():
                 env[PROGRESS_TTY_ENV] = "1"  # its stderr is our pipe, but it ends on a terminal
-            procs.append(
-                subprocess.Popen(
-                    cmd,
-                    env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE if i == 0 else subprocess.STDOUT,
-                    start_new_session=True,
-                    preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            with warnings.catch_warnings():  # JAX's os.fork warning: the child execs at once
+                warnings.filterwarnings("ignore", r"os\.fork\(\) was called", RuntimeWarning)
+                procs.append(
+                    subprocess.Popen(
+                        cmd,
+                        env=env,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE if i == 0 else subprocess.STDOUT,
+                        start_new_session=True,
+                        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                    )
                 )
-            )
             pipes = [(procs[-1].stdout, out)]  # process i >= 1: both streams to its log
             if i == 0:  # process 0: stdout to ours, stderr to ours
                 pipes = [(procs[-1].stdout, sys.stdout), (procs[-1].stderr, sys.stderr)]
