@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from jaxparadigm import cli
@@ -220,3 +221,18 @@ def test_an_mlp_report_shows_only_the_config_it_used(tmp_path):
     assert "faults" not in mlp["train"] and "distributed" not in mlp["train"]
     lm = used_config(load_config(ROOT / "configs" / "charlm_pydoc.yaml"))
     assert "vocab_size" in lm["model"] and "hidden" not in lm["model"]
+
+
+def test_the_charlm_report_says_a_topic_split_drifts_by_design():
+    from jaxparadigm.config import load_config
+    from jaxparadigm.train.drift import drift_report
+    from jaxparadigm.train.experiment import _split_note
+
+    rng = np.random.default_rng(0)
+    ref = rng.normal(size=(500, 2))
+    drifted, same = drift_report(ref, ref + [3.0, 0.0]), drift_report(ref, ref)
+    lm = load_config(ROOT / "configs" / "charlm_pydoc.yaml")
+    assert drifted.drifted and "by design" in " ".join(_split_note(lm, drifted))
+    assert _split_note(lm, same) == []  # nothing flagged: nothing to explain
+    mlp = load_config(ROOT / "configs" / "default.yaml")
+    assert _split_note(mlp, drifted) == []  # a random split has no such excuse
