@@ -8,7 +8,7 @@ ORACLES := $(VENV)/.oracles
 # Reference libraries of the MiniLM parity tests (tests/data/regenerate_minilm_reference.py too).
 PARITY := transformers==5.24.0 sentence-transformers==6.2.0
 
-.PHONY: install oracles demo test test-all lint format crosscheck crosscheck-slow mutation bench claims clean docs docs-check
+.PHONY: readme-test test-ci-full install oracles demo test test-all lint format crosscheck crosscheck-slow mutation bench claims clean docs docs-check
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -23,11 +23,17 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
+RUN_ARGS ?=
 demo: $(STAMP)
-	$(BIN)/jaxparadigm run configs/default.yaml
+	$(BIN)/jaxparadigm run configs/default.yaml $(RUN_ARGS)
 
+PYTEST_ARGS ?=
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The tests moved out of the default run for its speed (tests/ci_full_selection.py); CI runs them.
+test-ci-full: $(STAMP)
+	$(BIN)/python -m pytest -q -m 'ci_full and not slow'
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q -m ''
@@ -96,3 +102,8 @@ docs-check: $(DOCS_STAMP)
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info
+
+# The README as a test (issue 25): every command of its ```bash blocks, in order, in a fresh clone
+# of HEAD that reuses this venv (tests/test_readme.py says how); CI runs it before `make test`.
+readme-test: $(STAMP)
+	JAXPARADIGM_README_VENV=$(abspath $(VENV)) $(BIN)/python -m pytest -q -m readme tests/test_readme.py

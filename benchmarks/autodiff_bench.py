@@ -320,16 +320,32 @@ def _emit(text: str, append: bool) -> None:
             fh.write("\n" + text)
 
 
+#: The sizes of the figures in benchmarks/RESULTS.md (``--full``); the defaults are a quick run.
+_FULL = {
+    "depth": 20,
+    "width": 256,
+    "rounds": 60,
+    "compile_rounds": 5,
+    "tape_ops": 200,
+    "hessian_n": [256, 1024],
+    "train_rounds": 15,
+}
+_FULL_TEXT = " ".join(
+    f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
+    for k, v in _FULL.items()
+)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--depth", type=int, default=20)
-    parser.add_argument("--width", type=int, default=256)
+    parser.add_argument("--depth", type=int, default=8)
+    parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=60, help="interleaved timing rounds")
-    parser.add_argument("--compile-rounds", type=int, default=5)
-    parser.add_argument("--tape-ops", type=int, default=200)
-    parser.add_argument("--hessian-n", type=int, nargs="+", default=[256, 1024])
-    parser.add_argument("--train-rounds", type=int, default=15, help="train-step timing rounds")
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved timing rounds")
+    parser.add_argument("--compile-rounds", type=int, default=2)
+    parser.add_argument("--tape-ops", type=int, default=100)
+    parser.add_argument("--hessian-n", type=int, nargs="+", default=[256])
+    parser.add_argument("--train-rounds", type=int, default=5, help="train-step timing rounds")
     parser.add_argument(
         "--train-step", action="store_true", help="only the train.grad step-time section"
     )
@@ -342,7 +358,20 @@ def main(argv=None) -> None:
     parser.add_argument("--jacobian-n", type=int, nargs="+", default=[1024, 4096])
     parser.add_argument("--jacobian-chunks", type=int, nargs="+", default=[16, 128])
     parser.add_argument("--jacobian-check-max-n", type=int, default=1024)
+    parser.add_argument(
+        "--full", action="store_true", help="RESULTS.md's size (" + _FULL_TEXT + ")"
+    )
     args = parser.parse_args(argv)
+    if args.full:
+        parser.set_defaults(**_FULL)
+        args = parser.parse_args(argv)
+    print(
+        f"bench autodiff: {'full' if args.full else 'quick'} size (depth {args.depth}, width "
+        f"{args.width}, {args.rounds} rounds, hessian n {args.hessian_n}); the full size of "
+        f"benchmarks/RESULTS.md: `jaxparadigm bench autodiff --full` ({_FULL_TEXT}; several "
+        "minutes on 2 cores, about 1 GB of memory)",
+        flush=True,
+    )
     if args.train_step:
         _emit(train_step_section(args.train_rounds), args.append)
         return
@@ -365,6 +394,7 @@ def main(argv=None) -> None:
         "rounds, medians).",
         "",
     ]
+    print("[1/3] MLP gradient: ours vs jax.grad ...", flush=True)
     m = bench_mlp(args.depth, args.width, args.batch, args.rounds, args.compile_rounds)
     r, c = m["run"], m["compile"]
     lines += [
@@ -381,6 +411,7 @@ def main(argv=None) -> None:
         f"{c['ours'] / c['jax']:.2f}x (reported) |",
         "",
     ]
+    print("[2/3] eager tape ...", flush=True)
     t = bench_tape(args.tape_ops, 64, max(10, args.rounds // 3))
     lines += [
         f"Tape, eager, {args.tape_ops} ops (`(x * c).tanh()` chain on a float32[64]): per-op time.",
@@ -397,6 +428,7 @@ def main(argv=None) -> None:
         "| n | hessian ours (ms) | jax.hessian (ms) | ratio | hvp ours (us) | jax hvp (us) | ratio | max rel diff |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    print(f"[3/3] second order (n = {args.hessian_n}) ...", flush=True)
     for n in args.hessian_n:
         s = bench_second_order(n, max(5, args.rounds // 6))
         h, v = s["hessian"], s["hvp"]

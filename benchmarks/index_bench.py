@@ -410,22 +410,43 @@ def encode_section(args, lines, base) -> None:
     )
 
 
+def _progress(t0: float, what: str) -> None:
+    """One line as a part starts (the figures are printed together at the end)."""
+    print(f"[{time.perf_counter() - t0:5.0f} s] {what} ...", flush=True)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--single", type=int, default=16, help="batch-1 queries timed")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--shard-rows", type=int, default=131072)
     parser.add_argument("--block", type=int, default=8192, help="rows per jitted matmul + top_k")
-    parser.add_argument("--ann-n", type=int, default=200_000)
+    parser.add_argument("--ann-n", type=int, default=20_000)
     parser.add_argument("--encode-n", type=int, default=512)
     parser.add_argument("--chunk-words", type=int, default=100)
     parser.add_argument("--topics", nargs="*", default=[], help="pydoc topics (default: all)")
-    parser.add_argument("--parts", nargs="+", default=["exact", "ann", "pydoc", "encode"])
+    parser.add_argument("--parts", nargs="+", default=["exact", "ann"])
     parser.add_argument("--results", help="append the section to this markdown file")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="RESULTS.md's size: --n 1000000 --ann-n 200000 --parts exact ann pydoc encode",
+    )
     args = parser.parse_args(argv)
+    if args.full:
+        parser.set_defaults(n=1_000_000, ann_n=200_000, parts=["exact", "ann", "pydoc", "encode"])
+        args = parser.parse_args(argv)
+    print(
+        f"bench index: {'full' if args.full else 'quick'} size (--n {args.n:,} x {args.dim} "
+        f"vectors, {args.n * args.dim * 4 / 2**20:,.0f} MiB of float32, --ann-n {args.ann_n:,}, "
+        f"parts {' '.join(args.parts)}); the full size of benchmarks/RESULTS.md: "
+        "`jaxparadigm bench index --full` (1,000,000 vectors and the pydoc and encode parts: "
+        "15+ minutes on 2 cores, about 10 GB of memory at its peak)",
+        flush=True,
+    )
 
     import jax
 
@@ -433,6 +454,7 @@ def main(argv: list[str] | None = None) -> dict:
         import faiss
     except ImportError:
         faiss = None
+        print("faiss: not installed, its rows are left out (pip install -e '.[bench]')")
     load0, t0 = os.getloadavg()[0], time.perf_counter()
     lines = [
         "## retrieval index and encode options (issue 15)",
@@ -450,8 +472,10 @@ def main(argv: list[str] | None = None) -> dict:
         x = unit_rows(args.n, args.dim, seed=0)
         queries = unit_rows(args.batch + args.single, args.dim, seed=1)
         if "exact" in args.parts:
+            _progress(t0, f"exact top-10 over {args.n:,} vectors (build, load, search)")
             exact_section(args, x, queries, lines, faiss)
         if "ann" in args.parts:
+            _progress(t0, f"approximate search on {args.ann_n:,} vectors")
             ann_section(args, x, queries, lines, faiss)
         del x
     if {"pydoc", "encode"} & set(args.parts):
@@ -459,8 +483,10 @@ def main(argv: list[str] | None = None) -> dict:
 
         base = load_minilm()
         if "pydoc" in args.parts:
+            _progress(t0, "the pydoc passages with the labelled queries")
             pydoc_section(args, lines, faiss, base)
         if "encode" in args.parts:
+            _progress(t0, f"encode speed on {args.encode_n} sentences")
             encode_section(args, lines, base)
     lines += [
         "",

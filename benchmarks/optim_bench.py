@@ -208,18 +208,44 @@ def _print_run(index: int, summary: dict) -> None:
         print(f"  {name:70s} {value:6.3f}x")
 
 
+def _torch_available() -> bool:
+    """Whether the optional PyTorch oracle can be used; says so in one line when it cannot."""
+    if os.environ.get("JAXPARADIGM_NO_TORCH"):
+        print("torch: skipped (JAXPARADIGM_NO_TORCH is set); its rows are left out")
+        return False
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("torch: not installed, its rows are left out (pip install -e '.[crosscheck]')")
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--params", type=int, default=10_000_000)
-    parser.add_argument("--leaves", type=int, default=50)
-    parser.add_argument("--reps", type=int, default=25, help="shuffled rounds per run")
+    parser.add_argument("--params", type=int, default=1_000_000)
+    parser.add_argument("--leaves", type=int, default=10)
+    parser.add_argument("--reps", type=int, default=7, help="shuffled rounds per run")
     parser.add_argument("--runs", type=int, default=1, help="measurement runs in this process")
     parser.add_argument("--short", action="store_true", help="1M params, 10 leaves, 7 rounds")
+    parser.add_argument(
+        "--full", action="store_true", help="RESULTS.md's size: 10M params, 50 leaves, 25 rounds"
+    )
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args(argv)
+    if args.full:
+        parser.set_defaults(params=10_000_000, leaves=50, reps=25)
+        args = parser.parse_args(argv)
     if args.short:
         args.params, args.leaves, args.reps = 1_000_000, 10, 7
+    args.no_torch = args.no_torch or not _torch_available()
+    print(
+        f"bench optim: {'full' if args.full else 'quick'} size ({args.params:,} params in "
+        f"{args.leaves} leaves, {args.reps} rounds); the full size of benchmarks/RESULTS.md: "
+        "`jaxparadigm bench optim --full` (10M params: several minutes on 2 cores, about 2 GB)",
+        flush=True,
+    )
     if args.params < args.leaves or args.leaves < 1 or args.reps < 1 or args.runs < 1:
         parser.error("need --leaves >= 1, --params >= --leaves, --reps >= 1, --runs >= 1")
 

@@ -35,6 +35,7 @@ def _load_st():
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError:
+        print("sentence-transformers: not installed, the reference column is left out")
         return None
     from jaxparadigm.retrieval.sentence_encoder import minilm_path
 
@@ -57,12 +58,27 @@ def _pct(xs: list[float], q: float) -> float:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n", type=int, default=1024)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[32, 128])
+    parser.add_argument("--n", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[32])
     parser.add_argument("--results", help="append a '## retrieval' section to this markdown file")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="RESULTS.md's size: --n 1024 --repeats 3 --queries 100 --batch-sizes 32 128",
+    )
     args = parser.parse_args(argv)
+    if args.full:
+        parser.set_defaults(n=1024, repeats=3, queries=100, batch_sizes=[32, 128])
+        args = parser.parse_args(argv)
+    print(
+        f"bench retrieval: {'full' if args.full else 'quick'} size ({args.n} sentences, "
+        f"{args.repeats} repeats, batch sizes {args.batch_sizes}); the full size of "
+        "benchmarks/RESULTS.md: `jaxparadigm bench retrieval --full` (several minutes on 2 "
+        "cores, about 2 GB of memory)",
+        flush=True,
+    )
 
     from jaxparadigm.retrieval import load_minilm
 
@@ -78,6 +94,7 @@ def main(argv: list[str] | None = None) -> dict:
         impls["sentence-transformers"] = lambda s, **kw: st.encode(s, **kw)
 
     rows: dict[str, dict] = {name: {} for name in impls}
+    print(f"encoding {args.n} sentences x {args.repeats} repeats per batch size ...", flush=True)
     for bs in args.batch_sizes:
         # warm-up: compiles every (rows, length) bucket this workload needs (ours) / allocator (st)
         for name, fn in impls.items():

@@ -88,10 +88,22 @@ def materialize_ratios(n: int, rounds: int, inner: int = 5) -> list[dict]:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=1024, help="square matrix side (float32)")
-    parser.add_argument("--rounds", type=int, default=40, help="interleaved timing rounds")
-    parser.add_argument("--mib", type=float, nargs="+", default=[1, 16, 64])
+    parser.add_argument("--n", type=int, default=512, help="square matrix side (float32)")
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved timing rounds")
+    parser.add_argument("--mib", type=float, nargs="+", default=[1, 16])
+    parser.add_argument(
+        "--full", action="store_true", help="RESULTS.md's size: --n 1024 --rounds 40 --mib 1 16 64"
+    )
     args = parser.parse_args(argv)
+    if args.full:
+        parser.set_defaults(n=1024, rounds=40, mib=[1, 16, 64])
+        args = parser.parse_args(argv)
+    print(
+        f"bench tensor: {'full' if args.full else 'quick'} size (n {args.n}, {args.rounds} rounds, "
+        f"transfers of {args.mib} MiB); the full size of benchmarks/RESULTS.md: "
+        "`jaxparadigm bench tensor --full` (a few minutes on 2 cores, under 1 GB of memory)",
+        flush=True,
+    )
 
     device = jax.devices()[0]
     print("## tensor\n")

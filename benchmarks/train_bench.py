@@ -34,9 +34,11 @@ Usage: python benchmarks/train_bench.py [--rounds R] [--steps S] [--no-torch] [-
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import time
@@ -114,6 +116,7 @@ def _torch_runner(cfg, batches) -> Callable[[int], None] | None:
         import torch
         from torch import nn
     except ImportError:
+        print("torch: not installed, its row is left out (pip install -e '.[crosscheck]')")
         return None
     torch.manual_seed(0)
     m, o, s = cfg.model, cfg.optim, cfg.optim.schedule
@@ -269,6 +272,25 @@ def _sharding_bench(args) -> dict:
     return results
 
 
+@contextlib.contextmanager
+def _workers_quiet():
+    """Launched workers inherit a stdout that goes to /dev/null and ``TQDM_DISABLE=1``."""
+    sys.stdout.flush()
+    saved, old = os.dup(1), os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        if old is None:
+            del os.environ["TQDM_DISABLE"]
+        else:
+            os.environ["TQDM_DISABLE"] = old
+
+
 def _num_processes_bench(args) -> dict:
     """``--num-processes N`` x K/N devices vs one process of K devices, alternately (C5.2)."""
     import tempfile
@@ -295,15 +317,29 @@ def _num_processes_bench(args) -> dict:
     rates: dict[str, list[float]] = {"1 process": [], f"{n} processes": []}
     rel_diff: list[float] = []  # max over steps of |multi - one| / |one| per round
     load = os.getloadavg()[0]
-    for r in range(args.rounds):
-        cfg = load_config(CONFIG, [*overrides, f"name=one{r}"])
-        one = train(cfg, progress=False)
-        rates["1 process"].append(one.steps_per_second)
-        launch(CONFIG, [*overrides, f"name=multi{r}"], num_processes=n, devices_per_process=k // n)
-        recs = [x for x in read_metrics(out / f"multi{r}" / "metrics.jsonl") if "loss" in x]
-        rates[f"{n} processes"].append(recs[-1]["steps_per_s"])
-        multi = np.array([x["loss"] for x in sorted(recs, key=lambda x: x["step"])])
-        rel_diff.append(float(np.max(np.abs(multi - one.losses) / np.abs(one.losses))))
+    try:
+        for r in range(args.rounds):
+            cfg = load_config(CONFIG, [*overrides, f"name=one{r}"])
+            one = train(cfg, progress=False)
+            rates["1 process"].append(one.steps_per_second)
+            with _workers_quiet():  # their progress and `report:` lines name our temporary dir
+                launch(
+                    CONFIG,
+                    [*overrides, f"name=multi{r}"],
+                    num_processes=n,
+                    devices_per_process=k // n,
+                )
+            recs = [x for x in read_metrics(out / f"multi{r}" / "metrics.jsonl") if "loss" in x]
+            rates[f"{n} processes"].append(recs[-1]["steps_per_s"])
+            multi = np.array([x["loss"] for x in sorted(recs, key=lambda x: x["step"])])
+            rel_diff.append(float(np.max(np.abs(multi - one.losses) / np.abs(one.losses))))
+            print(
+                f"round {r + 1}/{args.rounds}: 1 process {rates['1 process'][-1]:.2f} steps/s, "
+                f"{n} processes {rates[f'{n} processes'][-1]:.2f} steps/s",
+                flush=True,
+            )
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
     med = {key: statistics.median(v) for key, v in rates.items()}
     results = {
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -326,8 +362,11 @@ def _num_processes_bench(args) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument(
+        "--full", action="store_true", help="RESULTS.md's size: --rounds 7 --steps 20"
+    )
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--sharding", action="store_true", help="compare data / zero1 / fsdp")
@@ -335,6 +374,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--devices", type=int, default=None, metavar="K", help="devices in all")
     parser.add_argument("--mode", nargs="+", default=None, help="sharding modes to run")
     args = parser.parse_args(argv)
+    if args.full:
+        parser.set_defaults(rounds=7, steps=20)
+        args = parser.parse_args(argv)
+    print(
+        f"bench train: {'full' if args.full else 'quick'} size ({args.rounds} rounds of "
+        f"{args.steps} steps); the full size of benchmarks/RESULTS.md: `jaxparadigm bench train "
+        "--full` (same options plus --full; a few minutes on 2 cores, under 2 GB of memory)",
+        flush=True,
+    )
     if args.sharding or args.num_processes:
         run = _num_processes_bench if args.num_processes else _sharding_bench
         results = run(args)

@@ -9,6 +9,7 @@
     jaxparadigm index build PATH... --out DIR [--chunk-tokens N] [--overlap 32] [--strict]
     jaxparadigm index add PATH... --index DIR [--strict]
     jaxparadigm index info DIR
+    jaxparadigm serve --index DIR [--host 127.0.0.1] [--port 8765]   HTTP search until Ctrl-C
     jaxparadigm bench NAME [args ...]                run benchmarks/NAME_bench.py (source checkout)
     jaxparadigm --version
 
@@ -33,6 +34,35 @@ from pathlib import Path
 from jaxparadigm import __version__
 from jaxparadigm.errors import InputError, TrainingAborted
 
+DESCRIPTION = """\
+jaxparadigm: five deep-learning concepts rebuilt in JAX and checked against oracles.
+
+commands:
+  run CONFIG [key=value ...]   train or evaluate what a YAML config describes (configs/*.yaml);
+                               writes runs/NAME/report.md (rerun the same name to resume)
+  claims                       run the article's claims as experiments and print the verdicts
+  search "QUERY"               keyword vs semantic search over pydoc (or --index DIR: your files)
+  index build|add|info         build, extend or describe a searchable index of your documents
+  serve --index DIR            keep an index loaded and answer HTTP searches on 127.0.0.1
+  bench NAME                   run a benchmark (tensor, autodiff, optim, retrieval, train, index)
+
+Run `jaxparadigm COMMAND --help` for a command's options."""
+
+EPILOG = """\
+exit status: 0 done; 2 bad input (one stderr line per problem); 3 a training run gave up.
+JAXPARADIGM_DEBUG=1 shows the traceback of input errors; TQDM_DISABLE=1 (or run --no-progress)
+turns progress output off."""
+
+#: Benchmarks of a source checkout (benchmarks/NAME_bench.py), for `bench --help`.
+BENCHES = {
+    "tensor": "strided views vs copies, host<->device transfers",
+    "autodiff": "our reverse/forward mode vs jax.grad: run time, compile time, graph growth",
+    "optim": "our Adam and clip+schedule chain vs optax (and torch when installed)",
+    "retrieval": "MiniLM encode throughput, bfloat16 and packing (sentence-transformers if there)",
+    "train": "train-step throughput; --sharding modes; --num-processes groups",
+    "index": "persistent-index search vs FAISS (faiss-cpu if installed), build and encode rates",
+}
+
 # task name -> "module:function"; each function takes a Config and returns the report's Path.
 TASKS = {
     "train": "jaxparadigm.train.experiment:run_experiment",
@@ -48,8 +78,30 @@ def _call(target: str, *args, **kwargs):
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from jaxparadigm.config import load_config
+    if not args.no_progress:
+        return _run(args)
+    before = os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"  # tqdm's convention; inherited by launched workers
+    try:
+        return _run(args)
+    finally:
+        if before is None:
+            del os.environ["TQDM_DISABLE"]
+        else:
+            os.environ["TQDM_DISABLE"] = before
 
+
+def _run(args: argparse.Namespace) -> int:
+    from jaxparadigm.config import load_config
+    from jaxparadigm.train.completion import finished_run
+
+    if args.devices_per_process is not None and args.num_processes is None:
+        raise InputError("--devices-per-process: given without --num-processes")
+    cfg = load_config(args.config, args.overrides)
+    done = finished_run(cfg)
+    if done is not None:  # one line, nothing started, nothing written
+        print(done)
+        return 0
     if args.num_processes is not None:  # workers print the report line (process 0's terminal)
         from jaxparadigm.train.launch import launch
 
@@ -60,9 +112,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
             devices_per_process=args.devices_per_process,
         )
         return 0
-    if args.devices_per_process is not None:
-        raise InputError("--devices-per-process: given without --num-processes")
-    cfg = load_config(args.config, args.overrides)
     report = _call(TASKS[cfg.task], cfg)
     print(f"report: {report}")
     return 0
@@ -143,9 +192,22 @@ def _print_result(text: str) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from jaxparadigm.retrieval.index_service import serve_index
+
+    serve_index(args.index, host=args.host, port=args.port)
+    return 0
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     root = Path(__file__).resolve().parent.parent / "benchmarks"
     script = root / f"{args.name}_bench.py"
+    if not root.is_dir():
+        raise InputError(
+            f"bench {args.name}: the benchmarks are scripts of a source checkout, not part of the "
+            f"installed package (no {root}); clone the repository and run `jaxparadigm bench "
+            f"{args.name}` from an editable install (pip install -e .)"
+        )
     if not script.is_file():
         have = sorted(p.name[: -len("_bench.py")] for p in root.glob("*_bench.py"))
         raise InputError(
@@ -158,7 +220,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jaxparadigm", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="jaxparadigm",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"jaxparadigm {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -178,6 +245,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="with --num-processes: K forced CPU devices per process",
     )
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar or progress lines (same as TQDM_DISABLE=1; a bar is only drawn on "
+        "a terminal, a log file gets a line per tenth of the run)",
+    )
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("claims", help="run the claims ledger")
@@ -191,12 +264,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("overrides", nargs="*", help="key.path=value, e.g. claims.c5_2.p99_ms=500")
     p.set_defaults(func=_cmd_claims)
 
-    p = sub.add_parser("search", help="keyword vs semantic search over a corpus")
-    p.add_argument("query")
+    p = sub.add_parser(
+        "search",
+        help="keyword vs semantic search over a corpus",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("query", help='what to look for, in words (e.g. "how do I open a file")')
     p.add_argument("--corpus", default="pydoc", help="'pydoc' or a text file, one document a line")
-    p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("--top-k", type=int, default=5, help="results per ranking")
     p.add_argument("--index", metavar="DIR", help="search an index built by `index build`")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "int8"])
+    p.add_argument(
+        "--dtype",
+        default="float32",
+        choices=["float32", "bfloat16", "int8"],
+        help="with --index: the embeddings' search copy (bfloat16/int8: less memory, the best "
+        "candidates rescored in float32)",
+    )
     p.add_argument("--approx", action="store_true", help="lax.approx_max_k per block")
     p.add_argument("--stream", action="store_true", help="read shards per search (low memory)")
     p.set_defaults(func=_cmd_search)
@@ -237,8 +320,28 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("index_dir", metavar="DIR")
     p.set_defaults(func=_cmd_index)
 
-    p = sub.add_parser("bench", help="run benchmarks/NAME_bench.py")
-    p.add_argument("name", help="e.g. optim, tensor, autodiff, retrieval, train")
+    p = sub.add_parser(
+        "serve",
+        help="serve an index over HTTP until Ctrl-C",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="Load an index built by `jaxparadigm index build` once and answer "
+        'POST /search {"query": "...", "k": 5} with {"hits": [[row, cosine], ...]}, traced with '
+        "OpenTelemetry; repeated queries cost milliseconds. Ctrl-C (or SIGTERM) stops it.",
+    )
+    p.add_argument("--index", required=True, metavar="DIR", help="an index directory")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (loopback only)")
+    p.add_argument("--port", type=int, default=8765, help="TCP port (0: a free one)")
+    p.set_defaults(func=_cmd_serve)
+
+    p = sub.add_parser(
+        "bench",
+        help="run a benchmark of a source checkout",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run benchmarks/NAME_bench.py (a source checkout). Each finishes in about two "
+        "minutes by default and prints how to run its full size.\n\nbenchmarks:\n"
+        + "\n".join(f"  {k:<10} {v}" for k, v in BENCHES.items()),
+    )
+    p.add_argument("name", help=f"one of: {', '.join(BENCHES)}")
     p.add_argument("bench_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=_cmd_bench)
     return parser
@@ -266,7 +369,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _print_error(command: str, exc: Exception) -> None:
-    """Each line of the message on one stderr line (whitespace runs collapsed)."""
+    """Each line of the message on one stderr line (whitespace runs collapsed); on a terminal
+    the line a progress bar may have left unfinished (a stopped worker's) is cleared first."""
+    if sys.stderr.isatty():
+        print("\r\033[K", end="", file=sys.stderr)
     head, *rest = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()] or [
         type(exc).__name__
     ]

@@ -517,8 +517,24 @@ def config_from_dict(
         for check in RELATIONS:
             problems.extend(check(cfg))
     if problems:
-        raise problems_error(problems, source)
+        raise problems_error(problems, source, _problems_origin(problems, overrides, source))
     return cfg
+
+
+def _problems_origin(problems, overrides: Sequence[str], source: str | None) -> str | None:
+    """Where ``problems`` come from: "the overrides (...)" when every problem's key path was set by
+    an override (or lies under one), "config file X and its overrides" when some were, else None
+    (the file)."""
+    keys = [o.partition("=")[0].strip() for o in overrides]
+    by_override = [
+        any(p.path == k or p.path.startswith(k + ".") or k.startswith(p.path + ".") for k in keys)
+        for p in problems
+    ]
+    if keys and all(by_override):
+        return f"the overrides ({' '.join(overrides)})"
+    if any(by_override):
+        return f"config file {source!r} and its overrides" if source else "the config and overrides"
+    return None
 
 
 def _read_text(path: str | os.PathLike) -> str:

@@ -127,13 +127,18 @@ class Problem(NamedTuple):
         return f"config key '{path}': {self.message}"
 
 
-def problems_error(problems: list[Problem], source: str | None = None) -> ConfigError:
-    """One ConfigError listing ``problems``, unknown keys first (a single problem: one line)."""
+def problems_error(
+    problems: list[Problem], source: str | None = None, where: str | None = None
+) -> ConfigError:
+    """One ConfigError listing ``problems``, unknown keys first (a single problem: one line).
+
+    The head names ``where`` the problems are (e.g. "the overrides"), else the config file
+    ``source``, else "the config"."""
     ordered = sorted(problems, key=lambda p: not p.unknown_key)  # stable
     if len(ordered) == 1:
         err = ConfigError(str(ordered[0]))
     else:
-        where = f"config file {source!r}" if source else "the config"
+        where = where or (f"config file {source!r}" if source else "the config")
         head = f"{len(ordered)} problems in {where}:"
         err = ConfigError("\n".join([head, *(f"  - {p}" for p in ordered)]))
     err.problems = ordered

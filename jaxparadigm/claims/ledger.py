@@ -118,7 +118,9 @@ def run_claims(
     if unknown:
         raise InputError(f"claim id {unknown[0]!r}: unknown; expected one of {', '.join(table)}")
     out = []
-    bar = tqdm(ids, desc="claims", disable=not progress, leave=False)
+    bar = tqdm(
+        ids, desc="claims", disable=None if progress else True, leave=False
+    )  # None: a TTY only
     for claim_id in bar:
         bar.set_postfix_str(claim_id)
         out.append(table[claim_id].run(config))

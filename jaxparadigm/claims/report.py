@@ -19,6 +19,11 @@ def verdicts_to_json(verdicts: list[Verdict]) -> list[dict]:
     return [v.to_json() for v in verdicts]
 
 
+def _claims(n: int) -> str:
+    """``"1 claim"``, ``"16 claims"``."""
+    return f"{n} claim" + ("" if n == 1 else "s")
+
+
 def format_table(verdicts: list[Verdict], width: int = 100) -> str:
     """A plain-text table: id, status, one-line summary (wrapped to ``width``)."""
     lines = [f"{'id':<6} {'status':<12} summary", f"{'-' * 6} {'-' * 12} {'-' * (width - 20)}"]
@@ -28,7 +33,7 @@ def format_table(verdicts: list[Verdict], width: int = 100) -> str:
         lines += [f"{'':<6} {'':<12} {w}" for w in wrapped[1:]]
     counts = {s: sum(v.status == s for v in verdicts) for s in _MARK}
     lines.append(
-        f"\n{len(verdicts)} claims: {counts['holds']} hold, {counts['fails']} fail, "
+        f"\n{_claims(len(verdicts))}: {counts['holds']} hold, {counts['fails']} fail, "
         f"{counts['conditional']} conditional"
     )
     return "\n".join(lines)
@@ -108,7 +113,7 @@ def update_readme(verdicts: list[Verdict], path: str | os.PathLike) -> Path:
     _, tail = rest.split(README_END, 1)
     counts = {s: sum(v.status == s for v in verdicts) for s in _MARK}
     body = (
-        f"\n{len(verdicts)} claims run: {counts['holds']} hold, {counts['fails']} fail, "
+        f"\n{_claims(len(verdicts))} run: {counts['holds']} hold, {counts['fails']} fail, "
         f"{counts['conditional']} hold only under conditions the article does not state.\n\n"
         f"{article_errata(verdicts)}\n"
     )

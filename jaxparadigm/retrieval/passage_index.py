@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import warnings
 from pathlib import Path
 
@@ -42,7 +43,8 @@ def passage_index(
     ``owner[j]`` is the document each passage came from. With ``cache=True`` the embeddings are
     kept in ``$XDG_CACHE_HOME/jaxparadigm/retrieval/<sha256>.npz`` (keyed by model and passages);
     an entry that fails to load (damaged, stale) is rebuilt and one that cannot be written is
-    skipped, each with a warning: the cache is never fatal.
+    skipped, each with a warning: the cache is never fatal. Building an entry first prints one
+    line to stderr saying so (and where), since it takes minutes.
     """
     passages, owner = [], []
     for doc, text in enumerate(texts):
@@ -67,6 +69,12 @@ def passage_index(
             warnings.warn(
                 f"embedding cache entry {path} holds other passages; rebuilt", stacklevel=2
             )
+    print(  # before the slow part: the first `jaxparadigm search` would otherwise sit silent
+        f"embedding {len(passages)} passages once into the cache {path} (about 2 minutes on 2 CPU "
+        "cores; later searches read it) ...",
+        file=sys.stderr,
+        flush=True,
+    )
     index = SemanticIndex(encoder, batch_size).add(passages)
     try:
         index.save(path)

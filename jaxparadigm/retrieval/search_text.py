@@ -47,7 +47,9 @@ def format_search(query: str, corpus: str = "pydoc", top_k: int = 5) -> str:
         text = topic_title(texts[i]) if str(corpus) == "pydoc" else texts[i]
         return f"{names[i]}: {text[:70]}"
 
-    lines = [f"query: {shorten(query, 80)}  corpus: {corpus} ({len(texts)} documents)"]
+    lines = [
+        f"query: {shorten(query, 80)}  corpus: {corpus} ({len(texts)} document{'' if len(texts) == 1 else 's'})"
+    ]
     for label, hits in (
         ("keyword (seed substring)", keyword_search(query, texts, top_k, "substring")),
         ("token overlap", keyword_search(query, texts, top_k, "token_overlap")),

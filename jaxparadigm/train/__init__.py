@@ -14,9 +14,19 @@ Modules (import from them directly; this package import stays cheap):
 * ``loop``        ``train(cfg)``: progress bar, eval, metrics.jsonl, plots, resume, rollback
 * ``experiment``  ``run_experiment(cfg)`` for tasks train / mixed_precision / overflow
 
-``validate_batch`` (from ``validation``: numpy and ml_dtypes only) is also exported here.
+``validate_batch`` (from ``validation``: numpy and ml_dtypes only) and ``train`` (from ``loop``,
+imported on first use, so ``import jaxparadigm.train`` stays cheap) are also exported here.
 """
 
 from jaxparadigm.train.validation import validate_batch
 
-__all__ = ["validate_batch"]
+__all__ = ["train", "validate_batch"]
+
+
+def __getattr__(name: str):
+    """``jaxparadigm.train.train``: :func:`jaxparadigm.train.loop.train`, loaded on first use."""
+    if name == "train":
+        from jaxparadigm.train.loop import train
+
+        return train
+    raise AttributeError(f"module 'jaxparadigm.train' has no attribute {name!r}")

@@ -9,7 +9,8 @@ In the spirit of ``torchrun --standalone --nproc-per-node N``, :func:`launch`
    ``JAXPARADIGM_PROCESS_ID=i`` (read by :mod:`jaxparadigm.train.distributed`) and, with
    ``devices_per_process=K``, ``XLA_FLAGS=--xla_force_host_platform_device_count=K`` (K CPU devices
    each). Process 0 writes to this terminal (progress, ``report: PATH``); process ``i >= 1`` to
-   ``<out_dir>/<name>/logs/process_<i>.log``. On Linux a worker is killed when the launcher dies
+   ``<out_dir>/<name>/logs/process_<i>.log``; gloo's "[Gloo] Rank N is connected" lines are
+   dropped on the way (:data:`CHATTER`). On Linux a worker is killed when the launcher dies
    (``PR_SET_PDEATHSIG``), so no worker outlives it;
 4. watches them (every 0.1 s): when all exit 0 the run is done; when one fails (non-zero status or
    a signal) the others get SIGTERM (their whole process group), SIGKILL after ``grace_s``
@@ -23,18 +24,22 @@ JAX's coordination service terminates the others after ``train.distributed.heart
 from __future__ import annotations
 
 import ctypes
+import io
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 from jaxparadigm.config import load_config
 from jaxparadigm.errors import ConfigError, InputError, TrainingAborted
 from jaxparadigm.train.distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
+from jaxparadigm.train.progress import PROGRESS_TTY_ENV
 
 __all__ = ["WorkerFailed", "free_port", "launch", "worker_env"]
 
@@ -165,25 +170,35 @@ def launch(
     coordinator = f"127.0.0.1:{free_port()}"
     cmd = [sys.executable, "-m", "jaxparadigm", "run", os.fspath(config), *overrides]
     procs: list[subprocess.Popen] = []
-    files = []
+    files, relays = [], []
     start = time.monotonic()
     try:
         for i in range(num_processes):
             out = None
             if i > 0:
-                out = (logs / f"process_{i}.log").open("w", encoding="utf-8")
+                out = (logs / f"process_{i}.log").open("wb")
                 files.append(out)
             env = worker_env(dict(os.environ), coordinator, num_processes, i, devices_per_process)
-            procs.append(
-                subprocess.Popen(
-                    cmd,
-                    env=env,
-                    stdout=out,
-                    stderr=subprocess.STDOUT if out else None,
-                    start_new_session=True,
-                    preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            if i == 0 and sys.stderr.isatty():
+                env[PROGRESS_TTY_ENV] = "1"  # its stderr is our pipe, but it ends on a terminal
+            with warnings.catch_warnings():  # JAX's os.fork warning: the child execs at once
+                warnings.filterwarnings("ignore", r"os\.fork\(\) was called", RuntimeWarning)
+                procs.append(
+                    subprocess.Popen(
+                        cmd,
+                        env=env,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE if i == 0 else subprocess.STDOUT,
+                        start_new_session=True,
+                        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                    )
                 )
-            )
+            pipes = [(procs[-1].stdout, out)]  # process i >= 1: both streams to its log
+            if i == 0:  # process 0: stdout to ours, stderr to ours
+                pipes = [(procs[-1].stdout, sys.stdout), (procs[-1].stderr, sys.stderr)]
+            for src, dst in pipes:
+                relays.append(threading.Thread(target=_relay, args=(src, dst), daemon=True))
+                relays[-1].start()
         failed = _watch(procs, start, timeout_s)
         if failed is None:
             return run_dir / "report.md"
@@ -191,8 +206,54 @@ def launch(
         raise _failure(failed, procs, stopped, start, logs, run_dir)
     finally:
         _stop(procs, grace_s)
+        for t in relays:
+            t.join(timeout=grace_s)
         for f in files:
             f.close()
+
+
+#: Output lines of third-party libraries that are noise for a user: gloo's "[Gloo] Rank N is
+#: connected to M peer ranks. Expected number of connected peer ranks is : M" (jaxlib's gloo has
+#: no switch to silence it).
+CHATTER = (b"[Gloo] ",)
+
+
+def _sink(dst):
+    """``(write, flush)`` of bytes into ``dst``: a binary file, or a text stream (through its
+    ``buffer`` when it has one, else decoded as UTF-8)."""
+    buffer = getattr(dst, "buffer", None)
+    if buffer is not None:
+        dst.flush()
+        return buffer.write, buffer.flush
+    if isinstance(dst, io.TextIOBase):
+        return (lambda b: dst.write(b.decode("utf-8", "replace"))), dst.flush
+    return dst.write, dst.flush
+
+
+def _relay(src, dst) -> None:
+    """Copy a worker's output pipe ``src`` to ``dst`` (a binary file or a text stream such as
+    ``sys.stdout``), dropping :data:`CHATTER` lines. A partial line not starting with "[" (a
+    progress bar's carriage-return updates) is passed on at once."""
+    pending = b""
+    try:
+        write, flush = _sink(dst)
+        for chunk in iter(lambda: os.read(src.fileno(), 65536), b""):
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if not line.lstrip(b"\r").startswith(CHATTER):
+                    write(line + b"\n")
+            if pending and not pending.lstrip(b"\r").startswith(b"["):
+                write(pending)
+                pending = b""
+            flush()
+        if pending and not pending.lstrip(b"\r").startswith(CHATTER):
+            write(pending)
+            flush()
+    except (OSError, ValueError):  # the destination was closed (the launcher is exiting)
+        pass
+    finally:
+        src.close()
 
 
 def _watch(procs, start: float, timeout_s: float | None) -> int | str | None:

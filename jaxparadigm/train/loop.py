@@ -37,7 +37,6 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 from flax import nnx
-from tqdm.auto import tqdm
 
 from jaxparadigm.errors import ConfigError, TrainingAborted
 from jaxparadigm.models.mlp import MLP
@@ -51,6 +50,7 @@ from jaxparadigm.train.guard import GuardEvent, should_rollback
 from jaxparadigm.train.metrics import MetricsWriter, StepClock, read_metrics
 from jaxparadigm.train.objectives import eval_metrics, loss_for
 from jaxparadigm.train.plots import plot_training
+from jaxparadigm.train.progress import StepProgress
 from jaxparadigm.train.rollback import rollback_or_give_up
 from jaxparadigm.train.sharding import (
     data_mesh,
@@ -174,6 +174,7 @@ class _Run:
     last_finite: tuple[int, float] | None = None  # (data step, loss)
     healthy: bool = False  # the state after the last step may be saved
     clock: StepClock = dataclasses.field(default_factory=StepClock)
+    postfix: dict | None = None  # the latest logged figures, shown by the progress display
 
     def event(self, kind: str, step: int, message: str) -> None:
         self.events.append(GuardEvent(kind, step, message))
@@ -219,16 +220,15 @@ def train(
         start = int(run.state.step)
         run.end = max(start, cfg.train.steps if stop_at is None else min(cfg.train.steps, stop_at))
         run.snapshot = to_host(run.state)  # rollback target when checkpoints are off
-        quiet = not progress or jax.process_index() != 0
-        bar = tqdm(total=run.end - start, disable=quiet, desc=cfg.name, leave=False)
+        bar = StepProgress(start, run.end, cfg.name, enabled=progress and jax.process_index() == 0)
         for step in range(start, run.end):
             m = _run_step(run, step)
             rolled_back = _observe(run, step, m)
             run.healthy = _healthy(run, m, rolled_back)
-            _log(run, step + 1, m, bar)
+            _log(run, step + 1, m)
             _evaluate_and_snapshot(run, step + 1)
             _checkpoint(run, step + 1)
-            bar.update(1)
+            bar.update(step + 1, run.postfix)
         final_eval = _finish(run, start, stop_at is None)
     finally:
         if bar is not None:
@@ -425,7 +425,7 @@ def _guard(run: _Run, step: int) -> None:
     run.event("rollback", step, msg)
 
 
-def _log(run: _Run, done: int, m: dict, bar) -> None:
+def _log(run: _Run, done: int, m: dict) -> None:
     """A train record every ``log_every`` steps and at the end."""
     if done % run.cfg.train.log_every and done != run.end:
         return
@@ -433,7 +433,7 @@ def _log(run: _Run, done: int, m: dict, bar) -> None:
     rec = {k: m[k] for k in ("loss", "lr", "grad_norm", "loss_scale") if k in m}
     rec.update(step=done, steps_per_s=sps, examples_per_s=sps * run.cfg.data.batch_size)
     rec = run.writer.write(rec)
-    bar.set_postfix(loss=f"{rec['loss']:.4f}", lr=f"{rec['lr']:.2e}", it_s=f"{sps:.1f}")
+    run.postfix = {"loss": f"{rec['loss']:.4f}", "lr": f"{rec['lr']:.2e}"}
 
 
 def _evaluate_and_snapshot(run: _Run, done: int) -> None:

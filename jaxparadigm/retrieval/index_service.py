@@ -1,0 +1,105 @@
+"""``jaxparadigm serve --index DIR``: the traced HTTP search service over a persistent index (C5.2).
+
+The index directory built by ``jaxparadigm index build`` is loaded once (checksums verified by
+:class:`~jaxparadigm.retrieval.index_search.IndexSearcher`), its float32 embeddings and passage
+texts are handed to a :class:`~jaxparadigm.retrieval.semantic_index.SemanticIndex`, and
+:class:`~jaxparadigm.retrieval.service.SearchService` serves it on 127.0.0.1 until Ctrl-C (SIGINT)
+or SIGTERM. The model loads and the query encoder compiles once, before the "serving" line, so
+each request then costs an encode plus one matrix-vector product (milliseconds), instead of the
+CLI ``search``'s start-up, model load and compile per query.
+
+``POST /search`` with ``{"query": "...", "k": 5}`` answers ``{"hits": [[row, score], ...]}``
+(``row``: the passage's row in the index, in build order; ``score``: cosine similarity).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+from opentelemetry.trace import SpanKind
+
+from jaxparadigm.errors import InputError
+from jaxparadigm.retrieval.index_search import IndexSearcher
+from jaxparadigm.retrieval.semantic_index import SemanticIndex
+from jaxparadigm.retrieval.service import HOST, SearchService
+
+__all__ = ["index_service", "serve_index"]
+
+
+def index_service(index_dir: str | os.PathLike, encoder=None, port: int = 0) -> SearchService:
+    """A (not yet started) :class:`SearchService` over every passage of ``index_dir`` (C5.2).
+
+    ``encoder`` defaults to the MiniLM the index was built with (``cached_minilm``); an encoder of
+    another model is refused (``IndexSearcher.check_encoder``).
+    """
+    if encoder is None:
+        from jaxparadigm.retrieval.sentence_encoder import cached_minilm
+
+        encoder = cached_minilm(None)
+    searcher = IndexSearcher(index_dir)
+    searcher.check_encoder(encoder)
+    rows = len(searcher)
+    index = SemanticIndex(encoder)
+    # The stored embeddings are already L2-normalised MiniLM vectors: appended as they are.
+    index._append([searcher.passage(r).text for r in range(rows)], searcher.source.take(0, rows))
+    return SearchService(index, port=port)
+
+
+def _server_spans(service: SearchService) -> int:
+    """How many requests finished since the last call; empties the span store (so a long-lived
+    service does not keep every span in memory)."""
+    spans = service.exported_spans()
+    service.exporter.clear()
+    return sum(1 for s in spans if s.kind == SpanKind.SERVER)
+
+
+def serve_index(
+    index_dir: str | os.PathLike,
+    *,
+    host: str = HOST,
+    port: int = 0,
+    encoder=None,
+    out=None,
+    stop: threading.Event | None = None,
+) -> int:
+    """Serve ``index_dir`` until Ctrl-C, SIGTERM or ``stop`` is set; returns the request count.
+
+    Prints a line before the model loads, one when it serves (with the URL) and one when it stops.
+    ``host`` must be 127.0.0.1 (or ``localhost``): the service binds the loopback address only.
+    """
+    out = sys.stdout if out is None else out
+    if host not in (HOST, "localhost"):
+        raise InputError(f"--host: got {host!r}, expected {HOST} (the service binds loopback only)")
+    print(f"loading {index_dir} and the model ...", file=out, flush=True)
+    t0 = time.perf_counter()
+    service = index_service(index_dir, encoder=encoder, port=port)
+    service.index.encoder.encode("warm-up query", normalize=True)  # compile before serving
+    stop = stop if stop is not None else threading.Event()
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    service.start()
+    requests = 0
+    try:
+        print(
+            f"serving {len(service.index)} passages of {index_dir} at {service.url} "
+            f'(ready in {time.perf_counter() - t0:.1f} s); POST {{"query": "...", "k": 5}}; '
+            "Ctrl-C stops",
+            file=out,
+            flush=True,
+        )
+        while not stop.wait(0.5):
+            requests += _server_spans(service)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        service.stop()
+        requests += _server_spans(service)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    print(f"stopped after {requests} request(s)", file=out, flush=True)
+    return requests

@@ -1,0 +1,57 @@
+"""Tests moved out of the default run (``make test``) into CI's full run (``make test-ci-full``),
+issue 25: ``make test`` must finish in about five minutes on two cores; CI still runs every test.
+
+``tests/conftest.py`` marks each collected test whose node id matches a pattern here (fnmatch) with
+``ci_full``; the default ``addopts`` deselect ``ci_full`` like ``slow``. Durations below are from one
+default run on this 2-core machine under load 8-10 (``pytest --durations=80``, 21 min 18 s total).
+"""
+
+from __future__ import annotations
+
+#: (node-id pattern, why it is not needed in the default run).
+CI_FULL = (
+    (
+        "*__with_device",
+        "chex device variants (104 tests): the same computation as the __with_jit and "
+        "__without_jit variants, which stay in the default run",
+    ),
+    ("*__without_device", "chex device variants, as above"),
+    (
+        "tests/claims/test_c[1-5]_*.py::*",
+        "the claims measured end to end (C1-C5: MiniLM, torch oracle, load test; 110 s of the "
+        "top 80); the decision rules stay in the default run on stored evidence (test_rules)",
+    ),
+    (
+        "tests/claims/test_evidence_fixture.py::test_fixture_matches_a_fresh_measurement*",
+        "re-measures the stored evidence (12 s for C1.2 alone)",
+    ),
+    (
+        "tests/train/test_grad_engine.py::test_loss_curves_equal_jax_within_1e_5_relative"
+        "[charlm_pydoc.yaml]",
+        "22 s; the mlp_spirals case of the same check stays",
+    ),
+    (
+        "tests/train/test_guard.py::test_nan_injection_recovers_close_to_the_clean_run[10]",
+        "7 s; the [0] case of the same check stays",
+    ),
+    (
+        "tests/train/test_guard.py::test_loss_scale_overflows_are_not_guard_bad_steps",
+        "12 s; loss-scale overflow handling is also checked by tests/train/test_step.py",
+    ),
+    (
+        "tests/autodiff/test_tape.py::test_random_programs_match_jax_grad[True]",
+        "10 s; the [False] case of the same random programs stays",
+    ),
+    (
+        "tests/autodiff/test_rule_coverage.py::test_rule_matches_jax_first_order[cumprod_zeros]",
+        "11 s; cumprod's rule stays checked by the other cumulative cases",
+    ),
+    (
+        "tests/autodiff/test_rule_coverage.py::test_rule_matches_jax_first_order[cumlogsumexp]",
+        "10 s; as above",
+    ),
+    (
+        "tests/autodiff/test_port_lax_autodiff.py::test_scatter_max_min[1-min]",
+        "11 s; test_scatter_max_min[2-max] stays",
+    ),
+)

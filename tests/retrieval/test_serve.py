@@ -1,0 +1,116 @@
+"""``jaxparadigm serve --index DIR``: the traced HTTP service over a persistent index (issue 25)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jaxparadigm.retrieval.index_build import build_index
+from jaxparadigm.retrieval.index_service import serve_index
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = {
+    "files.md": "To open a file for reading, call open(path) and read its lines.",
+    "sleep.md": "The time module's sleep function pauses the program for some seconds.",
+    "sets.md": "A set holds unique elements; add inserts one and union merges two sets.",
+}
+
+
+@pytest.fixture
+def tiny_index(tmp_path, encoder):
+    for name, text in DOCS.items():
+        (tmp_path / "docs").mkdir(exist_ok=True)
+        (tmp_path / "docs" / name).write_text(text, encoding="utf-8")
+    build_index([tmp_path / "docs"], tmp_path / "idx", encoder)
+    return tmp_path / "idx"
+
+
+class _Lines:
+    """A text stream whose lines go to a queue (what serve_index prints)."""
+
+    def __init__(self):
+        self.lines: queue.Queue[str] = queue.Queue()
+
+    def write(self, text: str) -> None:
+        for line in text.splitlines():
+            if line.strip():
+                self.lines.put(line)
+
+    def flush(self) -> None:
+        pass
+
+
+def _post(url: str, body: dict) -> dict:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+def test_serve_answers_http_searches_over_the_index_until_stopped(tiny_index, encoder):
+    out, stop = _Lines(), threading.Event()
+    result: list[int] = []
+    worker = threading.Thread(
+        target=lambda: result.append(
+            serve_index(tiny_index, port=0, encoder=encoder, out=out, stop=stop)
+        )
+    )
+    worker.start()
+    try:
+        assert out.lines.get(timeout=60).startswith("loading")
+        ready = out.lines.get(timeout=120)
+        url = re.search(r"at (http://127\.0\.0\.1:\d+/search)", ready)[1]
+        assert "serving 3 passages" in ready
+        hits = _post(url, {"query": "how do I wait for a few seconds", "k": 2})["hits"]
+        t0 = time.perf_counter()
+        again = _post(url, {"query": "how do I wait for a few seconds", "k": 2})["hits"]
+        repeat_s = time.perf_counter() - t0
+    finally:
+        stop.set()
+        worker.join(timeout=30)
+    assert not worker.is_alive() and result == [2]
+    assert out.lines.get(timeout=1) == "stopped after 2 request(s)"
+    rows = sorted(DOCS)  # build order: the folder's files sorted by name
+    q = encoder.encode("how do I wait for a few seconds", normalize=True)
+    want = np.argsort(-(encoder.encode([DOCS[n] for n in rows], normalize=True) @ q))[:2]
+    assert [h[0] for h in hits] == want.tolist() and again == hits
+    assert rows[hits[0][0]] == "sleep.md"
+    assert repeat_s < 5.0  # an encode and a dot product, no reload or recompile
+
+
+@pytest.mark.slow
+def test_serve_command_stops_cleanly_on_ctrl_c(tiny_index):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jaxparadigm", "serve", "--index", str(tiny_index), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        url = None
+        deadline = time.monotonic() + 180
+        while url is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            m = re.search(r"at (http://127\.0\.0\.1:\d+/search)", line)
+            url = m[1] if m else None
+        assert url, proc.stderr.read()
+        assert _post(url, {"query": "open a file", "k": 1})["hits"][0][0] == 0
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "stopped after 1 request(s)" in out and "Traceback" not in err
