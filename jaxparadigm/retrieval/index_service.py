@@ -8,8 +8,10 @@ or SIGTERM. The model loads and the query encoder compiles once, before the "ser
 each request then costs an encode plus one matrix-vector product (milliseconds), instead of the
 CLI ``search``'s start-up, model load and compile per query.
 
-``POST /search`` with ``{"query": "...", "k": 5}`` answers ``{"hits": [[row, score], ...]}``
-(``row``: the passage's row in the index, in build order; ``score``: cosine similarity).
+``POST /search`` with ``{"query": "...", "k": 5}`` answers ``{"hits": [[row, score], ...],
+"passages": [{"source", "start", "end", "text"}, ...]}`` (``row``: the passage's row in the index,
+in build order; ``score``: cosine similarity; ``passages``: per hit, the file and its character
+offsets, as ``search --index`` prints them).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def index_service(index_dir: str | os.PathLike, encoder=None, port: int = 0) -> 
     index = SemanticIndex(encoder)
     # The stored embeddings are already L2-normalised MiniLM vectors: appended as they are.
     index._append([searcher.passage(r).text for r in range(rows)], searcher.source.take(0, rows))
-    return SearchService(index, port=port)
+    return SearchService(index, port=port, passage_of=lambda row: searcher.passage(row)._asdict())
 
 
 def _server_spans(service: SearchService) -> int:

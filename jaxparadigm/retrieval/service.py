@@ -40,6 +40,7 @@ import socket
 import threading
 import time
 import warnings
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -50,7 +51,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from jaxparadigm.errors import InputError
+from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.search_request import (
     MAX_BODY_BYTES,
     MAX_JSON_DEPTH,
@@ -236,7 +237,9 @@ class SearchService:
     """``POST /search`` over ``index`` on ``127.0.0.1:port`` (0: a free port), traced (C5.2).
 
     ``read_timeout_s``: how long a read of the request may wait for the client (408 after);
-    ``max_body_bytes``: the largest accepted body (413 beyond, unread).
+    ``max_body_bytes``: the largest accepted body (413 beyond, unread); ``passage_of``: when given,
+    ``row -> {"source", "start", "end", "text"}``, and each answer also carries ``"passages"``,
+    one per hit (what ``jaxparadigm serve --index`` shows of a persistent index).
     """
 
     def __init__(
@@ -247,11 +250,11 @@ class SearchService:
         *,
         read_timeout_s: float = READ_TIMEOUT_S,
         max_body_bytes: int = MAX_BODY_BYTES,
+        passage_of: Callable[[int], Mapping[str, object]] | None = None,
     ):
         if not isinstance(index, SemanticIndex):
             raise TypeError(f"index: got {type(index).__name__}, expected a SemanticIndex")
-        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-            raise InputError(f"port: got {port!r}, expected an int in [0, 65535]")
+        require_int("port", port, 0, 65535)
         if (
             isinstance(read_timeout_s, bool)
             or not isinstance(read_timeout_s, (int, float))
@@ -260,12 +263,7 @@ class SearchService:
             raise InputError(
                 f"read_timeout_s: got {read_timeout_s!r}, expected seconds in (0, 3600]"
             )
-        if (
-            isinstance(max_body_bytes, bool)
-            or not isinstance(max_body_bytes, int)
-            or not (1 <= max_body_bytes)
-        ):
-            raise InputError(f"max_body_bytes: got {max_body_bytes!r}, expected an int >= 1")
+        require_int("max_body_bytes", max_body_bytes, 1)
         if not len(index):
             raise InputError("index: empty; add documents before serving it")
         self.index = index
@@ -273,6 +271,7 @@ class SearchService:
         self.fault_injection = fault_injection
         self.read_timeout_s = float(read_timeout_s)
         self.max_body_bytes = max_body_bytes
+        self.passage_of = passage_of
         self.exporter = InMemorySpanExporter()
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
@@ -358,4 +357,7 @@ class SearchService:
             scores = self.index.embeddings @ q
             top = np.argsort(-scores, kind="stable")[: min(k, len(scores))]
             span.set_attribute("k", k)
-        return 200, {"hits": [[int(i), float(scores[i])] for i in top]}
+        payload: dict = {"hits": [[int(i), float(scores[i])] for i in top]}
+        if self.passage_of is not None:
+            payload["passages"] = [dict(self.passage_of(int(i))) for i in top]
+        return 200, payload

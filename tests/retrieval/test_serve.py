@@ -72,7 +72,8 @@ def test_serve_answers_http_searches_over_the_index_until_stopped(tiny_index, en
         ready = out.lines.get(timeout=120)
         url = re.search(r"at (http://127\.0\.0\.1:\d+/search)", ready)[1]
         assert "serving 3 passages" in ready
-        hits = _post(url, {"query": "how do I wait for a few seconds", "k": 2})["hits"]
+        answer = _post(url, {"query": "how do I wait for a few seconds", "k": 2})
+        hits = answer["hits"]
         t0 = time.perf_counter()
         again = _post(url, {"query": "how do I wait for a few seconds", "k": 2})["hits"]
         repeat_s = time.perf_counter() - t0
@@ -86,6 +87,12 @@ def test_serve_answers_http_searches_over_the_index_until_stopped(tiny_index, en
     want = np.argsort(-(encoder.encode([DOCS[n] for n in rows], normalize=True) @ q))[:2]
     assert [h[0] for h in hits] == want.tolist() and again == hits
     assert rows[hits[0][0]] == "sleep.md"
+    # each hit's passage: its file and the file's own characters [start:end]
+    assert len(answer["passages"]) == 2
+    for (row, _), passage in zip(hits, answer["passages"], strict=True):
+        assert Path(passage["source"]).name == rows[row]
+        text = Path(passage["source"]).read_text(encoding="utf-8")
+        assert passage["text"] == text[passage["start"] : passage["end"]] == DOCS[rows[row]]
     assert repeat_s < 5.0  # an encode and a dot product, no reload or recompile
 
 
