@@ -37,7 +37,12 @@ from jaxparadigm.optim.adam import (
     update_adam_state,
 )
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparams import check_decay, check_number, storage_dtype
+from jaxparadigm.optim.hyperparams import (
+    check_decay,
+    check_learning_rate,
+    check_number,
+    storage_dtype,
+)
 from jaxparadigm.optim.learning_rate import scale_updates
 from jaxparadigm.optim.param_dtypes import require_inexact
 from jaxparadigm.optim.sgd import TraceState, momentum_update, sgd
@@ -57,7 +62,8 @@ class InjectHyperparamsState(NamedTuple):
 _COMPLEMENTS = {"b1": "one_minus_b1", "b2": "one_minus_b2"}
 _READ_ONLY = ("scheduled_learning_rate", *_COMPLEMENTS.values())
 _CHECKS: dict[str, Callable[[str, Any], float]] = {
-    "learning_rate": lambda name, v: check_number(name, v, low=0.0),
+    # Any finite rate (optax's sign convention); the factory / set_hyperparams warn on a negative.
+    "learning_rate": lambda name, v: check_number(name, v),
     "lr_scale": lambda name, v: check_number(name, v, low=0.0),
     "b1": check_decay,
     "b2": check_decay,
@@ -214,6 +220,8 @@ def set_hyperparams(state: Any, **values: float) -> Any:
         if name not in current:
             live = ", ".join(sorted(k for k in current if k not in _READ_ONLY))
             raise ValueError(f"{name}: not a live hyper-parameter here; live ones: {live}")
+    if "learning_rate" in values:
+        check_learning_rate("learning_rate", values["learning_rate"])  # warns when negative
     new = {**current, **_as_live(values)}
     return jax.tree.map(
         lambda n: n._replace(hyperparams=new) if _is_injected(n) else n, state, is_leaf=_is_injected
