@@ -45,7 +45,7 @@ from jaxparadigm.optim.hyperparams import (
 )
 from jaxparadigm.optim.learning_rate import scale_updates
 from jaxparadigm.optim.param_dtypes import require_inexact
-from jaxparadigm.optim.sgd import TraceState, momentum_update, sgd
+from jaxparadigm.optim.sgd import TraceState, init_trace, momentum_update, sgd
 from jaxparadigm.optim.weight_decay import decay_weights
 
 
@@ -151,10 +151,11 @@ def _live_sgd(arguments: dict[str, Any]) -> optax.GradientTransformation:
     if with_decay:
         numeric["weight_decay"] = arguments["weight_decay"]
     nesterov = arguments["nesterov"]
+    accumulator_dtype = storage_dtype("accumulator_dtype", arguments["accumulator_dtype"])
 
     def init_inner(params):
         if with_momentum:
-            return TraceState(trace=jax.tree.map(jnp.zeros_like, params))
+            return init_trace(params, accumulator_dtype)
         return optax.EmptyState()
 
     def direction(updates, inner, params, hp):
@@ -162,7 +163,9 @@ def _live_sgd(arguments: dict[str, Any]) -> optax.GradientTransformation:
         if with_decay:
             updates = decay_weights(updates, params, hp["weight_decay"])
         if with_momentum:
-            updates, kept = momentum_update(updates, inner.trace, hp["momentum"], nesterov)
+            updates, kept = momentum_update(
+                updates, inner.trace, hp["momentum"], nesterov, accumulator_dtype
+            )
             inner = TraceState(trace=kept)
         return updates, inner
 

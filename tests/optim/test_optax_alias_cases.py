@@ -126,25 +126,31 @@ class AliasTest(chex.TestCase, parameterized.TestCase):
     @parameterized.product(
         params_dtype=("bfloat16", "float32", "complex64", None),
         state_dtype=("bfloat16", "float32", "complex64", None),
-        opt_name=("adam", "adamw"),
+        opt_name=("sgd_mom", "adam", "adamw"),
     )
     def test_explicit_dtype(self, params_dtype, state_dtype, opt_name):
-        # alias_test.py AliasTest.test_explicit_dtype (the adam/adamw rows, whole product).
-        tx = getattr(ours, opt_name)(0.1, mu_dtype=state_dtype)
+        # alias_test.py AliasTest.test_explicit_dtype (whole product).
+        if opt_name == "sgd_mom":
+            tx = ours.sgd(0.1, momentum=0.9, accumulator_dtype=state_dtype)
+            attribute = lambda state: state[0].trace
+        else:
+            tx = getattr(ours, opt_name)(0.1, mu_dtype=state_dtype)
+            attribute = lambda state: state[0].mu
         params_dtype = jax.dtypes.canonicalize_dtype(params_dtype)
         params = jnp.array([0.0, 0.0], dtype=params_dtype)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             state = tx.init(params)
         drops_imaginary = params_dtype == jnp.complex64 and state_dtype in ("bfloat16", "float32")
+        name = "accumulator_dtype" if opt_name == "sgd_mom" else "mu_dtype"
         self.assertEqual(
             [str(w.message).split(":")[0] for w in caught],
-            [f"mu_dtype='{state_dtype}'"] if drops_imaginary else [],
+            [f"{name}='{state_dtype}'"] if drops_imaginary else [],
         )
         expected = (
             params_dtype if state_dtype is None else jax.dtypes.canonicalize_dtype(state_dtype)
         )
-        self.assertEqual(expected, state[0].mu.dtype)
+        self.assertEqual(expected, attribute(state).dtype)
 
     @parameterized.product(
         params_dtype=("float32", "complex64"),
