@@ -101,7 +101,7 @@ def _run_numpy(profile) -> None:
 
 
 def test_generated_view_chains_match_numpy():
-    _run_numpy(default_settings(100))
+    _run_numpy(default_settings(150))
 
 
 @pytest.mark.slow
@@ -227,7 +227,7 @@ def _run_torch(profile) -> None:
 
 @pytest.mark.crosscheck
 def test_generated_view_chains_and_writes_match_torch():
-    _run_torch(default_settings(60))
+    _run_torch(default_settings(100))
 
 
 @pytest.mark.crosscheck
