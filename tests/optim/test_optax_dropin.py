@@ -14,6 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import jaxparadigm.optim as ours
 from jaxparadigm.optim import schedules as S
@@ -102,3 +104,46 @@ def test_torch_style_adam_still_refuses_a_negative_rate():
     # torch.optim.Adam raises "Invalid learning rate"; adam_torch_style follows torch, not optax.
     with pytest.raises(ValueError, match="learning_rate=-0.1"):
         ours.adam_torch_style(-0.1)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@given(
+    init=st.floats(-2, 2, width=32),
+    end=st.floats(-2, 2, width=32),
+    steps=st.integers(-3, 50),
+    begin=st.integers(-3, 5),
+    alpha=st.floats(-1, 2, width=32),
+)
+def test_wrapped_counter_reads_as_the_start_whatever_the_signs(init, end, steps, begin, alpha):
+    """With optax's arguments accepted (negative values, steps <= 0, alpha outside [0, 1]) the
+    clamp still holds: a wrapped int32 counter gives the value of any count before every boundary
+    (-2**30 here; no overflow in ``count - transition_begin``), which is the value at count 0 when
+    every join boundary is > 0 (warmup_steps > 0 here) (C4.3).
+
+    Shrunk case found by this test: ``polynomial(0, 1, 2, 1, transition_begin=1)`` gave the end
+    value 1 on the wrapped counter (``-2**31 - 1`` wraps to ``2**31 - 1``), as optax does."""
+    wrapped = jnp.asarray(2**31 - 1, jnp.int32) + jnp.int32(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        built = [
+            S.polynomial(init, end, 2.0, steps, begin),
+            S.cosine_decay(init, max(steps, 1), alpha),
+            S.warmup_cosine_decay(init, end, steps, steps + 7, alpha),
+        ]
+    for sched in built:
+        np.testing.assert_array_equal(sched(wrapped), sched(jnp.int32(-(2**30))))
+    if steps > 0:
+        for sched in built:
+            np.testing.assert_array_equal(sched(wrapped), sched(jnp.int32(0)))
+
+
+def test_regression_wrapped_counter_minus_transition_begin_does_not_wrap_to_the_end():
+    wrapped = jnp.asarray(2**31 - 1, jnp.int32) + jnp.int32(1)
+    sched = S.polynomial(0.0, 1.0, 2.0, 1, transition_begin=1)
+    assert float(sched(wrapped)) == 0.0  # the start; before the fix 1.0 (the end)
+    near_top = jnp.asarray(2**31 - 2, jnp.int32)
+    joined = S.join([S.constant(5.0), S.linear(1.0, 0.0, 10)], [-3])
+    assert float(joined(near_top)) == 0.0  # the end of the second piece; before: its start, 1.0
+    theirs = optax.polynomial_schedule(0.0, 1.0, 2.0, 1, transition_begin=1)
+    counts = jnp.arange(0, 5, dtype=jnp.int32)
+    np.testing.assert_array_equal(sched(counts), theirs(counts))  # unchanged where no overflow

@@ -17,8 +17,9 @@ trap): negative values, ``end_value > peak_value``, ``alpha`` outside ``[0, 1]``
 negative or infinite rate also emit a ``UserWarning``. Still refused, as optax refuses them or
 fails on them: non-integer step counts, ``decay_steps <= 0`` in the cosine schedules, a ``join``
 with ``len(boundaries) != len(schedules) - 1`` (optax silently drops the extra entries).
-The clamp of the count is unchanged, so a wrapped int32 counter never reaches a value outside
-the range the arguments span (and never a negative rate when all values are ``>= 0``).
+The clamp of the count is unchanged, so a wrapped (negative) int32 counter reads as count -1:
+each piece's count 0, and a ``join``'s first piece (a boundary ``<= 0`` puts a later piece at
+count 0); never a negative rate when all values are ``>= 0``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,26 @@ Schedule = Callable[[Any], Any]
 def is_host_int(count: Any) -> bool:
     """True for a Python/NumPy integer: a count that may exceed int32 and is clamped in Python."""
     return isinstance(count, (int, np.integer)) and not isinstance(count, bool)
+
+
+def shift_count(count: Any, by: int) -> Any:
+    """``count - by`` saturating at the integer dtype's bounds instead of wrapping (C4.3).
+
+    A wrapped int32 counter (``-2**31``) minus a positive ``transition_begin`` would wrap to
+    ``2**31 - 1`` (the *end* of the schedule), and a count near ``2**31 - 1`` minus a negative
+    ``join`` boundary to ``-2**31`` (its start). Equal to ``count - by`` whenever that does not
+    overflow (so to optax on every such count); floating and host counts are subtracted plainly.
+    """
+    if by == 0 or is_host_int(count) or not jnp.issubdtype(jnp.result_type(count), jnp.integer):
+        return count - by
+    info = jnp.iinfo(jnp.result_type(count))
+    if by > 0:
+        if by > info.max:
+            return jnp.full_like(count, info.min)
+        return jnp.where(count < info.min + by, info.min, count - by)
+    if -by > info.max:
+        return jnp.full_like(count, info.max)
+    return jnp.where(count > info.max + by, info.max, count - by)
 
 
 def sanitize_count(count: Any) -> Any:
@@ -101,7 +122,7 @@ def polynomial(
         if is_host_int(count):
             count = jnp.asarray(min(max(int(count) - transition_begin, 0), transition_steps))
         else:
-            count = jnp.clip(count - transition_begin, 0, transition_steps)
+            count = jnp.clip(shift_count(count, transition_begin), 0, transition_steps)
         frac = 1 - count / transition_steps
         return (init_value - end_value) * (frac**power) + end_value
 
@@ -176,7 +197,7 @@ def join(schedules: Sequence[Schedule], boundaries: Sequence[int]) -> Schedule:
             return chosen(step - offset)
         output = schedules[0](step)
         for boundary, piece in zip(boundaries, schedules[1:], strict=True):
-            output = jnp.where(step < boundary, output, piece(step - boundary))
+            output = jnp.where(step < boundary, output, piece(shift_count(step, boundary)))
         return output
 
     return schedule
