@@ -18,7 +18,7 @@ import optax
 
 from jaxparadigm.optim.adam_torch import AdamTorchState
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparams import check_decay, check_number, storage_dtype
+from jaxparadigm.optim.hyperparams import check_decay, check_number, storage_dtype, warn_value
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
 from jaxparadigm.optim.param_dtypes import abs_sq, coefficient, require_inexact
 from jaxparadigm.optim.weight_decay import add_decayed_weights
@@ -78,23 +78,34 @@ def _compute_dtype(g: jax.Array) -> Any:
 
 
 def _cast_to_storage(value: jax.Array, stored: jax.Array) -> jax.Array:
-    """Cast a new moment to its storage dtype; a real store keeps the real part of ``|g|^2`` sums."""
+    """Cast a new moment to its storage dtype; a real store keeps the real part (as optax's
+    ``astype``, without numpy's ``ComplexWarning``)."""
     if jnp.iscomplexobj(value) and not jnp.iscomplexobj(stored):
         value = value.real
     return value.astype(stored.dtype)
 
 
+def _as(stored: jax.Array, dtype: Any) -> jax.Array:
+    """A stored moment in the compute dtype; a complex store read by real gradients gives its real
+    part (the imaginary part of a moment of real gradients is 0)."""
+    if jnp.iscomplexobj(stored) and not jnp.issubdtype(dtype, jnp.complexfloating):
+        stored = stored.real
+    return stored.astype(dtype)
+
+
 def init_adam_state(params: Any, mu_dtype: Any, nu_dtype: Any) -> ScaleByAdamState:
-    """Zero moments shaped like ``params``; refuses integer params and complex params whose
-    ``mu`` would be stored in a real dtype (the imaginary part would be dropped)."""
+    """Zero moments shaped like ``params`` (``mu`` in ``mu_dtype``, ``nu`` in ``nu_dtype``; None:
+    the params' dtype); refuses integer params. As optax, complex params with a real ``mu_dtype``
+    are accepted with a ``UserWarning``: the imaginary part of ``mu`` is dropped at every step."""
     require_inexact("params", params)
-    if mu_dtype is not None:
-        for leaf in jax.tree.leaves(params):
-            if jnp.iscomplexobj(leaf):
-                raise TypeError(
-                    f"mu_dtype={jnp.dtype(mu_dtype).name}: complex params need a complex first "
-                    "moment; use mu_dtype=None (the params' dtype, as optax)"
-                )
+    if mu_dtype is not None and not jnp.issubdtype(mu_dtype, jnp.complexfloating):
+        if any(jnp.iscomplexobj(leaf) for leaf in jax.tree.leaves(params)):
+            warn_value(
+                "mu_dtype",
+                jnp.dtype(mu_dtype).name,
+                "complex params keep only the real part of their first moment (optax drops "
+                "the imaginary part the same way); use mu_dtype=None or a complex dtype",
+            )
     mu = jax.tree.map(lambda p: jnp.zeros_like(p, dtype=mu_dtype), params)
     nu = jax.tree.map(lambda p: jnp.zeros_like(p, dtype=nu_dtype), params)
     return ScaleByAdamState(count=jnp.zeros([], jnp.int32), mu=mu, nu=nu)
@@ -117,14 +128,14 @@ def update_adam_state(
         # ``g**1`` is kept on purpose: it is optax's op sequence, and XLA's fusion (hence the
         # rounding of ``m / (1 - b1^t)``) depends on it; bitwise equality with optax needs it.
         cd = _compute_dtype(g)
-        return coefficient(c.one_minus_b1, g.dtype) * (g**1) + coefficient(c.b1, cd) * t.astype(cd)
+        return coefficient(c.one_minus_b1, g.dtype) * (g**1) + coefficient(c.b1, cd) * _as(t, cd)
 
     def second_moment(g, t):
         if g is None:
             return None
         cd = _compute_dtype(g)
         sq = abs_sq(g)
-        return coefficient(c.one_minus_b2, sq.dtype) * sq + coefficient(c.b2, cd) * t.astype(cd)
+        return coefficient(c.one_minus_b2, sq.dtype) * sq + coefficient(c.b2, cd) * _as(t, cd)
 
     mu = jax.tree.map(first_moment, updates, state.mu, is_leaf=is_none)
     nu = jax.tree.map(second_moment, updates, state.nu, is_leaf=is_none)
@@ -159,11 +170,14 @@ def scale_by_adam(
     ``m <- b1 m + (1-b1) g``; ``v <- b2 v + (1-b2) |g|^2``;
     ``u = m_hat / (sqrt(v_hat + eps_root) + eps)`` with ``m_hat = m / (1 - b1^t)``,
     ``v_hat = v / (1 - b2^t)``. Moments are computed in float32 (or wider) and only *stored* in
-    ``mu_dtype``/``nu_dtype`` (None: the params' dtype; else float32, bfloat16 or float16).
+    ``mu_dtype``/``nu_dtype`` (None: the params' dtype; else float32, bfloat16, float16,
+    complex64 or complex128).
 
     Complex params follow optax: ``|g|^2 = (conj(g) g).real`` in ``v``; ``mu_dtype=None`` keeps
-    ``mu`` complex (a real ``mu_dtype`` is refused, a complex one too: use None), while ``nu`` may
-    be stored real. Integer params or gradients raise ``TypeError``.
+    ``mu`` complex; a real ``mu_dtype`` is accepted as optax accepts it (the imaginary part of
+    ``mu`` is dropped at each step; a ``UserWarning`` at init), and a complex ``mu_dtype`` for
+    real params stores a complex ``mu`` with zero imaginary part (the updates stay real, where
+    optax's become complex). Integer params or gradients raise ``TypeError``.
     """
     coefficients = adam_coefficients(b1, b2, eps, eps_root)
     mu_dtype = storage_dtype("mu_dtype", mu_dtype)

@@ -40,7 +40,7 @@ def adam_torch_style(
     ``learning_rate`` may be a schedule evaluated at the pre-increment count (as torch's scheduler
     sets the lr before the step). Returns the full update (already multiplied by ``-lr``).
     """
-    learning_rate = check_learning_rate("learning_rate", learning_rate)
+    learning_rate = check_learning_rate("learning_rate", learning_rate, allow_negative=False)
     b1 = check_decay("b1", b1)
     b2 = check_decay("b2", b2)
     check_number("eps", eps, low=0.0, low_open=True)

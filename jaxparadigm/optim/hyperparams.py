@@ -7,9 +7,11 @@ Each check runs in Python before anything is traced and raises one ``ValueError`
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -17,6 +19,8 @@ _STORAGE_DTYPES = {
     "float32": jnp.float32,
     "bfloat16": jnp.bfloat16,
     "float16": jnp.float16,
+    "complex64": jnp.complex64,
+    "complex128": jnp.complex128,
 }
 
 
@@ -58,11 +62,37 @@ def check_int(name: str, value: Any, *, low: int | None = None) -> int:
     return int(value)
 
 
-def check_learning_rate(name: str, value: Any) -> float | Callable[[Any], Any]:
-    """A learning rate is a schedule (callable ``count -> value``) or a finite number ``>= 0``."""
+def warn_value(name: str, value: Any, consequence: str) -> None:
+    """``warnings.warn`` (``UserWarning``) that ``name=value`` is accepted, as optax accepts it,
+    but is probably not meant: ``consequence`` says what it does (C4.1-C4.3)."""
+    warnings.warn(f"{name}={value!r}: accepted (as optax), but {consequence}", stacklevel=3)
+
+
+def check_signed(name: str, value: Any, consequence: str = "it gives negative rates") -> float:
+    """A finite real number of either sign, as optax takes it; a negative one warns (C4.3).
+
+    ``float(value)`` for the check only; the caller keeps ``value`` as given (optax does not
+    convert, and ``x**2`` differs from ``x**2.0`` in XLA).
+    """
+    number = check_number(name, value)
+    if number < 0:
+        warn_value(name, value, consequence)
+    return number
+
+
+def check_learning_rate(
+    name: str, value: Any, *, allow_negative: bool = True
+) -> float | Callable[[Any], Any]:
+    """A learning rate is a schedule (callable ``count -> value``) or a finite number (C4.1).
+
+    As optax, a negative rate is accepted (gradient *ascent*) with a ``UserWarning``;
+    ``allow_negative=False`` (the PyTorch-style optimisers: torch refuses it) raises instead.
+    """
     if callable(value):
         return value
-    return check_number(name, value, low=0.0)
+    if not allow_negative:
+        return check_number(name, value, low=0.0)
+    return check_signed(name, value, "a negative learning rate ascends the loss")
 
 
 def check_decay(name: str, value: Any) -> float:
@@ -71,7 +101,8 @@ def check_decay(name: str, value: Any) -> float:
 
 
 def storage_dtype(name: str, dtype: Any) -> Any:
-    """Resolve an optimiser-state storage dtype: ``None`` or float32 / bfloat16 / float16.
+    """Resolve an optimiser-state storage dtype: ``None`` or float32 / bfloat16 / float16 /
+    complex64 / complex128 (the complex ones canonicalised as jax does: complex64 without x64).
 
     Accepts the dtype's name (``"bfloat16"``) or the dtype itself (``jnp.bfloat16``).
     """
@@ -87,4 +118,4 @@ def storage_dtype(name: str, dtype: Any) -> Any:
         raise ValueError(
             f"{name}={dtype!r}: expected None or one of {', '.join(sorted(_STORAGE_DTYPES))}"
         )
-    return jnp.dtype(_STORAGE_DTYPES[key])
+    return jax.dtypes.canonicalize_dtype(_STORAGE_DTYPES[key])

@@ -37,10 +37,15 @@ from jaxparadigm.optim.adam import (
     update_adam_state,
 )
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparams import check_decay, check_number, storage_dtype
+from jaxparadigm.optim.hyperparams import (
+    check_decay,
+    check_learning_rate,
+    check_number,
+    storage_dtype,
+)
 from jaxparadigm.optim.learning_rate import scale_updates
 from jaxparadigm.optim.param_dtypes import require_inexact
-from jaxparadigm.optim.sgd import TraceState, momentum_update, sgd
+from jaxparadigm.optim.sgd import TraceState, init_trace, momentum_update, sgd
 from jaxparadigm.optim.weight_decay import decay_weights
 
 
@@ -57,7 +62,8 @@ class InjectHyperparamsState(NamedTuple):
 _COMPLEMENTS = {"b1": "one_minus_b1", "b2": "one_minus_b2"}
 _READ_ONLY = ("scheduled_learning_rate", *_COMPLEMENTS.values())
 _CHECKS: dict[str, Callable[[str, Any], float]] = {
-    "learning_rate": lambda name, v: check_number(name, v, low=0.0),
+    # Any finite rate (optax's sign convention); the factory / set_hyperparams warn on a negative.
+    "learning_rate": lambda name, v: check_number(name, v),
     "lr_scale": lambda name, v: check_number(name, v, low=0.0),
     "b1": check_decay,
     "b2": check_decay,
@@ -151,10 +157,11 @@ def _live_sgd(arguments: dict[str, Any]) -> optax.GradientTransformation:
     if with_decay:
         numeric["weight_decay"] = arguments["weight_decay"]
     nesterov = arguments["nesterov"]
+    accumulator_dtype = storage_dtype("accumulator_dtype", arguments["accumulator_dtype"])
 
     def init_inner(params):
         if with_momentum:
-            return TraceState(trace=jax.tree.map(jnp.zeros_like, params))
+            return init_trace(params, accumulator_dtype)
         return optax.EmptyState()
 
     def direction(updates, inner, params, hp):
@@ -162,7 +169,9 @@ def _live_sgd(arguments: dict[str, Any]) -> optax.GradientTransformation:
         if with_decay:
             updates = decay_weights(updates, params, hp["weight_decay"])
         if with_momentum:
-            updates, kept = momentum_update(updates, inner.trace, hp["momentum"], nesterov)
+            updates, kept = momentum_update(
+                updates, inner.trace, hp["momentum"], nesterov, accumulator_dtype
+            )
             inner = TraceState(trace=kept)
         return updates, inner
 
@@ -220,6 +229,8 @@ def set_hyperparams(state: Any, **values: float) -> Any:
         if name not in current:
             live = ", ".join(sorted(k for k in current if k not in _READ_ONLY))
             raise ValueError(f"{name}: not a live hyper-parameter here; live ones: {live}")
+    if "learning_rate" in values:
+        check_learning_rate("learning_rate", values["learning_rate"])  # warns when negative
     new = {**current, **_as_live(values)}
     return jax.tree.map(
         lambda n: n._replace(hyperparams=new) if _is_injected(n) else n, state, is_leaf=_is_injected

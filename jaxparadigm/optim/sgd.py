@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import jax
 import optax
 
-from jaxparadigm.optim.hyperparams import check_number
+from jaxparadigm.optim.hyperparams import check_number, storage_dtype, warn_value
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
 from jaxparadigm.optim.param_dtypes import coefficient, require_inexact
 from jaxparadigm.optim.weight_decay import add_decayed_weights
@@ -24,11 +24,15 @@ class TraceState(NamedTuple):
     trace: Any
 
 
-def momentum_update(updates: Any, trace_tree: Any, decay: Any, nesterov: bool) -> tuple[Any, Any]:
+def momentum_update(
+    updates: Any, trace_tree: Any, decay: Any, nesterov: bool, accumulator_dtype: Any = None
+) -> tuple[Any, Any]:
     """``b <- g + decay * b``; returns (``b`` or ``g + decay * b`` if ``nesterov``, new buffers).
 
-    ``decay`` is a Python number (static) or a float32 array (live). Leaves whose gradient is
-    None keep their buffer and get a None update. Integer updates raise ``TypeError``.
+    ``decay`` is a Python number (static) or a float32 array (live). The new buffers are stored
+    in ``accumulator_dtype`` (None: as computed; a real dtype keeps the real part, as optax's
+    cast). Leaves whose gradient is None keep their buffer and get a None update. Integer
+    updates raise ``TypeError``.
     """
     require_inexact("updates", updates)
     is_none = lambda x: x is None
@@ -43,28 +47,62 @@ def momentum_update(updates: Any, trace_tree: Any, decay: Any, nesterov: bool) -
     else:
         out = new_trace
     kept = jax.tree.map(
-        lambda t, old: old if t is None else t, new_trace, trace_tree, is_leaf=is_none
+        lambda t, old: old if t is None else _store(t, accumulator_dtype),
+        new_trace,
+        trace_tree,
+        is_leaf=is_none,
     )
     return out, kept
 
 
-def trace(decay: float, nesterov: bool = False) -> optax.GradientTransformation:
+def _store(t: jax.Array, dtype: Any) -> jax.Array:
+    if dtype is None:
+        return t
+    if jax.numpy.iscomplexobj(t) and not jax.numpy.issubdtype(dtype, jax.numpy.complexfloating):
+        t = t.real
+    return t.astype(dtype)
+
+
+def init_trace(params: Any, accumulator_dtype: Any = None) -> TraceState:
+    """Zero momentum buffers shaped like ``params``, in ``accumulator_dtype`` (None: the params'
+    dtype); refuses integer params; warns (as adam's ``mu_dtype``) when a real dtype would drop
+    the imaginary part of complex params' momentum (C4.1)."""
+    require_inexact("params", params)
+    real = accumulator_dtype is not None and not jax.numpy.issubdtype(
+        accumulator_dtype, jax.numpy.complexfloating
+    )
+    if real and any(jax.numpy.iscomplexobj(p) for p in jax.tree.leaves(params)):
+        warn_value(
+            "accumulator_dtype",
+            jax.numpy.dtype(accumulator_dtype).name,
+            "complex params keep only the real part of their momentum (as optax's cast)",
+        )
+    return TraceState(
+        trace=jax.tree.map(lambda p: jax.numpy.zeros_like(p, dtype=accumulator_dtype), params)
+    )
+
+
+def trace(
+    decay: float, nesterov: bool = False, accumulator_dtype: Any = None
+) -> optax.GradientTransformation:
     """Momentum (C4.1): ``b <- g + decay * b``; output ``b`` (or ``g + decay * b`` if ``nesterov``).
 
     Same recursion as ``torch.optim.SGD`` with ``dampening=0`` and as ``optax.trace`` (complex
-    params included). Integer params or updates raise ``TypeError``.
+    params included), buffers stored in ``accumulator_dtype`` (None: the params' dtype; as
+    optax, any of float32/bfloat16/float16/complex64 for real or complex params, a real one for
+    complex params keeping the real part). Integer params or updates raise ``TypeError``.
     """
     check_number("momentum", decay, low=0.0)
     if not isinstance(nesterov, bool):
         raise TypeError(f"nesterov={nesterov!r}: expected a bool")
+    accumulator_dtype = storage_dtype("accumulator_dtype", accumulator_dtype)
 
     def init_fn(params):
-        require_inexact("params", params)
-        return TraceState(trace=jax.tree.map(jax.numpy.zeros_like, params))
+        return init_trace(params, accumulator_dtype)
 
     def update_fn(updates, state, params=None):
         del params
-        out, kept = momentum_update(updates, state.trace, decay, nesterov)
+        out, kept = momentum_update(updates, state.trace, decay, nesterov, accumulator_dtype)
         return out, TraceState(trace=kept)
 
     return optax.GradientTransformation(init_fn, update_fn)
@@ -75,12 +113,14 @@ def sgd(
     momentum: float = 0.0,
     nesterov: bool = False,
     weight_decay: float = 0.0,
+    accumulator_dtype: Any = None,
 ) -> optax.GradientTransformation:
     """SGD (C4.1): ``g' = g + wd * p``; ``b <- momentum * b + g'``; ``p <- p - lr * b``.
 
     With ``nesterov`` the step uses ``g' + momentum * b``. ``momentum=0`` is plain
     ``p <- p - lr * (g + wd * p)``. Matches ``torch.optim.SGD`` (dampening 0) and, for
-    ``weight_decay=0``, ``optax.sgd``.
+    ``weight_decay=0``, ``optax.sgd`` (``accumulator_dtype``: the momentum buffer's storage
+    dtype, as optax's; unused without momentum).
     """
     check_number("momentum", momentum, low=0.0)
     if nesterov and momentum == 0.0:
@@ -89,6 +129,8 @@ def sgd(
     if check_number("weight_decay", weight_decay, low=0.0) > 0.0:
         parts.append(add_decayed_weights(weight_decay))
     if momentum > 0.0:
-        parts.append(trace(momentum, nesterov))
+        parts.append(trace(momentum, nesterov, accumulator_dtype))
+    else:
+        storage_dtype("accumulator_dtype", accumulator_dtype)
     parts.append(scale_by_learning_rate(learning_rate))
     return optax.chain(*parts)

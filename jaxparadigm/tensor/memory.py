@@ -24,7 +24,8 @@ the ids (same storages, new values). The ids are in the treedef: a jitted functi
 
 Writes whose elements share one storage element: an overlapping written-to *view* (``expand``ed,
 or strides that collide) is refused, as PyTorch refuses it ("unsupported operation: more than one
-element of the written-to tensor refers to a single memory location"). A ``setitem_`` whose
+element of the written-to tensor refers to a single memory location"); ``fill_`` is the
+exception, as in PyTorch (one value per shared element is well defined). A ``setitem_`` whose
 *advanced* index repeats a position (``t[rows, cols] = v`` with ``(2, 2)`` twice) is allowed, and
 the last write in row-major index order wins -- what PyTorch does with
 ``torch.use_deterministic_algorithms(True)``; PyTorch's own documentation calls the result
@@ -247,10 +248,15 @@ class Memory:
         return self._write(h, h.view.storage_indices(), values, add=True, what="add_")
 
     def fill_(self, h: Handle, value: Any) -> Memory:
-        """Every element of ``h`` set to the scalar ``value``, seen by every alias (C2.5)."""
+        """Every element of ``h`` set to the scalar ``value``, seen by every alias (C2.5).
+
+        As PyTorch's ``fill_``, an overlapping view (``expand``ed) is filled too: every write to a
+        shared storage element writes the same value, so the result is defined.
+        """
         if jnp.ndim(value) != 0:
             raise ValueError(f"fill_ value must be a scalar, got shape {jnp.shape(value)}")
-        return self._write(h, h.view.storage_indices(), value, add=False, what="fill_")
+        positions = h.view.storage_indices()
+        return self._write(h, positions, value, add=False, what="fill_", repeats=True)
 
     def setitem_(self, h: Handle, index: Any, values: Any) -> Memory:
         """``h[index] = values`` (NumPy/PyTorch indexing; ``index`` static) through the storage (C2.5).

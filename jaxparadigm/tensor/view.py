@@ -159,7 +159,18 @@ class View:
         )
 
     def transpose(self, d0: Any, d1: Any) -> View:
-        """Swap two dims (their sizes and strides) (C2.1)."""
+        """Swap two dims (their sizes and strides) (C2.1).
+
+        As PyTorch, a 0-d view takes ``d0``/``d1`` in ``{0, -1}`` (a scalar's dims wrap as if it
+        had one) and returns itself.
+        """
+        if self.ndim == 0:
+            for name, d in (("d0", d0), ("d1", d1)):
+                if as_int(d, name) not in (0, -1):
+                    raise ValueError(
+                        f"{name} = {d} is out of range for a 0-d view; expected 0 or -1"
+                    )
+            return self
         a, b = self._dim(d0, "d0"), self._dim(d1, "d1")
         order = list(range(self.ndim))
         order[a], order[b] = order[b], order[a]
@@ -169,7 +180,8 @@ class View:
         """Broadcast size-1 dims (and new leading dims) to ``shape`` with stride 0 (C2.1, C2.4).
 
         ``-1`` keeps an existing dim. PyTorch's ``inferExpandGeometry``: a non-singleton dim must
-        keep its size.
+        keep its size; a new leading dim of size 1 takes the stride ``size * stride`` of the dim
+        after it, and ``0`` when there is none (expanding a 0-d view, as PyTorch).
         """
         target = as_int_tuple(dims_arg(shape, "shape"), "shape")
         if len(target) < self.ndim:
@@ -184,7 +196,7 @@ class View:
                 size, stride = self.shape[dim], self.strides[dim]
             else:
                 size = 1
-                stride = sizes[i + 1] * strides[i + 1] if i + 1 < len(target) else 1
+                stride = sizes[i + 1] * strides[i + 1] if i + 1 < len(target) else 0
             want = target[i]
             if want == -1:
                 if dim < 0:

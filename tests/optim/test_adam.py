@@ -165,7 +165,6 @@ class MomentDtypeTest(chex.TestCase, parameterized.TestCase):
 
 class AdamValidationTest(parameterized.TestCase):
     @parameterized.parameters(
-        (dict(learning_rate=-1e-3), ValueError, "learning_rate=-0.001"),
         (dict(learning_rate=1e-3, b1=1.0), ValueError, "b1=1.0"),
         (dict(learning_rate=1e-3, b2=-0.1), ValueError, "b2=-0.1"),
         (dict(learning_rate=1e-3, eps=0.0), ValueError, "eps=0.0"),

@@ -5,6 +5,8 @@ Oracles: optax's own transformations (``optax.trace``, ``optax.chain`` of scale_
 scale_by_learning_rate) for defaults and state structure; the documented bounds of each argument.
 """
 
+import warnings
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -126,17 +128,23 @@ def test_live_schedule_records_the_step_zero_learning_rate_at_init():
 
 
 @pytest.mark.parametrize(
-    "kw, name",
+    "kw, warns",
     [
-        ({"peak_value": -1.0}, "peak_value"),
-        ({"warmup_steps": -1}, "warmup_steps"),
-        ({"end_value": 1.5}, "end_value"),  # above peak_value = 1.0
+        ({"peak_value": -1.0}, "peak_value=-1.0"),
+        ({"warmup_steps": -1}, None),
+        ({"end_value": 1.5}, None),  # above peak_value = 1.0: the decay rises, as in optax
     ],
 )
-def test_warmup_cosine_decay_refuses_out_of_range_arguments(kw, name):
-    args = dict(init_value=0.0, peak_value=1.0, warmup_steps=2, decay_steps=10, end_value=0.0)
-    with pytest.raises(ValueError, match=f"{name}="):
-        schedules.warmup_cosine_decay(**{**args, **kw})
+def test_warmup_cosine_decay_accepts_what_optax_accepts(kw, warns):
+    """Issue 23: these arguments were refused; optax takes them, so do we (negative: a warning)."""
+    args = {**dict(init_value=0.0, peak_value=1.0, warmup_steps=2, decay_steps=10), **kw}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = schedules.warmup_cosine_decay(**args)
+    assert [str(w.message).split(":")[0] for w in caught] == ([warns] if warns else [])
+    counts = jnp.arange(-2, 14, dtype=jnp.int32)
+    want = optax.warmup_cosine_decay_schedule(**args)(counts[2:])
+    np.testing.assert_array_equal(ours(counts[2:]), want)
 
 
 def test_safe_increment_keeps_the_counts_dtype():
@@ -171,9 +179,11 @@ def test_scale_refuses_integer_updates_naming_them():
         tx.update({"w": jnp.ones(2, jnp.int32)}, tx.init(None))
 
 
-def test_cosine_decay_refuses_negative_init_value_naming_it():
-    with pytest.raises(ValueError, match=r"^init_value=-1\.0"):
-        schedules.cosine_decay(-1.0, 10)
+def test_cosine_decay_accepts_negative_init_value_with_a_warning_naming_it():
+    with pytest.warns(UserWarning, match=r"^init_value=-1\.0: accepted \(as optax\)"):
+        sched = schedules.cosine_decay(-1.0, 10)
+    counts = jnp.arange(12, dtype=jnp.int32)
+    np.testing.assert_array_equal(sched(counts), optax.cosine_decay_schedule(-1.0, 10)(counts))
 
 
 def test_live_weight_decay_does_not_promote_bfloat16_updates():

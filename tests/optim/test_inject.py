@@ -192,7 +192,7 @@ class ErrorsTest(parameterized.TestCase):
 
     @parameterized.parameters(
         (dict(b1=1.0), ValueError, "b1=1.0"),
-        (dict(learning_rate=-1.0), ValueError, "learning_rate=-1.0"),
+        (dict(learning_rate=float("inf")), ValueError, "learning_rate=inf"),
         (dict(momentum=0.5), ValueError, "momentum: not a live hyper-parameter here"),
         (dict(one_minus_b1=0.5), ValueError, "one_minus_b1: derived"),
         (dict(lr_scale="half"), TypeError, "lr_scale='half'"),

@@ -4,10 +4,13 @@ Upstream: google-deepmind/optax, ``optax/_src/alias_test.py`` (optax 0.2.8), cla
 The optimisers under test are the upstream ``_OPTIMIZERS_UNDER_TEST`` entries we ship: ``sgd``
 (lr 1e-3, momentum 0.9), ``adam`` (lr 0.1) and ``adamw`` (lr 0.1). Complex parameters follow
 optax (``|g|^2`` in Adam's ``nu``; the caller conjugates the gradient), and are checked bitwise
-against optax. Deliberate differences, pinned below: a complex ``mu_dtype`` is refused (complex
-params keep a complex ``mu`` with ``mu_dtype=None``), a real ``mu_dtype`` for complex params is
-refused (optax silently drops the imaginary part), integer params/gradients are refused.
+against optax. ``mu_dtype`` is taken in every combination upstream's ``test_explicit_dtype``
+covers (issue 23): a complex ``mu_dtype`` for real params, a real one for complex params (optax
+drops the imaginary part; we do the same and warn at init). Deliberate difference left, pinned
+below: integer params/gradients are refused.
 """
+
+import warnings
 
 import chex
 import jax
@@ -121,30 +124,60 @@ class AliasTest(chex.TestCase, parameterized.TestCase):
         chex.assert_tree_all_finite(params)
 
     @parameterized.product(
-        params_dtype=("bfloat16", "float32", "complex64"),
-        state_dtype=("bfloat16", "float32", None),
-        opt_name=("adam", "adamw"),
+        params_dtype=("bfloat16", "float32", "complex64", None),
+        state_dtype=("bfloat16", "float32", "complex64", None),
+        opt_name=("sgd_mom", "adam", "adamw"),
     )
     def test_explicit_dtype(self, params_dtype, state_dtype, opt_name):
-        # alias_test.py AliasTest.test_explicit_dtype (mu_dtype); the complex rows differ, below.
-        tx = getattr(ours, opt_name)(0.1, mu_dtype=state_dtype)
+        # alias_test.py AliasTest.test_explicit_dtype (whole product).
+        if opt_name == "sgd_mom":
+            tx = ours.sgd(0.1, momentum=0.9, accumulator_dtype=state_dtype)
+            attribute = lambda state: state[0].trace
+        else:
+            tx = getattr(ours, opt_name)(0.1, mu_dtype=state_dtype)
+            attribute = lambda state: state[0].mu
+        params_dtype = jax.dtypes.canonicalize_dtype(params_dtype)
         params = jnp.array([0.0, 0.0], dtype=params_dtype)
-        if params_dtype == "complex64" and state_dtype is not None:
-            # optax stores a real mu and drops the imaginary part of every later moment.
-            with self.assertRaisesRegex(TypeError, "mu_dtype=.*complex params"):
-                tx.init(params)
-            return
-        state = tx.init(params)
-        expected = jnp.dtype(params_dtype if state_dtype is None else state_dtype)
-        self.assertEqual(state[0].mu.dtype, expected)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            state = tx.init(params)
+        drops_imaginary = params_dtype == jnp.complex64 and state_dtype in ("bfloat16", "float32")
+        name = "accumulator_dtype" if opt_name == "sgd_mom" else "mu_dtype"
+        self.assertEqual(
+            [str(w.message).split(":")[0] for w in caught],
+            [f"{name}='{state_dtype}'"] if drops_imaginary else [],
+        )
+        expected = (
+            params_dtype if state_dtype is None else jax.dtypes.canonicalize_dtype(state_dtype)
+        )
+        self.assertEqual(expected, attribute(state).dtype)
 
-    @parameterized.parameters("adam", "adamw")
-    def test_complex_mu_dtype_is_refused(self, opt_name):
-        # The upstream product includes state_dtype='complex64'; we take None for complex params.
-        optax_state = optax.adam(0.1, mu_dtype="complex64").init(jnp.zeros(2))
-        self.assertEqual(optax_state[0].mu.dtype, jnp.complex64)
-        with self.assertRaisesRegex(ValueError, "mu_dtype='complex64'"):
-            getattr(ours, opt_name)(0.1, mu_dtype="complex64")
+    @parameterized.product(
+        params_dtype=("float32", "complex64"),
+        state_dtype=("float32", "complex64"),
+        opt_name=("adam", "adamw"),
+    )
+    def test_explicit_dtype_steps_equal_optax(self, params_dtype, state_dtype, opt_name):
+        # Beyond upstream's init check: three steps equal optax's, moments and updates (our
+        # updates for real params stay real where optax's turn complex with a complex mu).
+        params = jnp.array([1.0, -2.0], params_dtype) * (
+            1 - 1j if params_dtype == "complex64" else 1
+        )
+        grads = jnp.array([0.3, 0.5], params_dtype) * (
+            1 + 0.5j if params_dtype == "complex64" else 1
+        )
+        tx = getattr(ours, opt_name)(0.1, mu_dtype=state_dtype)
+        ref = getattr(optax, opt_name)(0.1, mu_dtype=state_dtype)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            state, ref_state = tx.init(params), ref.init(params)
+            for _ in range(3):
+                updates, state = tx.update(grads, state, params)
+                ref_updates, ref_state = ref.update(grads, ref_state, params)
+        self.assertEqual(updates.dtype, params.dtype)
+        np.testing.assert_allclose(updates, ref_updates.astype(params.dtype), rtol=1e-6)
+        chex.assert_trees_all_close(state[0].mu, ref_state[0].mu, rtol=1e-6)
+        chex.assert_trees_all_close(state[0].nu, ref_state[0].nu, rtol=1e-6)
 
     @parameterized.product(opt=OPTIMIZERS, dtype=("bfloat16", "float32"))
     def test_preserve_dtype(self, opt, dtype):

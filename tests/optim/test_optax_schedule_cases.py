@@ -3,10 +3,12 @@
 Upstream: google-deepmind/optax, ``optax/schedules/_schedule_test.py`` and
 ``optax/schedules/_join_test.py`` (optax 0.2.8). Each test names the upstream class and test it
 ports. Cases for schedules we do not ship (piecewise constant/interpolate, exponential decay,
-SGDR, one-cycle) are not ported. Where we deliberately differ (negative values, negative
-``transition_steps``, ``exponent <= 0``, NaN counts) the upstream case is kept next to a test
-that pins our behaviour.
+SGDR, one-cycle) are not ported. Negative values, negative ``transition_steps``, ``exponent <=
+0`` are taken as optax takes them (issue 23; negative/infinite rates warn); the one deliberate
+difference left is NaN counts (pinned in ``NanCountTest``).
 """
+
+import warnings
 
 import chex
 import jax
@@ -36,19 +38,21 @@ class PolynomialTest(absltest.TestCase):
         np.testing.assert_allclose(expected, generated, atol=1e-3)
 
     def test_zero_steps_schedule(self):
-        # _schedule_test.py PolynomialTest.test_zero_steps_schedule, num_steps=0: constant init.
-        schedule_fn = jax.jit(S.polynomial(10.0, 20.0, 1, 0))
-        for count in range(15):
-            np.testing.assert_allclose(schedule_fn(count), 10.0)
-        self.assertEqual(S.linear(10.0, 20.0, 0)(7), optax.linear_schedule(10.0, 20.0, 0)(7))
+        # _schedule_test.py PolynomialTest.test_zero_steps_schedule (num_steps in [-1, 0]).
+        for num_steps in [-1, 0]:
+            schedule_fn = jax.jit(S.polynomial(10.0, 20.0, 1, num_steps))
+            for count in range(15):
+                np.testing.assert_allclose(schedule_fn(count), 10.0)
+            self.assertEqual(
+                S.linear(10.0, 20.0, num_steps)(7), optax.linear_schedule(10.0, 20.0, num_steps)(7)
+            )
 
-    def test_negative_steps_refused_where_optax_holds_init(self):
-        # The same upstream test's num_steps=-1 gives a constant in optax; we refuse it.
-        self.assertEqual(float(optax.polynomial_schedule(10.0, 20.0, 1, -1)(5)), 10.0)
-        with self.assertRaisesRegex(ValueError, "transition_steps=-1"):
-            S.polynomial(10.0, 20.0, 1, -1)
-        with self.assertRaisesRegex(ValueError, "transition_begin=-2"):
-            S.polynomial(10.0, 20.0, 1, 10, transition_begin=-2)
+    def test_negative_transition_begin_reads_as_zero(self):
+        # optax's polynomial_schedule: "a negative transition_begin ... falling back to 0".
+        counts = jnp.arange(14, dtype=jnp.int32)
+        ours = S.polynomial(10.0, 20.0, 1, 10, transition_begin=-2)(counts)
+        theirs = optax.polynomial_schedule(10.0, 20.0, 1, 10, transition_begin=-2)(counts)
+        np.testing.assert_array_equal(ours, theirs)
 
     def test_nonlinear(self):
         # _schedule_test.py PolynomialTest.test_nonlinear
@@ -110,12 +114,18 @@ class CosineDecayTest(absltest.TestCase):
         schedule_fn = jax.jit(S.cosine_decay(1000.0, int(1e10), 0.0, exponent=1))
         np.testing.assert_allclose(schedule_fn(int(1e9)), 975.52826)
 
-    def test_nonpositive_exponent_refused(self):
-        # optax accepts exponent=0 (a constant) and < 0 (an infinite rate at the end).
-        self.assertTrue(np.isinf(float(optax.cosine_decay_schedule(1.0, 10, 0.0, -1.0)(10))))
-        for exponent in (0.0, -1.0):
-            with self.assertRaisesRegex(ValueError, f"exponent={exponent}"):
-                S.cosine_decay(1.0, 10, 0.0, exponent)
+    def test_nonpositive_exponent_as_optax(self):
+        # optax accepts exponent=0 (a constant) and < 0 (an infinite rate at the end); so do we,
+        # with a warning for the infinite one.
+        counts = jnp.arange(12, dtype=jnp.int32)
+        for exponent, warns in ((0.0, False), (-1.0, True)):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                ours = S.cosine_decay(1.0, 10, 0.0, exponent)(counts)
+            self.assertEqual(len(caught), int(warns))
+            theirs = optax.cosine_decay_schedule(1.0, 10, 0.0, exponent)(counts)
+            np.testing.assert_array_equal(ours, theirs)
+        self.assertTrue(np.isinf(float(ours[10])))
 
 
 class WarmupCosineDecayTest(parameterized.TestCase):
@@ -131,10 +141,17 @@ class WarmupCosineDecayTest(parameterized.TestCase):
         np.testing.assert_allclose(end_value, schedule_fn(1000), rtol=1e-3)
 
     def test_with_exponent(self):
-        # _schedule_test.py WarmupCosineDecayTest.test_with_exponent uses end_value=-3.0, which we
-        # refuse; the same schedule with end_value=0.3 is checked against the closed form.
-        with self.assertRaisesRegex(ValueError, "end_value=-3.0"):
-            S.warmup_cosine_decay(0.2, 1.21, 50, 100, end_value=-3.0, exponent=2)
+        # _schedule_test.py WarmupCosineDecayTest.test_with_exponent (upstream's values; a
+        # negative end_value warns).
+        with self.assertWarnsRegex(UserWarning, "end_value=-3.0"):
+            schedule_fn = jax.jit(S.warmup_cosine_decay(0.2, 1.21, 50, 100, -3.0, exponent=2))
+        output = schedule_fn(np.array([0, 10, 50, 75, 100]))
+        expected = [0.20000004768371582, 0.4020000100135803, 1.2100000381469727]
+        expected += [-1.947500228881836, -3.000000238418579]
+        np.testing.assert_allclose(output, np.array(expected), rtol=1e-6, atol=1e-8)
+
+    def test_with_exponent_positive_end(self):
+        # The same schedule with end_value=0.3, against the closed form.
         schedule_fn = jax.jit(S.warmup_cosine_decay(0.2, 1.21, 50, 100, 0.3, exponent=2))
         t = np.array([0, 10, 50, 75, 100])
         warm = 0.2 + (1.21 - 0.2) * t / 50
@@ -152,11 +169,14 @@ class WarmupCosineDecayTest(parameterized.TestCase):
         np.testing.assert_array_equal(ours, jax.jit(want)(counts))
 
     def test_zero_peak_value(self):
-        # _schedule_test.py WarmupCosineDecayTest.test_zero_peak_value, with end_value=0 (upstream
-        # uses -3.0, refused here): the warmup falls 0.2 -> 0 and the decay stays at 0.
-        schedule_fn = jax.jit(S.warmup_cosine_decay(0.2, 0.0, 50, 100, 0.0, exponent=2))
-        output = schedule_fn(np.array([0, 10, 50, 75, 100]))
-        np.testing.assert_allclose(output, [0.2, 0.16, 0.0, 0.0, 0.0], rtol=1e-6, atol=1e-8)
+        # _schedule_test.py WarmupCosineDecayTest.test_zero_peak_value (end_value=-3.0, upstream's
+        # values): alpha is 0 when peak is 0, so the decay stays at 0.
+        for end_value in (-3.0, 0.0):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                schedule_fn = jax.jit(S.warmup_cosine_decay(0.2, 0, 50, 100, end_value, exponent=2))
+            output = schedule_fn(np.array([0, 10, 50, 75, 100]))
+            np.testing.assert_allclose(output, [0.2, 0.16, 0.0, 0.0, 0.0], rtol=1e-6, atol=1e-8)
 
     def test_monotonicity_and_exponent_ordering(self):
         # _schedule_test.py WarmupCosineDecayTest.test_monotonicity_and_exponent_ordering

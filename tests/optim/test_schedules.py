@@ -141,16 +141,12 @@ class LinearLrTest(chex.TestCase, parameterized.TestCase):
 
 class ValidationTest(parameterized.TestCase):
     @parameterized.parameters(
-        (lambda: S.constant(-1.0), ValueError, "value=-1.0"),
-        (lambda: S.linear(1.0, 0.0, -1), ValueError, "transition_steps=-1"),
-        (lambda: S.linear(1.0, 0.0, 10, -1), ValueError, "transition_begin=-1"),
-        (lambda: S.polynomial(1.0, 0.0, 0.0, 10), ValueError, "power=0.0"),
+        (lambda: S.constant(float("nan")), ValueError, "value=nan"),
         (lambda: S.polynomial(1.0, 0.0, 1.0, 10.5), TypeError, "transition_steps=10.5"),
         (lambda: S.cosine_decay(1.0, 0), ValueError, "decay_steps=0"),
-        (lambda: S.cosine_decay(1.0, 10, alpha=2.0), ValueError, "alpha=2.0"),
         (lambda: S.warmup_cosine_decay(0.0, 1.0, 10, 10), ValueError, "decay_steps=10"),
         (lambda: S.join([S.constant(1.0)], [5]), ValueError, "boundaries"),
-        (lambda: S.join([S.constant(1.0)] * 3, [5, 2]), ValueError, "non-decreasing"),
+        (lambda: S.join([S.constant(1.0)] * 3, [5, 2.5]), TypeError, "boundaries.1.=2.5"),
         (lambda: S.overflow_demo(window=0), ValueError, "window=0"),
         (lambda: S.overflow_demo(center=2**32), ValueError, "center="),
     )

@@ -75,7 +75,6 @@ class SgdTest(chex.TestCase, parameterized.TestCase):
         np.testing.assert_allclose(new["a"], np.full(2, 0.5))
 
     @parameterized.parameters(
-        (dict(learning_rate=-0.1), ValueError, "learning_rate=-0.1"),
         (dict(learning_rate=0.1, momentum=-0.5), ValueError, "momentum=-0.5"),
         (dict(learning_rate=0.1, nesterov=True), ValueError, "nesterov"),
         (dict(learning_rate=0.1, weight_decay=-1.0), ValueError, "weight_decay=-1.0"),

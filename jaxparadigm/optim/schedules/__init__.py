@@ -1,4 +1,5 @@
-"""Learning-rate schedules ``count -> value`` that never overflow into negative rates (C4.3)."""
+"""Learning-rate schedules ``count -> value`` that clamp their count, so a wrapped counter never
+gives a rate outside the range of their arguments (never negative for non-negative ones) (C4.3)."""
 
 from jaxparadigm.optim.schedules.decay import (
     Schedule,

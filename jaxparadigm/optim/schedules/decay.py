@@ -10,14 +10,21 @@ is refused with ``ValueError``; inside a JAX array (traced or not) a NaN count r
 the schedule returns its first value instead of NaN. ``+inf`` reads as the end of the schedule and
 ``-inf`` as its start (the usual clamp). optax returns NaN for a NaN count.
 
-Deliberate differences from optax (each pinned by a test in ``tests/optim``): negative values,
-negative ``transition_steps``/``transition_begin`` and ``exponent <= 0`` are refused with
-``ValueError`` (optax accepts them: a negative rate or an infinite one); ``transition_steps=0``
-is accepted as in optax (a constant ``init_value``).
+Arguments are taken as optax takes them (issue 23: a refusal optax does not make is a porting
+trap): negative values, ``end_value > peak_value``, ``alpha`` outside ``[0, 1]``, ``power``/
+``exponent <= 0``, ``transition_steps <= 0`` (a constant ``init_value``), ``transition_begin < 0``
+(read as 0) and negative or unordered ``join`` boundaries are accepted; the ones that give a
+negative or infinite rate also emit a ``UserWarning``. Still refused, as optax refuses them or
+fails on them: non-integer step counts, ``decay_steps <= 0`` in the cosine schedules, a ``join``
+with ``len(boundaries) != len(schedules) - 1`` (optax silently drops the extra entries).
+The clamp of the count is unchanged, so a wrapped (negative) int32 counter reads as count -1:
+each piece's count 0, and a ``join``'s first piece (a boundary ``<= 0`` puts a later piece at
+count 0); never a negative rate when all values are ``>= 0``.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxparadigm.optim.hyperparams import check_int, check_number
+from jaxparadigm.optim.hyperparams import check_int, check_number, check_signed, warn_value
 
 Schedule = Callable[[Any], Any]
 
@@ -33,6 +40,26 @@ Schedule = Callable[[Any], Any]
 def is_host_int(count: Any) -> bool:
     """True for a Python/NumPy integer: a count that may exceed int32 and is clamped in Python."""
     return isinstance(count, (int, np.integer)) and not isinstance(count, bool)
+
+
+def shift_count(count: Any, by: int) -> Any:
+    """``count - by`` saturating at the integer dtype's bounds instead of wrapping (C4.3).
+
+    A wrapped int32 counter (``-2**31``) minus a positive ``transition_begin`` would wrap to
+    ``2**31 - 1`` (the *end* of the schedule), and a count near ``2**31 - 1`` minus a negative
+    ``join`` boundary to ``-2**31`` (its start). Equal to ``count - by`` whenever that does not
+    overflow (so to optax on every such count); floating and host counts are subtracted plainly.
+    """
+    if by == 0 or is_host_int(count) or not jnp.issubdtype(jnp.result_type(count), jnp.integer):
+        return count - by
+    info = jnp.iinfo(jnp.result_type(count))
+    if by > 0:
+        if by > info.max:
+            return jnp.full_like(count, info.min)
+        return jnp.where(count < info.min + by, info.min, count - by)
+    if -by > info.max:
+        return jnp.full_like(count, info.max)
+    return jnp.where(count > info.max + by, info.max, count - by)
 
 
 def sanitize_count(count: Any) -> Any:
@@ -54,11 +81,12 @@ def sanitize_count(count: Any) -> Any:
 
 
 def constant(value: float) -> Schedule:
-    """``lr(t) = value`` for every ``t`` (C4.3). ``value`` must be finite and ``>= 0``.
+    """``lr(t) = value`` for every ``t`` (C4.3); ``optax.constant_schedule``.
 
-    A host NaN count is refused like in every other schedule (``sanitize_count``).
+    ``value`` is any finite number (negative: a ``UserWarning``, as it gives negative rates). A
+    host NaN count is refused like in every other schedule (``sanitize_count``).
     """
-    check_number("value", value, low=0.0)
+    check_signed("value", value)
 
     def schedule(count):
         sanitize_count(count)
@@ -77,16 +105,16 @@ def polynomial(
     """``lr(t) = (init - end) * (1 - c / T)**power + end`` with ``c = clip(t - begin, 0, T)`` (C4.3).
 
     TF's ``PolynomialDecay`` and optax's ``polynomial_schedule``; the clip is what keeps a
-    wrapped (negative) counter from producing a negative rate. ``transition_steps=0`` gives the
-    constant ``init_value`` (as optax); a negative ``transition_steps`` or ``transition_begin`` is
-    refused (optax silently treats them as 0).
+    wrapped (negative) counter from leaving ``[min(init, end), max(init, end)]``. As optax:
+    ``transition_steps <= 0`` gives the constant ``init_value``, ``transition_begin < 0`` reads as
+    0, negative values and ``power < 0`` (an infinite value at the end) warn but are accepted.
     """
-    check_number("init_value", init_value, low=0.0)
-    check_number("end_value", end_value, low=0.0)
-    check_number("power", power, low=0.0, low_open=True)
-    check_int("transition_steps", transition_steps, low=0)
-    check_int("transition_begin", transition_begin, low=0)
-    if transition_steps == 0:
+    check_signed("init_value", init_value)
+    check_signed("end_value", end_value)
+    check_signed("power", power, "the value is infinite once the transition ends")
+    transition_steps = check_int("transition_steps", transition_steps)
+    transition_begin = max(check_int("transition_begin", transition_begin), 0)
+    if transition_steps <= 0:
         return constant(init_value)
 
     def schedule(count):
@@ -94,7 +122,7 @@ def polynomial(
         if is_host_int(count):
             count = jnp.asarray(min(max(int(count) - transition_begin, 0), transition_steps))
         else:
-            count = jnp.clip(count - transition_begin, 0, transition_steps)
+            count = jnp.clip(shift_count(count, transition_begin), 0, transition_steps)
         frac = 1 - count / transition_steps
         return (init_value - end_value) * (frac**power) + end_value
 
@@ -117,14 +145,17 @@ def cosine_decay(
     """``lr(t) = init * ((1 - alpha) * (0.5 * (1 + cos(pi * c / D)))**exponent + alpha)``.
 
     ``c = clip(t, 0, D)``. Loshchilov & Hutter, SGDR (2017); equals
-    ``optax.cosine_decay_schedule`` including its ``exponent`` (C4.3). ``exponent`` must be
-    finite and ``> 0`` (optax accepts ``<= 0``, which gives a constant or an infinite rate).
+    ``optax.cosine_decay_schedule`` including its ``exponent`` (C4.3) on counts ``>= 0`` (optax
+    does not clip below 0). As optax, any finite ``init_value``, ``alpha`` and ``exponent`` are
+    accepted; a negative end value ``init * alpha`` or ``exponent < 0`` (infinite at ``c = D``)
+    warns. ``decay_steps`` must be ``>= 1`` (optax raises too).
     """
-    check_number("init_value", init_value, low=0.0)
+    init = check_signed("init_value", init_value)
     check_int("decay_steps", decay_steps, low=1)
-    check_number("alpha", alpha, low=0.0, high=1.0)
+    if init > 0 and check_number("alpha", alpha) < 0:  # a negative init warned already
+        warn_value("alpha", alpha, f"the end value init_value * alpha = {init * alpha} is negative")
     # Checked, not converted: optax uses the value as given (``x**2`` and ``x**2.0`` differ in XLA).
-    check_number("exponent", exponent, low=0.0, low_open=True)
+    check_signed("exponent", exponent, "the value is infinite at the end of the decay")
     steps = float(decay_steps)
 
     def schedule(count):
@@ -141,11 +172,12 @@ def cosine_decay(
 def join(schedules: Sequence[Schedule], boundaries: Sequence[int]) -> Schedule:
     """Piecewise schedule: ``schedules[i](t - boundaries[i-1])`` once ``t >= boundaries[i-1]`` (C4.3).
 
-    ``len(schedules) == len(boundaries) + 1``; boundaries are non-negative and non-decreasing.
-    Equals ``optax.join_schedules``; Python int counts select the piece in Python.
+    ``len(schedules) == len(boundaries) + 1``. Equals ``optax.join_schedules`` for any integer
+    boundaries, negative or unordered included (piece ``i`` wins whenever ``t >= boundaries[i-1]``,
+    later pieces over earlier ones); Python int counts select the piece in Python.
     """
     schedules = list(schedules)
-    boundaries = [check_int(f"boundaries[{i}]", b, low=0) for i, b in enumerate(boundaries)]
+    boundaries = [check_int(f"boundaries[{i}]", b) for i, b in enumerate(boundaries)]
     if not schedules or not all(callable(s) for s in schedules):
         raise TypeError(f"schedules={schedules!r}: expected a non-empty sequence of callables")
     if len(schedules) != len(boundaries) + 1:
@@ -153,8 +185,6 @@ def join(schedules: Sequence[Schedule], boundaries: Sequence[int]) -> Schedule:
             f"boundaries={boundaries!r}: expected {len(schedules) - 1} boundaries for "
             f"{len(schedules)} schedules"
         )
-    if any(b1 > b2 for b1, b2 in zip(boundaries, boundaries[1:], strict=False)):
-        raise ValueError(f"boundaries={boundaries!r}: expected non-decreasing values")
 
     def schedule(step):
         step = sanitize_count(step)
@@ -167,7 +197,7 @@ def join(schedules: Sequence[Schedule], boundaries: Sequence[int]) -> Schedule:
             return chosen(step - offset)
         output = schedules[0](step)
         for boundary, piece in zip(boundaries, schedules[1:], strict=True):
-            output = jnp.where(step < boundary, output, piece(step - boundary))
+            output = jnp.where(step < boundary, output, piece(shift_count(step, boundary)))
         return output
 
     return schedule
@@ -184,23 +214,22 @@ def warmup_cosine_decay(
     """Linear warmup ``init -> peak`` over ``warmup_steps``, then cosine ``peak -> end`` (C4.3).
 
     ``decay_steps`` counts the warmup too (optax's ``warmup_cosine_decay_schedule``), so it must
-    exceed ``warmup_steps``. ``alpha = end / peak``; ``exponent`` as in ``cosine_decay``. Values
-    must be ``>= 0`` and ``end <= peak`` (optax also accepts a negative ``end_value``).
+    exceed ``warmup_steps`` (optax raises too). ``alpha = end / peak``; ``exponent`` as in
+    ``cosine_decay``. As optax, any finite values (negative ones warn), ``end > peak`` and
+    ``warmup_steps <= 0`` (no warmup: the decay starts at ``warmup_steps``) are accepted.
     """
-    check_number("init_value", init_value, low=0.0)
-    check_number("peak_value", peak_value, low=0.0)
-    check_number("end_value", end_value, low=0.0)
-    check_int("warmup_steps", warmup_steps, low=0)
-    check_int("decay_steps", decay_steps, low=1)
+    check_signed("init_value", init_value)
+    check_signed("peak_value", peak_value)
+    check_signed("end_value", end_value)
+    check_int("warmup_steps", warmup_steps)
+    check_int("decay_steps", decay_steps)
     if decay_steps <= warmup_steps:
         raise ValueError(
             f"decay_steps={decay_steps!r}: expected more than warmup_steps={warmup_steps!r}"
         )
     alpha = 0.0 if peak_value == 0.0 else end_value / peak_value
-    if alpha > 1.0:
-        raise ValueError(f"end_value={end_value!r}: expected <= peak_value={peak_value!r}")
-    warmup = (
-        linear(init_value, peak_value, warmup_steps) if warmup_steps > 0 else constant(init_value)
-    )
-    decay = cosine_decay(peak_value, decay_steps - warmup_steps, alpha, exponent)
+    with warnings.catch_warnings():  # the values were warned about above, once
+        warnings.simplefilter("ignore", UserWarning)
+        warmup = linear(init_value, peak_value, warmup_steps)
+        decay = cosine_decay(peak_value, decay_steps - warmup_steps, alpha, exponent)
     return join([warmup, decay], [warmup_steps])

@@ -1,0 +1,149 @@
+"""Optax as a drop-in (issue 23, item 5): what optax accepts, we accept, with equal values.
+
+Each case was refused before issue 23 (``ValueError``), so each test fails on the old code. The
+oracle is optax 0.2.8 itself (``optax.schedules._schedule``/``_join``, ``optax._src.alias``) on
+counts ``>= 0`` (below 0 our schedules clamp the count and optax's cosine does not). A value that
+gives a negative or infinite rate is accepted with a ``UserWarning`` naming it.
+"""
+
+import warnings
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import jaxparadigm.optim as ours
+from jaxparadigm.optim import schedules as S
+
+COUNTS = jnp.arange(0, 16, dtype=jnp.int32)
+
+SCHEDULE_CASES = [
+    # (name, ours, optax's, warning names or ())
+    ("constant_negative", lambda m: m.constant(-0.5), "value"),
+    ("linear_negative_end", lambda m: m.linear(1.0, -1.0, 10), "end_value"),
+    ("linear_negative_steps", lambda m: m.linear(1.0, 0.0, -3), None),
+    ("polynomial_negative_power", lambda m: m.polynomial(2.0, 1.0, -0.5, 10), "power"),
+    ("polynomial_zero_power", lambda m: m.polynomial(2.0, 1.0, 0.0, 10, 2), None),
+    ("polynomial_negative_begin", lambda m: m.polynomial(2.0, 1.0, 2.0, 10, -4), None),
+    ("cosine_alpha_above_one", lambda m: m.cosine_decay(1.0, 10, 2.0), None),
+    ("cosine_alpha_negative", lambda m: m.cosine_decay(1.0, 10, -0.5), "alpha"),
+    ("cosine_negative_init", lambda m: m.cosine_decay(-1.0, 10, 0.1, 2.0), "init_value"),
+    ("warmup_cosine_end_above_peak", lambda m: m.warmup_cosine_decay(0.0, 1.0, 3, 12, 2.0), None),
+    ("warmup_cosine_no_warmup", lambda m: m.warmup_cosine_decay(0.5, 1.0, -2, 9), None),
+    (
+        "join_negative_boundary",
+        lambda m: m.join([m.constant(1.0), m.linear(2.0, 0.0, 5)], [-3]),
+        None,
+    ),
+    (
+        "join_unordered_boundaries",
+        lambda m: m.join([m.constant(1.0), m.constant(2.0), m.constant(3.0)], [8, 4]),
+        None,
+    ),
+]
+
+
+class _OptaxNames:
+    """optax's schedules under our names, so one lambda builds both."""
+
+    constant = staticmethod(optax.constant_schedule)
+    linear = staticmethod(optax.linear_schedule)
+    polynomial = staticmethod(optax.polynomial_schedule)
+    cosine_decay = staticmethod(optax.cosine_decay_schedule)
+    warmup_cosine_decay = staticmethod(optax.warmup_cosine_decay_schedule)
+    join = staticmethod(optax.join_schedules)
+
+
+@pytest.mark.parametrize("name, build, warns", SCHEDULE_CASES, ids=[c[0] for c in SCHEDULE_CASES])
+def test_schedule_accepts_what_optax_accepts(name, build, warns):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sched = build(S)
+    assert [str(w.message).split("=")[0] for w in caught] == ([warns] if warns else []), name
+    theirs = build(_OptaxNames)
+    # Both jitted: XLA's pow(0, -0.5) is inf eagerly but NaN under jit, in optax and here alike.
+    want = np.asarray(jnp.broadcast_to(jax.jit(theirs)(COUNTS), COUNTS.shape))
+    got = np.asarray(jnp.broadcast_to(jax.jit(sched)(COUNTS), COUNTS.shape))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    for count in (0, 5, 15):  # host ints take the Python path (eager, as optax's eager)
+        np.testing.assert_allclose(sched(count), theirs(count), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("factory", ["sgd", "adam", "adamw"])
+def test_negative_learning_rate_ascends_as_in_optax(factory):
+    params = {"w": jnp.array([1.0, -2.0, 0.5])}
+    grads = {"w": jnp.array([0.1, 0.2, -0.3])}
+    with pytest.warns(UserWarning, match=r"^learning_rate=-0\.1: accepted \(as optax\)"):
+        tx = getattr(ours, factory)(-0.1)
+    ref = getattr(optax, factory)(-0.1)
+    updates, _ = tx.update(grads, tx.init(params), params)
+    ref_updates, _ = ref.update(grads, ref.init(params), params)
+    chex.assert_trees_all_equal(updates, ref_updates)
+
+
+def test_injected_negative_learning_rate_as_in_optax():
+    params = {"w": jnp.array([1.0, -2.0])}
+    grads = {"w": jnp.array([0.1, 0.2])}
+    with pytest.warns(UserWarning, match="learning_rate=-0.01"):
+        tx = ours.inject_hyperparams(ours.adam)(-0.01)
+    state = tx.init(params)
+    with pytest.warns(UserWarning, match="learning_rate=-0.5"):
+        state = ours.set_hyperparams(state, learning_rate=-0.5)
+    ref = optax.adam(-0.5)  # static: optax's own inject drifts in the last bit (optax #583)
+    updates, _ = tx.update(grads, state, params)
+    ref_updates, _ = ref.update(grads, ref.init(params), params)
+    chex.assert_trees_all_equal(updates, ref_updates)
+
+
+def test_torch_style_adam_still_refuses_a_negative_rate():
+    # torch.optim.Adam raises "Invalid learning rate"; adam_torch_style follows torch, not optax.
+    with pytest.raises(ValueError, match="learning_rate=-0.1"):
+        ours.adam_torch_style(-0.1)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@given(
+    init=st.floats(-2, 2, width=32),
+    end=st.floats(-2, 2, width=32),
+    steps=st.integers(-3, 50),
+    begin=st.integers(-3, 5),
+    alpha=st.floats(-1, 2, width=32),
+)
+def test_wrapped_counter_reads_as_the_start_whatever_the_signs(init, end, steps, begin, alpha):
+    """With optax's arguments accepted (negative values, steps <= 0, alpha outside [0, 1]) the
+    clamp still holds: a wrapped int32 counter gives the value of any count before every boundary
+    (-2**30 here; no overflow in ``count - transition_begin``), which is the value at count 0 when
+    every join boundary is > 0 (warmup_steps > 0 here) (C4.3).
+
+    Shrunk case found by this test: ``polynomial(0, 1, 2, 1, transition_begin=1)`` gave the end
+    value 1 on the wrapped counter (``-2**31 - 1`` wraps to ``2**31 - 1``), as optax does."""
+    wrapped = jnp.asarray(2**31 - 1, jnp.int32) + jnp.int32(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        built = [
+            S.polynomial(init, end, 2.0, steps, begin),
+            S.cosine_decay(init, max(steps, 1), alpha),
+            S.warmup_cosine_decay(init, end, steps, steps + 7, alpha),
+        ]
+    for sched in built:
+        np.testing.assert_array_equal(sched(wrapped), sched(jnp.int32(-(2**30))))
+    if steps > 0:
+        for sched in built:
+            np.testing.assert_array_equal(sched(wrapped), sched(jnp.int32(0)))
+
+
+def test_regression_wrapped_counter_minus_transition_begin_does_not_wrap_to_the_end():
+    wrapped = jnp.asarray(2**31 - 1, jnp.int32) + jnp.int32(1)
+    sched = S.polynomial(0.0, 1.0, 2.0, 1, transition_begin=1)
+    assert float(sched(wrapped)) == 0.0  # the start; before the fix 1.0 (the end)
+    near_top = jnp.asarray(2**31 - 2, jnp.int32)
+    joined = S.join([S.constant(5.0), S.linear(1.0, 0.0, 10)], [-3])
+    assert float(joined(near_top)) == 0.0  # the end of the second piece; before: its start, 1.0
+    theirs = optax.polynomial_schedule(0.0, 1.0, 2.0, 1, transition_begin=1)
+    counts = jnp.arange(0, 5, dtype=jnp.int32)
+    np.testing.assert_array_equal(sched(counts), theirs(counts))  # unchanged where no overflow
