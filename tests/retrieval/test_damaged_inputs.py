@@ -7,10 +7,10 @@ import warnings
 import numpy as np
 import pytest
 
+from jaxparadigm.app.retrieval_evaluation import format_search, passage_index
 from jaxparadigm.cli import main as cli_main
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval import SemanticIndex
-from jaxparadigm.retrieval.evaluation import format_search, passage_index
 from jaxparadigm.retrieval.sentence_encoder import UnknownWordPieceWarning
 
 DOCS = ["the cat sat on the mat", "gradient descent with momentum", "database index design"]

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
+from jaxparadigm.app.retrieval_evaluation import format_search, run_experiment
 from jaxparadigm.cli import main as cli_main
 from jaxparadigm.config import config_from_dict
-from jaxparadigm.retrieval.evaluation import format_search, run_experiment
 
 TOPICS = ["pass", "break", "continue", "lambda", "await"]
 
