@@ -296,9 +296,9 @@ def _hnsw(faiss, x):
 def pydoc_section(args, lines, faiss, encoder) -> None:
     from pydoc_data.topics import topics
 
+    from jaxparadigm.claims.evidence.pydoc_queries import PYDOC_QUERIES
     from jaxparadigm.retrieval.index_build import build_index
     from jaxparadigm.retrieval.index_search import IndexSearcher
-    from jaxparadigm.retrieval.pydoc_queries import PYDOC_QUERIES
     from jaxparadigm.retrieval.topk_search import VectorSearcher
 
     tmp = Path(tempfile.mkdtemp(prefix="index_bench_pydoc_"))
@@ -344,7 +344,7 @@ def encode_section(args, lines, base) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from retrieval_bench import _load_st, make_sentences
 
-    from jaxparadigm.retrieval.experiment import (
+    from jaxparadigm.app.retrieval_task import (
         METHODS,
         pydoc_evaluation_set,
         semantic_rankings,

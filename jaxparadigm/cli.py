@@ -68,7 +68,7 @@ TASKS = {
     "train": "jaxparadigm.train.experiment:run_experiment",
     "mixed_precision": "jaxparadigm.train.experiment:run_experiment",
     "overflow": "jaxparadigm.train.experiment:run_experiment",
-    "retrieval": "jaxparadigm.retrieval.evaluation:run_experiment",
+    "retrieval": "jaxparadigm.app.retrieval_task:run_experiment",
 }
 
 
@@ -142,10 +142,10 @@ def _cmd_claims(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    from jaxparadigm.retrieval.evaluation import format_search
+    from jaxparadigm.app.search_text import format_search
 
     if args.index:
-        from jaxparadigm.retrieval.index_text import index_search_text
+        from jaxparadigm.app.index_text import index_search_text
 
         kw = {"dtype": args.dtype, "approx": args.approx, "stream": args.stream}
         out = index_search_text(args.query, args.index, args.top_k, **kw)
@@ -155,7 +155,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    from jaxparadigm.retrieval import index_text
+    from jaxparadigm.app import index_text
 
     progress = not getattr(args, "no_progress", True)
     if args.index_command == "build":

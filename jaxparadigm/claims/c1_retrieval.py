@@ -6,12 +6,13 @@ run with our Flax NNX MiniLM (``jaxparadigm.retrieval``) on the seed's own examp
 from __future__ import annotations
 
 from jaxparadigm.claims.corpus_index import minilm_encoder, pydoc_index
+from jaxparadigm.claims.evidence.dot_vs_cosine import dot_vs_cosine
+from jaxparadigm.claims.evidence.pydoc_queries import PYDOC_QUERIES
+from jaxparadigm.claims.evidence.seed_example import seed_example
 from jaxparadigm.claims.figures import bar_chart
 from jaxparadigm.claims.ledger import experiment
 from jaxparadigm.retrieval import SemanticIndex, keyword_search
-from jaxparadigm.retrieval.evaluation import dot_vs_cosine, seed_example
 from jaxparadigm.retrieval.pydoc_corpus import read_corpus
-from jaxparadigm.retrieval.pydoc_queries import PYDOC_QUERIES
 from jaxparadigm.retrieval.ranking_metrics import (
     first_hit_rank,
     mean_reciprocal_rank,

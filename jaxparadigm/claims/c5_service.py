@@ -11,12 +11,12 @@ thresholds default to the article's numbers: P99 <= 350 ms, QPS >= 12,000, trace
 from __future__ import annotations
 
 from jaxparadigm.claims.corpus_index import pydoc_index
+from jaxparadigm.claims.evidence.load_generator import plan_requests, run_load
+from jaxparadigm.claims.evidence.pydoc_queries import PYDOC_QUERIES
+from jaxparadigm.claims.evidence.readiness import readiness_from_spans
 from jaxparadigm.claims.ledger import experiment
 from jaxparadigm.claims.platform_record import describe_platform
 from jaxparadigm.config import ServiceReadinessConfig, to_dict
-from jaxparadigm.retrieval.load_generator import plan_requests, run_load
-from jaxparadigm.retrieval.pydoc_queries import PYDOC_QUERIES
-from jaxparadigm.retrieval.readiness import readiness_from_spans
 from jaxparadigm.retrieval.service import SearchService
 
 

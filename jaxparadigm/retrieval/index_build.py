@@ -254,6 +254,32 @@ def build_index(
         return _write_pending(out_dir, m, passages, encoder, batch_size, progress)
 
 
+def _check_appendable(index_dir: Path, m: dict, model: dict) -> None:
+    """Refuse ``index add`` on an index of another model or holding an interrupted build."""
+    if m["model"] != model:
+        raise InputError(f"{index_dir}: index was built with {m['model']}, encoder is {model}")
+    if m["status"] == "building" and "base" not in m["pending"]:
+        raise InputError(
+            f"{index_dir}: holds an interrupted `index build` ({m['count']} of "
+            f"{m['pending']['start_row'] + m['pending']['rows']} passages written); rerun that "
+            "build command with the same files to resume it"
+        )
+
+
+def _refuse_changed(index_dir: Path, m: dict, reading: Reading) -> None:
+    """Refuse files the index already holds under the same path with other bytes."""
+    have = {f["path"] for f in m.get("files", [])}
+    have |= {s["source"] for s in m["sources"]} | {
+        s["source"].rpartition(":")[0] for s in m["sources"]
+    }
+    changed = sorted(f.path for f in reading.files if f.path in have)
+    if changed:
+        raise InputError(
+            f"{index_dir}: already indexes {changed[:5]} with other contents; rebuild the "
+            "index to update changed files"
+        )
+
+
 def add_to_index(
     index_dir: str | os.PathLike,
     paths: Sequence[str | os.PathLike],
@@ -278,14 +304,7 @@ def add_to_index(
     collect_files(paths)  # missing paths are refused before the lock is taken
     with index_lock(index_dir, "index add"):
         m = read_manifest(index_dir)
-        if m["model"] != model:
-            raise InputError(f"{index_dir}: index was built with {m['model']}, encoder is {model}")
-        if m["status"] == "building" and "base" not in m["pending"]:
-            raise InputError(
-                f"{index_dir}: holds an interrupted `index build` ({m['count']} of "
-                f"{m['pending']['start_row'] + m['pending']['rows']} passages written); rerun that "
-                "build command with the same files to resume it"
-            )
+        _check_appendable(index_dir, m, model)
         base = committed(m)
         known = {f["sha256"]: f["path"] for f in base.get("files", [])}
         reading = read_documents(paths, strict=strict, known_sha256=known)
@@ -299,16 +318,7 @@ def add_to_index(
                 list(verify_shards(index_dir, m))
                 return _write_pending(index_dir, m, passages, encoder, batch_size, progress)
             m = _roll_back(index_dir, m)
-        have = {f["path"] for f in m.get("files", [])}
-        have |= {s["source"] for s in m["sources"]} | {
-            s["source"].rpartition(":")[0] for s in m["sources"]
-        }
-        changed = sorted(f.path for f in reading.files if f.path in have)
-        if changed:
-            raise InputError(
-                f"{index_dir}: already indexes {changed[:5]} with other contents; rebuild the "
-                "index to update changed files"
-            )
+        _refuse_changed(index_dir, m, reading)
         list(verify_shards(index_dir, m))
         m["pending"] = {
             "plan_sha256": _plan_sha256(model, build, m["count"], passages),

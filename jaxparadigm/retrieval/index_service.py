@@ -45,9 +45,9 @@ def index_service(index_dir: str | os.PathLike, encoder=None, port: int = 0) -> 
     searcher = IndexSearcher(index_dir)
     searcher.check_encoder(encoder)
     rows = len(searcher)
-    index = SemanticIndex(encoder)
-    # The stored embeddings are already L2-normalised MiniLM vectors: appended as they are.
-    index._append([searcher.passage(r).text for r in range(rows)], searcher.source.take(0, rows))
+    # The stored embeddings are already L2-normalised MiniLM vectors: taken as they are.
+    texts = [searcher.passage(r).text for r in range(rows)]
+    index = SemanticIndex.from_rows(encoder, texts, searcher.source.take(0, rows))
     return SearchService(index, port=port, passage_of=lambda row: searcher.passage(row)._asdict())
 
 

@@ -41,7 +41,8 @@ def passage_index(
     """Index ``chunk_words``-word passages of ``texts``; returns ``(index, owner)`` (C1.1).
 
     ``owner[j]`` is the document each passage came from. With ``cache=True`` the embeddings are
-    kept in ``$XDG_CACHE_HOME/jaxparadigm/retrieval/<sha256>.npz`` (keyed by model and passages);
+    kept in the index folder ``$XDG_CACHE_HOME/jaxparadigm/retrieval/<sha256>/`` (keyed by model and
+    passages; :meth:`SemanticIndex.save`);
     an entry that fails to load (damaged, stale) is rebuilt and one that cannot be written is
     skipped, each with a warning: the cache is never fatal. Building an entry first prints one
     line to stderr saying so (and where), since it takes minutes.
@@ -57,8 +58,8 @@ def passage_index(
     key = hashlib.sha256(
         json.dumps([encoder.max_seq_length, encoder.dim, passages]).encode("utf-8")
     ).hexdigest()[:24]
-    path = _cache_dir() / f"{key}.npz"
-    if path.is_file():
+    path = _cache_dir() / key
+    if path.exists():
         try:
             index = SemanticIndex.load(path, encoder, batch_size)
         except InputError as exc:
@@ -78,7 +79,7 @@ def passage_index(
     index = SemanticIndex(encoder, batch_size).add(passages)
     try:
         index.save(path)
-    except OSError as exc:
+    except (OSError, InputError) as exc:
         warnings.warn(f"embedding cache entry {path} not written ({exc})", stacklevel=2)
     return index, owner
 

@@ -1,7 +1,10 @@
-"""A user's documents as passages: token windows with the document's own character offsets (C1.1).
+"""Documents as passages: token windows with the document's own character offsets (C1.1).
 
-MiniLM reads at most ``max_seq_length`` word pieces (256, [CLS] and [SEP] included), so a long
-document is cut into windows of ``chunk_tokens`` word pieces that overlap by ``overlap``:
+The one text chunker of the package: the persistent index cuts a user's documents into windows of
+word pieces, the pydoc corpus (:func:`~jaxparadigm.retrieval.pydoc_corpus.chunk_document`) cuts its
+topics into windows of whitespace-separated words. MiniLM reads at most ``max_seq_length`` word
+pieces (256, [CLS] and [SEP] included), so a long document is cut into windows of ``chunk_tokens``
+units (word pieces, or words when no tokenizer is given) that overlap by ``overlap``:
 
     window w covers pieces [w * (chunk_tokens - overlap), w * (chunk_tokens - overlap) + chunk_tokens)
 
@@ -13,6 +16,7 @@ offset mapping), and ``text == document[start:end]``. Files and folders become d
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -54,24 +58,37 @@ def splitting_tokenizer(tokenizer: Tokenizer) -> Tokenizer:
     return copy
 
 
-def _check_window(chunk_tokens: int, overlap: int) -> None:
-    require_int("chunk_tokens", chunk_tokens, 2)
+_WORD = re.compile(r"\S+")  # the words of str.split(): runs of non-whitespace (str.isspace)
+
+
+def _check_window(chunk_tokens: int, overlap: int, smallest: int) -> None:
+    require_int("chunk_tokens", chunk_tokens, smallest)
     require_int("overlap", overlap, 0, chunk_tokens - 1)
 
 
+def _unit_offsets(docs: Sequence[Document], tokenizer: Tokenizer | None) -> list[list[tuple]]:
+    """Each document's units as character spans: word pieces, or ``str.split`` words if no
+    tokenizer."""
+    if tokenizer is None:
+        return [[m.span() for m in _WORD.finditer(d.text)] for d in docs]
+    encodings = tokenizer.encode_batch([d.text for d in docs], add_special_tokens=False)
+    return [enc.offsets for enc in encodings]
+
+
 def split_passages(
-    docs: Sequence[Document], tokenizer: Tokenizer, chunk_tokens: int, overlap: int
+    docs: Sequence[Document], tokenizer: Tokenizer | None, chunk_tokens: int, overlap: int
 ) -> list[Passage]:
     """Token windows of every document (module docstring); a blank document gives no passage.
 
-    ``tokenizer`` should be a :func:`splitting_tokenizer` (no truncation, no padding).
+    ``tokenizer`` should be a :func:`splitting_tokenizer` (no truncation, no padding); ``None``
+    windows whitespace-separated words instead (the words of ``str.split``; ``chunk_tokens >= 1``,
+    while word-piece windows need ``chunk_tokens >= 2``). Either way
+    ``passage.text == document.text[start:end]``.
     """
-    _check_window(chunk_tokens, overlap)
+    _check_window(chunk_tokens, overlap, 1 if tokenizer is None else 2)
     step = chunk_tokens - overlap
-    encodings = tokenizer.encode_batch([d.text for d in docs], add_special_tokens=False)
     out: list[Passage] = []
-    for doc, enc in zip(docs, encodings, strict=True):
-        offsets = enc.offsets
+    for doc, offsets in zip(docs, _unit_offsets(docs, tokenizer), strict=True):
         n = len(offsets)
         for first in range(0, max(n - overlap, 1), step) if n else ():
             last = min(first + chunk_tokens, n) - 1

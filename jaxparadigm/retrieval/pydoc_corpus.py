@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from jaxparadigm.errors import InputError, require_int
+from jaxparadigm.retrieval.passages import Document, split_passages
 
 __all__ = ["pydoc_topics", "topic_title", "chunk_document", "read_corpus"]
 
@@ -31,16 +32,16 @@ def topic_title(text: str) -> str:
 def chunk_document(text: str, chunk_words: int, title: str = "") -> list[str]:
     """Consecutive ``chunk_words``-word passages of ``text``, each prefixed by ``title`` if given.
 
-    An empty text gives one passage (the title, possibly empty) so every document stays indexable.
+    The windows are :func:`~jaxparadigm.retrieval.passages.split_passages`' word windows (no
+    overlap), their words joined by one space. An empty text gives one passage (the title, possibly
+    empty) so every document stays indexable.
     """
     require_int("chunk_words", chunk_words, 1)
-    words = text.split()
+    windows = split_passages([Document("", text)], None, chunk_words, 0)
     prefix = f"{title}: " if title else ""
-    if not words:
+    if not windows:
         return [title]
-    return [
-        prefix + " ".join(words[i : i + chunk_words]) for i in range(0, len(words), chunk_words)
-    ]
+    return [prefix + " ".join(w.text.split()) for w in windows]
 
 
 def read_corpus(corpus: str | os.PathLike) -> tuple[list[str], list[str]]:

@@ -3,10 +3,12 @@
 Documents are embedded once with a :class:`SentenceEncoder` (normalised, so ``|d| = 1``); a query
 ``q`` scores every document with ``s = D q`` -- which *is* the cosine similarity, not an
 approximation of it, up to float32 rounding (C1.2) -- and ``jax.lax.top_k`` returns the exact top
-``k``. ``save``/``load`` use a numpy ``.npz`` holding only numeric and unicode arrays (no pickle);
-``save`` writes a temporary file and renames it over the target, and ``load`` refuses a damaged
-file (empty, truncated, bit-flipped: the zip CRC-32 catches flips in the data) and embeddings that
-are not finite unit vectors -- for those ``q . d`` is not the cosine (scores of 41 came back).
+``k``. ``save``/``load`` use the package's one on-disk format, the index folder of
+:mod:`~jaxparadigm.retrieval.index_store` (manifest + checksummed shards,
+:mod:`~jaxparadigm.retrieval.index_snapshot`): ``save`` replaces the manifest atomically, and
+``load`` refuses a damaged folder (a missing or empty manifest, a truncated or bit-flipped shard:
+its sha256 differs) and embeddings that are not finite unit vectors -- for those ``q . d`` is not
+the cosine (scores of 41 came back).
 
 Documents and queries without any word piece (empty, whitespace, NUL) are refused, and a text made
 only of ``[UNK]`` word pieces is searched with a warning (``SentenceEncoder.check_texts``).
@@ -16,10 +18,6 @@ from __future__ import annotations
 
 import functools
 import os
-import tokenize
-import uuid
-import zipfile
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,20 +27,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxparadigm.errors import InputError, require_int
+from jaxparadigm.retrieval.index_build import DEFAULT_MODEL_NAME
+from jaxparadigm.retrieval.index_snapshot import read_snapshot, write_snapshot
+from jaxparadigm.retrieval.index_store import UNIT_NORM_TOL
 from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
 
 __all__ = ["SemanticIndex", "UNIT_NORM_TOLERANCE"]
 
 # A loaded embedding must have | |d| - 1 | <= this: float32 normalisation gives ~1e-7, so only a
 # damaged or foreign file fails it (then q . d would not be the cosine, C1.2).
-UNIT_NORM_TOLERANCE = 1e-3
-
-# What np.load raised when every bit of a saved index was flipped in turn and it was cut at every
-# 7th byte: bad zip or CRC (BadZipFile), cut short (EOFError, ValueError), a flipped compression
-# method (NotImplementedError, zlib.error), a broken .npy header (TokenError, SyntaxError), a
-# flipped "encrypted" flag (RuntimeError).
-_DAMAGED = (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile, zlib.error,
-            NotImplementedError, SyntaxError, tokenize.TokenError, RuntimeError)  # fmt: skip
+UNIT_NORM_TOLERANCE = UNIT_NORM_TOL
 
 
 @jax.jit
@@ -60,7 +54,8 @@ class SemanticIndex:
 
     ``add(docs)`` appends documents; ``search(query, top_k)`` returns ``[(doc_index, score)]`` best
     first with ``score = cos(q, d) = q . d``; ``scores(queries)`` gives the full ``[n_q, n_docs]``
-    matrix; ``save(path)`` / ``SemanticIndex.load(path, encoder)`` round-trip through ``.npz``.
+    matrix; ``save(path)`` / ``SemanticIndex.load(path, encoder)`` round-trip through an index
+    folder (manifest + checksummed shards); ``from_rows`` wraps embeddings computed elsewhere.
     """
 
     def __init__(self, encoder: SentenceEncoder, batch_size: int = 32):
@@ -114,95 +109,46 @@ class SemanticIndex:
         if not self.docs:
             raise InputError("SemanticIndex is empty: call add(docs) before searching")
 
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write ``embeddings`` (float32) and ``docs`` (unicode) to an ``.npz``; returns the path.
+    @classmethod
+    def from_rows(
+        cls,
+        encoder: SentenceEncoder,
+        docs: Sequence[str],
+        embeddings: np.ndarray,
+        batch_size: int = 32,
+    ) -> SemanticIndex:
+        """An index over ``docs`` whose L2-normalised ``embeddings [len(docs), dim]`` (float32)
+        were computed by ``encoder``'s model already (a saved index, an index folder)."""
+        index = cls(encoder, batch_size=batch_size)
+        index._append(list(docs), np.asarray(embeddings))
+        return index
 
-        The file is written next to ``path`` under a temporary name and renamed over it, so a
-        crash mid-write leaves the old file (or none), never a half-written one.
+    def save(self, path: str | os.PathLike, model_name: str = DEFAULT_MODEL_NAME) -> Path:
+        """Write the documents and embeddings as an index folder at ``path``; returns the folder.
+
+        The folder is the one format of ``jaxparadigm index build`` (``model_name`` goes into its
+        manifest); an index already there is replaced atomically -- a crash mid-write leaves the
+        old index (or none), never a half-written one -- and a folder holding other files is
+        refused with :class:`~jaxparadigm.errors.InputError`.
         """
-        path = Path(path)
-        if path.suffix != ".npz":
-            path = path.with_name(path.name + ".npz")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        try:
-            with open(tmp, "xb") as f:
-                np.savez(f, embeddings=self.embeddings, docs=np.array(self.docs, dtype=np.str_))
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        return path
+        model = {
+            "name": model_name,
+            "dim": self.encoder.dim,
+            "max_seq_length": self.encoder.max_seq_length,
+        }
+        return write_snapshot(path, model, self.embeddings, self.docs, self.batch_size)
 
     @classmethod
     def load(
         cls, path: str | os.PathLike, encoder: SentenceEncoder, batch_size: int = 32
     ) -> SemanticIndex:
-        """Read an index written by :meth:`save` (``allow_pickle=False``), refusing a bad file.
+        """Read an index folder written by :meth:`save` (or ``index build``), refusing damage.
 
-        ``FileNotFoundError`` when ``path`` is no file; :class:`~jaxparadigm.errors.InputError`
-        naming ``path`` and the fault when it is empty, damaged (truncated, bit-flipped), lacks
-        ``embeddings``/``docs``, has shapes that do not fit ``encoder``, or holds embeddings that
-        are not finite unit vectors (``| |d| - 1 | > UNIT_NORM_TOLERANCE``).
+        ``FileNotFoundError`` when ``path`` does not exist; :class:`~jaxparadigm.errors.InputError`
+        naming ``path`` and the fault when it is a file, its manifest is missing, empty or damaged,
+        a shard is missing, truncated or bit-flipped (its sha256 differs from the manifest's), the
+        embeddings do not fit ``encoder``, or are not finite unit vectors
+        (``| |d| - 1 | > UNIT_NORM_TOLERANCE``).
         """
-        path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such file; expected a SemanticIndex .npz")
-        embs, docs = _read_npz(path)
-        _check_arrays(path, embs, docs, encoder.dim)
-        index = cls(encoder, batch_size=batch_size)
-        index._append([str(d) for d in docs], embs)
-        return index
-
-
-def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """``(embeddings, docs)`` from ``path``; any fault of the file is an ``InputError`` naming it."""
-    if path.stat().st_size == 0:
-        raise InputError(f"{path}: empty file (0 bytes); expected a SemanticIndex .npz")
-    try:
-        data = np.load(path, allow_pickle=False)
-        if not isinstance(data, np.lib.npyio.NpzFile):
-            raise InputError(f"{path}: holds one .npy array, expected a SemanticIndex .npz")
-        with data:
-            missing = sorted({"embeddings", "docs"} - set(data.files))
-            if missing:
-                raise InputError(
-                    f"{path}: not a SemanticIndex .npz (no array {', '.join(missing)}); "
-                    "expected arrays 'embeddings' and 'docs'"
-                )
-            return data["embeddings"], data["docs"]
-    except InputError:
-        raise
-    except _DAMAGED as exc:
-        raise InputError(
-            f"{path}: damaged (truncated or corrupted) or not a SemanticIndex .npz "
-            f"({type(exc).__name__}: {exc}); rebuild it with SemanticIndex.save"
-        ) from None
-
-
-def _check_arrays(path: Path, embs: np.ndarray, docs: np.ndarray, dim: int) -> None:
-    """The loaded arrays: unicode ``docs [n]``, float32 ``embeddings [n, dim]`` of finite unit rows."""
-    if docs.ndim != 1 or docs.dtype.kind != "U":
-        raise InputError(
-            f"{path}: docs have shape {docs.shape} dtype {docs.dtype}, expected a 1-d unicode array"
-        )
-    if embs.dtype != np.float32 or embs.ndim != 2 or embs.shape != (len(docs), dim):
-        raise InputError(
-            f"{path}: embeddings have shape {embs.shape} dtype {embs.dtype}, expected "
-            f"float32 ({len(docs)}, {dim})"
-        )
-    finite = np.isfinite(embs).all(axis=1)
-    if not finite.all():
-        rows = np.flatnonzero(~finite)
-        raise InputError(
-            f"{path}: embeddings of {rows.size} document(s) hold NaN/inf (first: row "
-            f"{int(rows[0])}); expected finite unit vectors"
-        )
-    norms = np.linalg.norm(embs.astype(np.float64), axis=1)
-    bad = np.flatnonzero(np.abs(norms - 1.0) > UNIT_NORM_TOLERANCE)
-    if bad.size:
-        raise InputError(
-            f"{path}: {bad.size} embedding(s) are not unit vectors (row {int(bad[0])} has norm "
-            f"{norms[bad[0]]:.6g}); expected | |d| - 1 | <= {UNIT_NORM_TOLERANCE} (else q . d is "
-            "not the cosine)"
-        )
+        embs, docs = read_snapshot(path, encoder.dim)
+        return cls.from_rows(encoder, docs, embs, batch_size)

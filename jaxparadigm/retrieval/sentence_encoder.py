@@ -47,6 +47,7 @@ from jaxparadigm.models.bert import (
     mean_pool,
     packed_mean_pool,
 )
+from jaxparadigm.retrieval.length_buckets import length_buckets, row_bucket
 from jaxparadigm.retrieval.sequence_packing import pack_rows, packed_arrays
 
 __all__ = [
@@ -76,28 +77,6 @@ def minilm_path() -> Path:
             "model directory to load_minilm(path)"
         )
     return Path(next(iter(spec.submodule_search_locations))) / "model"
-
-
-def length_buckets(max_seq_length: int, smallest: int = 16) -> tuple[int, ...]:
-    """Padding lengths below ``max_seq_length``, then ``max_seq_length`` itself: from each power of
-    two ``n >= smallest`` up to ``2n`` in steps of ``max(8, n // 4)`` (16, 24, 32, 40, 48, 56, 64,
-    80, 96, ...): multiples of 8, at most 25% padding above 32 tokens, 4 buckets per doubling."""
-    if (
-        isinstance(max_seq_length, bool)
-        or not isinstance(max_seq_length, int)
-        or max_seq_length < 1
-    ):
-        raise ValueError(f"max_seq_length: got {max_seq_length!r}, expected an int >= 1")
-    out, n = [], smallest
-    while n < max_seq_length:
-        out += [b for b in range(n, 2 * n, max(8, n // 4)) if b < max_seq_length]
-        n *= 2
-    return (*out, max_seq_length)
-
-
-def _row_bucket(n: int, batch_size: int) -> int:
-    """Smallest power of two >= n, capped at ``batch_size``."""
-    return min(1 << (n - 1).bit_length(), batch_size)
 
 
 def shorten(text: str, limit: int = 60) -> str:
@@ -275,7 +254,7 @@ class SentenceEncoder:
         for start in range(0, len(order), step):
             rows = order[start : start + step]
             length = self._bucket(max(len(ids[i]) for i in rows))
-            n_rows = _row_bucket(len(rows), step)
+            n_rows = row_bucket(len(rows), step)
             input_ids = np.full((n_rows, length), self.pad_id, dtype=np.int32)
             mask = np.zeros((n_rows, length), dtype=np.int32)
             for r, i in enumerate(rows):
@@ -295,8 +274,8 @@ class SentenceEncoder:
         for start in range(0, len(rows), step):
             group = rows[start : start + step]
             length = self._bucket(max(sum(len(ids[i]) for i in row) for row in group))
-            n_rows = _row_bucket(len(group), step)
-            segments = _row_bucket(max(len(row) for row in group), MAX_PACKED_SEGMENTS)
+            n_rows = row_bucket(len(group), step)
+            segments = row_bucket(max(len(row) for row in group), MAX_PACKED_SEGMENTS)
             arrays = packed_arrays(group, ids, n_rows, length, self.pad_id)
             self.compiled_variants.add((dtype, True, n_rows, length, segments))
             pooled = self._packed(self._graphdef, state, *arrays, segments, normalize)

@@ -1,16 +1,19 @@
 """Issue 10 (retrieval): damaged index files and cache entries, empty / NUL / [UNK]-only / non-UTF-8
 / very long texts. Each reproducer from the issue is a test that failed before the fix."""
 
+import json
 import os
+import shutil
 import warnings
 
 import numpy as np
 import pytest
 
+from jaxparadigm.app.retrieval_evaluation import format_search, passage_index
 from jaxparadigm.cli import main as cli_main
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval import SemanticIndex
-from jaxparadigm.retrieval.evaluation import format_search, passage_index
+from jaxparadigm.retrieval.index_store import sha256_file
 from jaxparadigm.retrieval.sentence_encoder import UnknownWordPieceWarning
 
 DOCS = ["the cat sat on the mat", "gradient descent with momentum", "database index design"]
@@ -23,45 +26,75 @@ def index(encoder):
 
 @pytest.fixture
 def saved(index, tmp_path):
-    return index.save(tmp_path / "idx.npz")
+    return index.save(tmp_path / "idx")
+
+
+def _files(folder):
+    """The saved index's files: the manifest and the shard's embeddings and passages."""
+    (npy,) = folder.glob("shard_*.npy")
+    return {"manifest": folder / "manifest.json", "npy": npy, "jsonl": npy.with_suffix(".jsonl")}
+
+
+def _rewrite_shard(folder, embeddings=None, jsonl=None):
+    """Replace the shard's content *and* its manifest checksums: well-formed, bad content."""
+    files = _files(folder)
+    if embeddings is not None:
+        with open(files["npy"], "wb") as fh:
+            np.save(fh, embeddings)
+    if jsonl is not None:
+        files["jsonl"].write_bytes(jsonl)
+    m = json.loads(files["manifest"].read_text())
+    m["shards"][0]["sha256"] = {k: sha256_file(files[v]) for k, v in
+                                (("embeddings", "npy"), ("passages", "jsonl"))}  # fmt: skip
+    files["manifest"].write_text(json.dumps(m))
 
 
 # -- SemanticIndex.load: damaged files -----------------------------------------------------------
 
 
 def test_load_truncated_zero_byte_and_bit_flipped_name_the_path(saved, encoder):
-    raw = saved.read_bytes()
+    raw = {k: p.read_bytes() for k, p in _files(saved).items()}
+    npy, jsonl = raw["npy"], raw["jsonl"]
     cases = {
-        "truncated": (raw[: len(raw) // 2], "damaged"),  # was BadZipFile without the path
-        "empty": (b"", r"empty file \(0 bytes\)"),  # was EOFError
-        "flipped": (raw[:3000] + bytes([raw[3000] ^ 0x10]) + raw[3001:], "damaged"),  # bad CRC
+        "truncated": ("npy", npy[: len(npy) // 2], "fails its checksum"),  # was BadZipFile
+        "empty": ("manifest", b"", "manifest.json: not valid JSON"),  # was EOFError
+        "emptyshard": ("npy", b"", "fails its checksum"),
+        "flipped": ("npy", npy[:3000] + bytes([npy[3000] ^ 0x10]) + npy[3001:], "checksum"),
+        "flippedtext": ("jsonl", jsonl[:30] + bytes([jsonl[30] ^ 0x01]) + jsonl[31:], "checksum"),
     }
-    for name, (data, what) in cases.items():
-        path = saved.with_name(f"{name}.npz")
-        path.write_bytes(data)
-        with pytest.raises(InputError, match=rf"{name}.npz: {what}"):
+    for name, (kind, data, what) in cases.items():
+        path = shutil.copytree(saved, saved.with_name(name))
+        _files(path)[kind].write_bytes(data)
+        with pytest.raises(InputError, match=rf"/{name}[/:].*{what}"):
             SemanticIndex.load(path, encoder)
 
 
 def test_every_damage_is_refused_or_harmless(saved, encoder, index):
-    """One flipped bit at 400 places spread over the file, and cuts at 60 lengths: each load is
-    refused with InputError or gives back exactly the saved index (a flip in a zip timestamp)."""
-    raw = saved.read_bytes()
-    path = saved.with_name("fuzz.npz")
-    bits = np.linspace(0, 8 * len(raw) - 1, 400).astype(int)
-    damaged = [
-        raw[: b // 8] + bytes([raw[b // 8] ^ (1 << (b % 8))]) + raw[b // 8 + 1 :] for b in bits
-    ]
-    damaged += [raw[:n] for n in np.linspace(0, len(raw) - 1, 60).astype(int)]
+    """One flipped bit at 400 places spread over the folder's three files, and cuts at 60 lengths
+    of each: each load is refused with InputError naming the folder or gives back exactly the
+    saved index (a flip in a field the load does not read, e.g. the model's name)."""
+    path = shutil.copytree(saved, saved.with_name("fuzz"))
+    files = _files(path)
+    raw = {k: p.read_bytes() for k, p in files.items()}
+    joined = [(k, i) for k, data in raw.items() for i in range(len(data))]
+    damaged = []
+    for b in np.linspace(0, 8 * len(joined) - 1, 400).astype(int):
+        kind, i = joined[b // 8]
+        data = raw[kind]
+        damaged.append((kind, data[:i] + bytes([data[i] ^ (1 << (b % 8))]) + data[i + 1 :]))
+    for kind, data in raw.items():
+        damaged += [(kind, data[:n]) for n in np.linspace(0, len(data) - 1, 60).astype(int)]
     refused = 0
-    for data in damaged:
-        path.write_bytes(data)
+    for kind, data in damaged:
+        files[kind].write_bytes(data)
         try:
             loaded = SemanticIndex.load(path, encoder)
         except InputError as exc:
-            assert "fuzz.npz" in str(exc)
+            assert "fuzz" in str(exc)
             refused += 1
             continue
+        finally:
+            files[kind].write_bytes(raw[kind])
         assert loaded.docs == index.docs
         np.testing.assert_array_equal(loaded.embeddings, index.embeddings)
     assert refused > len(damaged) // 2
@@ -70,43 +103,48 @@ def test_every_damage_is_refused_or_harmless(saved, encoder, index):
 @pytest.mark.parametrize(
     "corrupt, match",
     [
-        (lambda e: e.__setitem__((1, 5), np.nan), r"1 document\(s\) hold NaN/inf \(first: row 1\)"),
-        (lambda e: e.__imul__(41.0), r"not unit vectors \(row 0 has norm 41"),  # scores of 41
+        (lambda e: e.__setitem__((1, 5), np.nan), r"row 1 has norm nan"),
+        (lambda e: e.__imul__(41.0), r"row 0 has norm 41"),  # scores of 41
         (lambda e: e.__setitem__(2, 0.0), r"row 2 has norm 0"),
     ],
 )
-def test_load_refuses_non_finite_or_non_unit_embeddings(index, encoder, tmp_path, corrupt, match):
+def test_load_refuses_non_finite_or_non_unit_embeddings(saved, index, encoder, corrupt, match):
     embs = index.embeddings.copy()
     corrupt(embs)
-    path = tmp_path / "bad.npz"
-    np.savez(path, embeddings=embs, docs=np.array(DOCS))
+    _rewrite_shard(saved, embeddings=embs)
     with pytest.raises(InputError, match=match):
-        SemanticIndex.load(path, encoder)
+        SemanticIndex.load(saved, encoder)
 
 
-def test_load_refuses_a_plain_npy_and_non_unicode_docs(index, encoder, tmp_path):
+def test_load_refuses_a_plain_file_and_non_string_docs(index, encoder, saved, tmp_path):
     npy = tmp_path / "one.npz"
     with open(npy, "wb") as f:
         np.save(f, index.embeddings)
-    with pytest.raises(InputError, match="one .npy array"):
+    with pytest.raises(InputError, match="one.npz: a file, not a saved index"):
         SemanticIndex.load(npy, encoder)
-    ints = tmp_path / "ints.npz"
-    np.savez(ints, embeddings=index.embeddings, docs=np.arange(3))
-    with pytest.raises(InputError, match="docs have shape"):
-        SemanticIndex.load(ints, encoder)
+    lines = [json.loads(line) for line in _files(saved)["jsonl"].read_text().splitlines()]
+    lines[1]["text"] = 3
+    _rewrite_shard(saved, jsonl="".join(json.dumps(x) + "\n" for x in lines).encode())
+    with pytest.raises(InputError, match="line 2: field 'text' is int, expected str"):
+        SemanticIndex.load(saved, encoder)
 
 
-def test_save_is_atomic(index, saved, monkeypatch):
-    before = saved.read_bytes()
+def test_save_is_atomic(index, saved, monkeypatch, encoder):
+    def files():  # the lock file only says who last held the lock
+        return {p.name: p.read_bytes() for p in saved.iterdir() if p.name != "lock"}
+
+    before = files()
 
     def crash(*args, **kwargs):
         raise KeyboardInterrupt  # the process dies mid-write
 
-    monkeypatch.setattr(np, "savez", crash)
+    monkeypatch.setattr(np, "save", crash)
     with pytest.raises(KeyboardInterrupt):
-        index.save(saved)
-    assert saved.read_bytes() == before
-    assert os.listdir(saved.parent) == [saved.name]  # no temporary file left behind
+        SemanticIndex(encoder, batch_size=4).add(DOCS[:1]).save(saved)
+    # the old index, unchanged; no temporary file left behind
+    assert files() == before
+    monkeypatch.undo()
+    assert SemanticIndex.load(saved, encoder).docs == index.docs
 
 
 # -- the pydoc embedding cache -------------------------------------------------------------------
@@ -116,19 +154,21 @@ def test_damaged_cache_entry_is_rebuilt_with_a_warning(encoder, tmp_path, monkey
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     texts = ["Topic one\nsome words here", "Topic two\nother words there"]
     first, owner = passage_index(encoder, texts, chunk_words=3, cache=True)
-    (entry,) = (tmp_path / "jaxparadigm" / "retrieval").glob("*.npz")
-    good = entry.read_bytes()
-    for damage in (good[: len(good) // 3], b""):
-        entry.write_bytes(damage)
-        with pytest.warns(UserWarning, match="embedding cache entry rebuilt: .*damaged|empty"):
-            again, owner2 = passage_index(encoder, texts, chunk_words=3, cache=True)
-        np.testing.assert_array_equal(again.embeddings, first.embeddings)
-        np.testing.assert_array_equal(owner2, owner)
-        SemanticIndex.load(entry, encoder)  # rewritten whole
+    (entry,) = (tmp_path / "jaxparadigm" / "retrieval").iterdir()
+    for kind, what in (("npy", "damaged"), ("manifest", "not valid JSON")):
+        file = _files(entry)[kind]
+        good = file.read_bytes()
+        for damage in (good[: len(good) // 3], b""):
+            file.write_bytes(damage)
+            with pytest.warns(UserWarning, match=f"embedding cache entry rebuilt: .*{what}"):
+                again, owner2 = passage_index(encoder, texts, chunk_words=3, cache=True)
+            np.testing.assert_array_equal(again.embeddings, first.embeddings)
+            np.testing.assert_array_equal(owner2, owner)
+            SemanticIndex.load(entry, encoder)  # rewritten whole
     nan = first.embeddings.copy()
     nan[0, 0] = np.nan  # a well-formed file with bad content
-    np.savez(entry, embeddings=nan, docs=np.array(first.docs))
-    with pytest.warns(UserWarning, match="NaN"):
+    _rewrite_shard(entry, embeddings=nan)
+    with pytest.warns(UserWarning, match="norm nan"):
         passage_index(encoder, texts, chunk_words=3, cache=True)
 
 

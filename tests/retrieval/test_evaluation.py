@@ -4,9 +4,9 @@ import json
 
 import pytest
 
+from jaxparadigm.app.retrieval_evaluation import format_search, run_experiment
 from jaxparadigm.cli import main as cli_main
 from jaxparadigm.config import config_from_dict
-from jaxparadigm.retrieval.evaluation import format_search, run_experiment
 
 TOPICS = ["pass", "break", "continue", "lambda", "await"]
 
@@ -72,5 +72,5 @@ def test_cli_search_and_errors(encoder, tmp_path, capsys):
 def test_format_search_pydoc_uses_disk_cache(encoder, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     out = format_search("catch an exception and clean up", top_k=3)
-    assert list((tmp_path / "jaxparadigm" / "retrieval").glob("*.npz"))
+    assert list((tmp_path / "jaxparadigm" / "retrieval").glob("*/manifest.json"))
     assert format_search("catch an exception and clean up", top_k=3) == out

@@ -379,7 +379,7 @@ def test_index_info_into_a_closed_pipe_is_quiet(small_index, monkeypatch):
 
 
 def test_every_k_argument_is_refused_the_same_way(small_index):
-    from jaxparadigm.retrieval.index_text import index_search_text
+    from jaxparadigm.app.index_text import index_search_text
     from jaxparadigm.retrieval.keyword import keyword_search
     from jaxparadigm.retrieval.pydoc_corpus import chunk_document
     from jaxparadigm.retrieval.ranking_metrics import recall_at_k

@@ -142,3 +142,31 @@ def test_windows_cover_every_piece_with_the_given_overlap(
 def test_window_argument_errors(minilm_tokenizer, chunk, overlap, match):
     with pytest.raises(InputError, match=match):
         split_passages([_doc(3)], splitting_tokenizer(minilm_tokenizer), chunk, overlap)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    parts=st.lists(
+        st.tuples(st.sampled_from(["a", "bc", "déf", "g.h"]),
+                  st.sampled_from([" ", "\n\t", "\u00a0", "\u2003", "\x1c", "\u3000"])),
+        max_size=25,
+    ),
+    lead=st.sampled_from(["", " ", "\n"]),
+    chunk=st.integers(1, 6),
+    overlap_frac=st.floats(0, 0.9),
+)  # fmt: skip
+def test_word_windows_match_str_split(parts, lead, chunk, overlap_frac):
+    # tokenizer=None: the units are str.split's words (the pydoc corpus's chunker); oracle below
+    overlap = min(int(chunk * overlap_frac), chunk - 1)
+    text = lead + "".join(w + s for w, s in parts)
+    got = split_passages([Document("t", text)], None, chunk, overlap)
+    words, step = text.split(), chunk - overlap
+    firsts = range(0, max(len(words) - overlap, 1), step) if words else []
+    assert [p.text.split() for p in got] == [words[i : i + chunk] for i in firsts]
+    assert all(p.text == text[p.start : p.end] and p.source == "t" for p in got)
+
+
+def test_word_windows_take_chunk_one_and_refuse_zero():
+    assert [p.text for p in split_passages([Document("t", " x  y ")], None, 1, 0)] == ["x", "y"]
+    with pytest.raises(InputError, match="chunk_tokens: got 0"):
+        split_passages([Document("t", "x")], None, 0, 0)

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jaxparadigm.claims.evidence.pydoc_queries import PYDOC_QUERIES
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval.pydoc_corpus import chunk_document, read_corpus, topic_title
-from jaxparadigm.retrieval.pydoc_queries import PYDOC_QUERIES
 
 
 def test_pydoc_corpus_has_all_topics():

@@ -1,10 +1,11 @@
-"""SemanticIndex (C1.1, C1.2): exact top-k vs a numpy brute force, cosine identity, .npz round trip."""
+"""SemanticIndex (C1.1, C1.2): exact top-k vs a numpy brute force, cosine identity, index-folder round trip."""
 
 import numpy as np
 import pytest
 
 from jaxparadigm.errors import InputError
-from jaxparadigm.retrieval import SemanticIndex
+from jaxparadigm.retrieval import IndexSearcher, SemanticIndex
+from jaxparadigm.retrieval.index_snapshot import write_snapshot
 
 DOCS = [
     "Index design guide",
@@ -46,32 +47,43 @@ def test_add_appends(encoder):
 
 def test_save_load_round_trip_without_pickle(index, encoder, tmp_path):
     path = index.save(tmp_path / "idx")
-    assert path.suffix == ".npz"
-    with np.load(path, allow_pickle=False) as data:
-        assert data["docs"].dtype.kind == "U"
+    assert path.is_dir() and (path / "manifest.json").is_file()
+    (shard,) = path.glob("shard_*.npy")
+    np.testing.assert_array_equal(np.load(shard, allow_pickle=False), index.embeddings)
     loaded = SemanticIndex.load(path, encoder)
     assert loaded.docs == DOCS
     np.testing.assert_array_equal(loaded.embeddings, index.embeddings)
     assert loaded.search("cat on a mat", 1) == index.search("cat on a mat", 1)
+    # one on-disk format: the saved folder is an index for `search --index` / `serve` too
+    (hit,) = IndexSearcher(path).search(encoder, "cat on a mat", 1)[0]
+    ((row, score),) = index.search("cat on a mat", 1)
+    assert (hit.row, hit.source, hit.text) == (row, f"docs[{row}]", DOCS[row])
+    assert hit.score == pytest.approx(score, abs=1e-6)
 
 
-def test_load_errors_name_the_file(encoder, tmp_path):
-    with pytest.raises(FileNotFoundError, match="nope.npz"):
-        SemanticIndex.load(tmp_path / "nope.npz", encoder)
-    bad = tmp_path / "obj.npz"
-    np.savez(
-        bad, embeddings=np.zeros((1, 384), np.float32), docs=np.array([{"a": 1}], dtype=object)
-    )
-    with pytest.raises(ValueError, match="obj.npz: .*not a SemanticIndex"):
-        SemanticIndex.load(bad, encoder)
-    wrong = tmp_path / "wrong.npz"
-    np.savez(wrong, embeddings=np.zeros((1, 10), np.float32), docs=np.array(["a"]))
-    with pytest.raises(ValueError, match=r"wrong.npz: embeddings have shape \(1, 10\)"):
-        SemanticIndex.load(wrong, encoder)
+def test_load_errors_name_the_file(index, encoder, tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope"):
+        SemanticIndex.load(tmp_path / "nope", encoder)
     junk = tmp_path / "junk.npz"
     junk.write_bytes(b"not a zip")
-    with pytest.raises(ValueError, match="junk.npz"):
+    with pytest.raises(ValueError, match="junk.npz: a file, not a saved index"):
         SemanticIndex.load(junk, encoder)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="empty: no manifest.json"):
+        SemanticIndex.load(tmp_path / "empty", encoder)
+    wrong = tmp_path / "wrong"
+    model = {"name": "m", "dim": 10, "max_seq_length": 16}
+    write_snapshot(wrong, model, np.eye(1, 10, dtype=np.float32), ["a"], 4)
+    with pytest.raises(ValueError, match=r"wrong: embeddings have dimension 10, expected 384"):
+        SemanticIndex.load(wrong, encoder)
+    with pytest.raises(ValueError, match=r"junk.npz: a file, expected a folder"):
+        index.save(junk)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match=r"other: holds \['notes.txt'\] but no manifest.json"):
+        index.save(other)
+    assert [p.name for p in other.iterdir()] == ["notes.txt"]
 
 
 def test_bad_input(index, encoder):

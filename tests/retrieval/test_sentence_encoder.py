@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxparadigm.retrieval import SentenceEncoder, load_minilm
-from jaxparadigm.retrieval.sentence_encoder import _row_bucket, length_buckets, minilm_path
+from jaxparadigm.retrieval.length_buckets import length_buckets
+from jaxparadigm.retrieval.length_buckets import row_bucket as _row_bucket
+from jaxparadigm.retrieval.sentence_encoder import minilm_path
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "minilm"
 SENTENCES = json.loads((DATA / "sentences.json").read_text(encoding="utf-8"))["sentences"]

@@ -7,10 +7,10 @@ import urllib.request
 import pytest
 from opentelemetry.trace import StatusCode
 
+from jaxparadigm.claims.evidence.load_generator import plan_requests, run_load
+from jaxparadigm.claims.evidence.readiness import readiness_from_spans
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval import SemanticIndex
-from jaxparadigm.retrieval.load_generator import plan_requests, run_load
-from jaxparadigm.retrieval.readiness import readiness_from_spans
 from jaxparadigm.retrieval.service import SearchService, parse_search_request
 
 DOCS = ["index design guide", "python memory management", "sql execution plan analysis", "a cat"]

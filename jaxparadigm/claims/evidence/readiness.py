@@ -20,7 +20,7 @@ import numpy as np
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind
 
-from jaxparadigm.retrieval.load_generator import PlannedRequest
+from jaxparadigm.claims.evidence.load_generator import PlannedRequest
 
 __all__ = ["EXPECTED_CHILDREN", "readiness_from_spans"]
 

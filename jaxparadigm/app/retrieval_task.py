@@ -13,21 +13,21 @@ import json
 import time
 from pathlib import Path
 
+from jaxparadigm.app.retrieval_plots import plot_metrics
+from jaxparadigm.app.retrieval_report import report_markdown
+from jaxparadigm.claims.evidence.dot_vs_cosine import dot_vs_cosine
+from jaxparadigm.claims.evidence.pydoc_queries import PYDOC_QUERIES, LabelledQuery
+from jaxparadigm.claims.evidence.seed_example import seed_example
 from jaxparadigm.errors import ConfigError
-from jaxparadigm.retrieval.dot_vs_cosine import dot_vs_cosine
 from jaxparadigm.retrieval.keyword import keyword_search
-from jaxparadigm.retrieval.metrics_plot import plot_metrics
 from jaxparadigm.retrieval.passage_index import max_by_owner, passage_index
 from jaxparadigm.retrieval.pydoc_corpus import read_corpus
-from jaxparadigm.retrieval.pydoc_queries import PYDOC_QUERIES, LabelledQuery
 from jaxparadigm.retrieval.ranking_metrics import (
     first_hit_rank,
     mean_reciprocal_rank,
     ranking_from_scores,
     recall_at_k,
 )
-from jaxparadigm.retrieval.report_markdown import report_markdown
-from jaxparadigm.retrieval.seed_example import seed_example
 from jaxparadigm.retrieval.semantic_index import SemanticIndex
 from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder, cached_minilm
 

@@ -27,7 +27,14 @@ def report_markdown(m: dict) -> str:
             f"| {method} | {r['recall@1']:.3f} | {r['recall@5']:.3f} | {r['mrr']:.3f} | {miss} |"
         )
     lines += ["", "![metrics](retrieval_metrics.png)", "", "## The seed's example (C1.1)", ""]
-    for lang, ex in m["seed_example"].items():
+    lines += _seed_lines(m["seed_example"]) + _c12_lines(m)
+    return "\n".join(lines) + "\n"
+
+
+def _seed_lines(seed: dict) -> list[str]:
+    """The seed example's section: scores, top doc, [UNK] shares and the control query."""
+    lines: list[str] = []
+    for lang, ex in seed.items():
         scores = ", ".join(f"{s:.4f}" for s in ex["scores"])
         unk = ", ".join(f"{u:.0%}" for u in ex["unk_fraction"])
         lines += [
@@ -36,7 +43,7 @@ def report_markdown(m: dict) -> str:
             f"{{0, 2}}); seed keyword_match returns {ex['keyword_match']}; share of [UNK] "
             f"word pieces (query, docs): {unk}.",
         ]
-    zh, ctrl = m["seed_example"]["zh"], m["seed_example"]["zh, unrelated control query"]
+    zh, ctrl = seed["zh"], seed["zh, unrelated control query"]
     if zh["unk_fraction"][0] == 1.0:
         lines.append(
             "\nEvery word piece of the Chinese query is [UNK] (the uncased English vocabulary lacks "
@@ -49,8 +56,13 @@ def report_markdown(m: dict) -> str:
         f"{ctrl['top']} first, {'the same as' if same else 'unlike'} the seed's query"
         + (": the Chinese ranking is not evidence of semantic matching." if same else ".")
     )
+    return lines
+
+
+def _c12_lines(m: dict) -> list[str]:
+    """The C1.2 section (dot vs cosine) and the mechanics (timings, compiled shapes)."""
     c = m["c1_2"]
-    lines += [
+    return [
         "",
         "## C1.2: is `np.dot` an approximation of cosine?",
         "",
@@ -75,4 +87,3 @@ def report_markdown(m: dict) -> str:
         "",
         "Per-query ranks of the first relevant topic are in `metrics.json`.",
     ]
-    return "\n".join(lines) + "\n"

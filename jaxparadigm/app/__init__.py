@@ -1,0 +1,1 @@
+"""The application: CLI, tasks, text and Markdown rendering, plots."""
