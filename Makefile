@@ -74,9 +74,9 @@ SAMPLE ?=
 SEED ?= 0
 mutation: $(STAMP)
 	$(BIN)/pip install -q -e '.[test,mutation]'
-	nice -n 10 $(BIN)/python benchmarks/mutation_score.py run --max-children $(MUTATION_CHILDREN) \
+	nice -n 10 $(BIN)/python tools/mutation_score.py run --max-children $(MUTATION_CHILDREN) \
 		$(if $(SAMPLE),--sample $(SAMPLE) --seed $(SEED)) $(MODULE)
-	$(BIN)/python benchmarks/mutation_score.py report --write $(MODULE)
+	$(BIN)/python tools/mutation_score.py report --write $(MODULE)
 
 claims: $(STAMP)
 	$(BIN)/jaxparadigm claims

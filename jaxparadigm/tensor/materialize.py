@@ -96,7 +96,7 @@ def _compute_plan(view: View, storage_size: int) -> _Plan | None:
 
 
 # Cached by (view, storage size); wrapped here rather than decorated so that the plan arithmetic
-# stays an ordinary function, which mutation testing (benchmarks/mutation_score.py) can mutate.
+# stays an ordinary function, which mutation testing (tools/mutation_score.py) can mutate.
 _plan = functools.lru_cache(maxsize=4096)(_compute_plan)
 
 

@@ -1,8 +1,8 @@
 """Mutation score of the core modules (issue 17), measured with mutmut one module at a time.
 
-    python benchmarks/mutation_score.py run [MODULE ...] [--max-children 1] [--fresh]
-    python benchmarks/mutation_score.py run MODULE --sample 200 [--seed 0]
-    python benchmarks/mutation_score.py report [MODULE ...] [--write]
+    python tools/mutation_score.py run [MODULE ...] [--max-children 1] [--fresh]
+    python tools/mutation_score.py run MODULE --sample 200 [--seed 0]
+    python tools/mutation_score.py report [MODULE ...] [--write]
 
 ``run`` gives each module its own mutmut workspace, ``.mutation/<module>/`` (git-ignored): links to
 ``jaxparadigm/`` and ``tests/``, a ``pyproject.toml`` whose ``[tool.mutmut]`` lists the files to
@@ -28,9 +28,9 @@ subset; a random sample scores an unbiased one, and the report gives its score w
 interval ``(p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)``, z = 1.96, over the n sampled
 mutants that are not equivalent. Samples are recorded apart from the full-run figures. Equivalent mutants, which no test can
 kill because they do not change behaviour, are listed with a reason in
-``benchmarks/mutation_equivalents.py``; an entry counts only while the mutant still makes the
+``tools/mutation_equivalents.py``; an entry counts only while the mutant still makes the
 change recorded there. ``--write`` merges the measured modules into
-``benchmarks/mutation_results.json`` and rewrites the ``## mutation`` section of
+``tools/mutation_results.json`` and rewrites the ``## mutation`` section of
 ``benchmarks/RESULTS.md`` from it. Modules with no workspace keep their last recorded figures.
 """
 
@@ -54,7 +54,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKSPACES = ROOT / ".mutation"
-RESULTS_JSON = ROOT / "benchmarks" / "mutation_results.json"
+RESULTS_JSON = ROOT / "tools" / "mutation_results.json"
 RESULTS_MD = ROOT / "benchmarks" / "RESULTS.md"
 PLUGIN = "mutation_pytest_plugin"
 # Imported by the fork server before it forks a process per mutant (none of them starts a JAX
@@ -161,7 +161,7 @@ def prepare_workspace(name: str, target: Target) -> Path:
     ws.mkdir(parents=True, exist_ok=True)
     _link(ws / "jaxparadigm", ROOT / "jaxparadigm")
     _link(ws / "tests", ROOT / "tests")
-    _link(ws / f"{PLUGIN}.py", ROOT / "benchmarks" / f"{PLUGIN}.py")
+    _link(ws / f"{PLUGIN}.py", ROOT / "tools" / f"{PLUGIN}.py")
     (ws / "preload.txt").write_text("\n".join(PRELOAD) + "\n")
     pyproject = (ROOT / "pyproject.toml").read_text() + _mutmut_config(target)
     if not (ws / "pyproject.toml").exists() or (ws / "pyproject.toml").read_text() != pyproject:
@@ -585,12 +585,12 @@ def markdown(results: dict[str, dict], samples: dict[str, dict] | None = None) -
         "## mutation",
         "",
         "Mutation score of the core (issue 17): `make mutation` (all modules) or",
-        "`make mutation MODULE=tensor`, i.e. `benchmarks/mutation_score.py run` then `report --write`;",
+        "`make mutation MODULE=tensor`, i.e. `tools/mutation_score.py run` then `report --write`;",
         "mutmut 3 mutates one module at a time and runs each mutant against the module's own tests.",
         "Score = (killed + timeout) / (mutants - equivalent - not checked); mutmut files a mutant whose test",
         "process exits abnormally (exit 255: here a test module that no longer imports under the mutant)",
         "as a timeout, and both count as detected. Equivalent mutants, with the reason",
-        "no test can kill them, are listed in `benchmarks/mutation_equivalents.py`; every other",
+        "no test can kill them, are listed in `tools/mutation_equivalents.py`; every other",
         "survivor is listed below. A module's figures are its cache after the run named in its row",
         "(a run re-tests only what changed, so it may test few mutants). A module with mutants",
         "'not checked' had its run stopped before the end: its score covers the checked ones only,",
