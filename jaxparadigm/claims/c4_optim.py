@@ -9,11 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxparadigm.claims.evidence.overflow import overflow_evidence
 from jaxparadigm.claims.figures import bar_chart, line_chart
 from jaxparadigm.claims.ledger import experiment
 from jaxparadigm.claims.torch_side import NOT_MEASURED, measured, torch_or_none
 from jaxparadigm.optim import adam, adam_state_report, sgd
-from jaxparadigm.optim.schedules import overflow_demo
 
 # --- C4.1 ------------------------------------------------------------------------------------
 
@@ -247,7 +247,7 @@ INT32_MAX = 2**31 - 1
 )
 def c4_3():
     base, start, end, total = 1e-3, 1.0 / 3.0, 1.0, 5
-    demo = overflow_demo(
+    demo = overflow_evidence(
         window=4,
         base_lr=base,
         start_factor=start,
