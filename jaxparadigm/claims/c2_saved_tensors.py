@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from typing import Any
 
 import jax.numpy as jnp
 
@@ -62,7 +63,7 @@ def c2_2():
     y2.backward(retain_graph=True)
     retained = saved_tensors_report(y2)
     arg = jnp.ones((64, 64), jnp.float32)
-    ev = {
+    ev: dict[str, Any] = {
         "tape_saved_before_backward": before.count,
         "tape_saved_bytes_before": before.nbytes,
         "tape_saved_after_backward": after.count,

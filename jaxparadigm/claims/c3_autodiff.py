@@ -4,6 +4,8 @@ oracle, and PyTorch runs the article's snippets when installed (else its fields 
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -31,6 +33,8 @@ def c3_1():
     node = y.grad_fn
     chain = {"root": node.name, "next": sorted(n.name for n, _ in node.next_functions)}
     y.backward()
+    if x.grad is None:
+        raise RuntimeError("C3.1: y.backward() left x.grad unset")
     graph = trace(lambda v: jnp.sum(jnp.tanh(v) ** 2 + 3 * v), jnp.ones(3))
     position = {id(v): i for i, n in enumerate(graph.nodes) for v in n.outputs}
     ordered = all(
@@ -39,7 +43,7 @@ def c3_1():
         for v in n.inputs
         if id(v) in position
     )
-    ev = {
+    ev: dict[str, Any] = {
         "x": x0,
         "tape_chain_before_backward": chain,
         "tape_grad": float(x.grad),
@@ -231,7 +235,7 @@ def _cube_sum(x):
 def c3_3():
     x = 2.0
     rows = graph_growth(_cube_sum, 3, x)
-    ev = {
+    ev: dict[str, Any] = {
         "x": x,
         "expected": 6 * x,
         "ours": float(grad(grad(_cube_sum))(x)),

@@ -4,6 +4,8 @@ PyTorch are the references. Without torch the PyTorch fields read ``"not measure
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -38,7 +40,7 @@ def c4_1():
     formula = jax.tree.map(lambda p, g: p - lr * g, params, grads)
     decayed = _apply(sgd(lr, weight_decay=wd), params, grads)
     momentum = _apply(sgd(lr, momentum=0.9, weight_decay=wd), params, grads, steps=3)
-    ev = {
+    ev: dict[str, Any] = {
         "max_abs_error_vs_formula": float(
             max(
                 jnp.max(jnp.abs(a - b))
@@ -151,7 +153,7 @@ def c4_2():
     scales = jnp.logspace(-6, -1, 4096)  # gradients spanning five decades, as in real networks
     grads_seq = [{"w": jax.random.normal(k, (4096,)) * scales} for k in jax.random.split(key, 20)]
     ref, _ = _adam_run(None, grads_seq, params)
-    ev = {"adam_steps": len(grads_seq)}
+    ev: dict[str, Any] = {"adam_steps": len(grads_seq)}
     for name in ("float32", "bfloat16", "float16"):
         p, state = _adam_run(name, grads_seq, params)
         rep = adam_state_report(state)
@@ -259,7 +261,7 @@ def c4_3():
     # TF's documented PolynomialDecay clips the step to [0, decay_steps]; optax's polynomial_schedule
     # (a library we did not write) implements the same documented formula. TF itself is not run.
     tf_formula = optax.polynomial_schedule(1e-3, 1e-5, 1.0, 1000)
-    ev = {
+    ev: dict[str, Any] = {
         "int32_max": INT32_MAX,
         "steps": list(demo.steps),
         "naive_int32_count": list(demo.naive_count),
@@ -273,7 +275,7 @@ def c4_3():
         "torch_linear_lr": NOT_MEASURED,
         "torch_last_epoch": NOT_MEASURED,
     }
-    if demo.torch_lr is not None:
+    if demo.torch_lr is not None and demo.torch_last_epoch is not None:
         ev["torch_linear_lr"] = list(demo.torch_lr)
         ev["torch_last_epoch"] = list(demo.torch_last_epoch)
     series = {

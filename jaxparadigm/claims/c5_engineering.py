@@ -8,6 +8,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,7 @@ def c5_1():
     rng = np.random.default_rng(0)
     schema = {"x": ((None, 2), "float32"), "y": ((None,), "int32", (0, 1))}
     good = {"x": rng.normal(size=(8, 2)).astype(np.float32), "y": np.array([0, 1] * 4, np.int32)}
-    ev = {
+    ev: dict[str, Any] = {
         "validation_good_batch_error": _refused(lambda: validate_batch(good, schema)),
         "validation_nan_error": _refused(
             lambda: validate_batch({**good, "x": np.full((8, 2), np.nan, np.float32)}, schema)

@@ -138,6 +138,6 @@ class TransformerLM(nnx.Module):
         for i, block in enumerate(self.blocks):
             h = block(h, self.dropout, (rngs[2 * i], rngs[2 * i + 1]))
         h = self.ln_f(h)
-        if self.tie_embeddings:
+        if self.lm_head is None:  # tie_embeddings
             return self.embed.attend(h).astype(jnp.float32)
         return self.lm_head(h).astype(jnp.float32)

@@ -22,7 +22,7 @@ from jaxparadigm.optim.param_dtypes import require_inexact
 class AdamTorchState(NamedTuple):
     """Torch-style Adam state: int32 ``count`` (torch's ``step``), ``mu`` (exp_avg), ``nu`` (exp_avg_sq)."""
 
-    count: jax.Array
+    count: jax.Array  # type: ignore[assignment]  # field shadows tuple.count, as in optax states
     mu: Any
     nu: Any
 
