@@ -30,7 +30,7 @@ from jaxparadigm.tensor import (
     "C2.1",
     "A 12-element storage viewed with offset 2, size (2,3), stride (3,1) gives rows [2,3,4], [5,6,7].",
 )
-def c2_1():
+def c2_1() -> dict[str, Any]:
     storage_size, shape, strides, offset = 12, (2, 3), (3, 1), 2
     spec = {
         "storage_size": storage_size,
@@ -92,7 +92,7 @@ def _(ev):
 @experiment(
     "C2.3", "Host-to-device copies are asynchronous: the host is not blocked until it waits."
 )
-def c2_3():
+def c2_3() -> dict[str, Any]:
     prof = transfer_profile(64 * 2**20)
     ev: dict[str, Any] = {k: prof[k] for k in ("nbytes", "h2d_dispatch_s", "h2d_ready_s")}
     ev.update(
@@ -176,7 +176,7 @@ def _(ev):
     "C2.4",
     "Broadcasting right-aligns shapes; dims equal or 1: (3,1)x(1,4)->(3,4), (2,1,5)x(5,)->(2,1,5).",
 )
-def c2_4():
+def c2_4() -> dict[str, Any]:
     cases = [((3, 1), (1, 4)), ((2, 1, 5), (5,))]
     ev: dict[str, Any] = {
         "article_cases": [[list(a), list(b)] for a, b in cases],
@@ -261,7 +261,7 @@ def _(ev):
     "C2.5",
     "b=a.view(-1); b.set_([9,8,7]) leaves a==[9,8,7]; scatter_nd_update returns a new tensor.",
 )
-def c2_5():
+def c2_5() -> dict[str, Any]:
     a0, new = [1, 2, 3], [9, 8, 7]
     mem, a = Memory().tensor(np.array(a0, dtype=np.int32))
     b = mem.view(a, -1)

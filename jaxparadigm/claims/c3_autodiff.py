@@ -26,7 +26,7 @@ def _article_program(x):
 @experiment(
     "C3.1", "A tape records y = x**2 + 3*x as it runs; a static graph runs in topological order."
 )
-def c3_1():
+def c3_1() -> dict[str, Any]:
     x0 = 2.0
     x = Var(x0, requires_grad=True)
     y = _article_program(x)
@@ -170,7 +170,7 @@ _PROBE.def_abstract_eval(lambda aval: aval)
     "C3.2",
     "Backward is decomposed per op: each forward op name maps through a static registry to its rule.",
 )
-def c3_2():
+def c3_2() -> dict[str, Any]:
     registry = set(registered_primitives())
     used, errors = set(), {}
     for name, (fn, arg) in _programs().items():
@@ -232,7 +232,7 @@ def _cube_sum(x):
     "C3.3",
     "grad(grad(sum(x**3)))(x) = 6x, by re-entering the graph; each level builds a new graph.",
 )
-def c3_3():
+def c3_3() -> dict[str, Any]:
     x = 2.0
     rows = graph_growth(_cube_sum, 3, x)
     ev: dict[str, Any] = {

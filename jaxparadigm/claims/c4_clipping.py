@@ -94,7 +94,7 @@ def _data_parallel_nan_shard(base):
     "C4.4",
     "torch clip_grad_norm_ (per-layer norms aggregated) and TF clip_by_global_norm clip differently.",
 )
-def c4_4():
+def c4_4() -> dict[str, Any]:
     keys = jax.random.split(jax.random.PRNGKey(1), 3)
     base = {f"layer{i}": jax.random.normal(k, (64 * (i + 1),)) for i, k in enumerate(keys)}
     torch = torch_or_none()

@@ -32,7 +32,7 @@ def _apply(tx, params, grads, steps=1):
     "C4.1",
     "An SGD step is p <- p - lr*grad, outside gradient tracking, skipping params without a gradient.",
 )
-def c4_1():
+def c4_1() -> dict[str, Any]:
     lr, wd = 0.1, 0.01
     params = {"used": jnp.array([1.0, -2.0, 3.0]), "unused": jnp.array([0.5, 0.5])}
     grads = {"used": jnp.array([0.3, 0.1, -0.2]), "unused": jnp.zeros(2)}  # jax.grad gives zeros
@@ -147,7 +147,7 @@ def _adam_run(nu_dtype, grads_seq, params):
     "C4.2",
     "Mixed-precision Adam keeps exp_avg in float32 and exp_avg_sq in float16, saving memory without harm.",
 )
-def c4_2():
+def c4_2() -> dict[str, Any]:
     key = jax.random.PRNGKey(0)
     params = {"w": jnp.zeros((4096,), jnp.float32)}
     scales = jnp.logspace(-6, -1, 4096)  # gradients spanning five decades, as in real networks
@@ -247,7 +247,7 @@ INT32_MAX = 2**31 - 1
     "C4.3",
     "A warmup scheduler's step counter overflows past 2^31-1 and turns the lr negative (LinearLR); TF is protected.",
 )
-def c4_3():
+def c4_3() -> dict[str, Any]:
     base, start, end, total = 1e-3, 1.0 / 3.0, 1.0, 5
     demo = overflow_evidence(
         window=4,
