@@ -8,7 +8,7 @@ ORACLES := $(VENV)/.oracles
 # Reference libraries of the MiniLM parity tests (tests/data/regenerate_minilm_reference.py too).
 PARITY := transformers==5.24.0 sentence-transformers==6.2.0
 
-.PHONY: readme-test test-ci-full install oracles demo test test-all lint format crosscheck crosscheck-slow mutation bench claims clean docs docs-check
+.PHONY: typecheck readme-test test-ci-full install oracles demo test test-all lint format crosscheck crosscheck-slow mutation bench claims clean docs docs-check
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -74,9 +74,20 @@ SAMPLE ?=
 SEED ?= 0
 mutation: $(STAMP)
 	$(BIN)/pip install -q -e '.[test,mutation]'
-	nice -n 10 $(BIN)/python benchmarks/mutation_score.py run --max-children $(MUTATION_CHILDREN) \
+	nice -n 10 $(BIN)/python tools/mutation_score.py run --max-children $(MUTATION_CHILDREN) \
 		$(if $(SAMPLE),--sample $(SAMPLE) --seed $(SEED)) $(MODULE)
-	$(BIN)/python benchmarks/mutation_score.py report --write $(MODULE)
+	$(BIN)/python tools/mutation_score.py report --write $(MODULE)
+
+# Import contracts (layers, libraries apart from the app, no cycles) and static types (issue 22);
+# the contracts and the mypy settings are in pyproject.toml.
+TYPECHECK_STAMP := $(VENV)/.typecheck
+$(TYPECHECK_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/pip install -q -e '.[test,typecheck]'
+	touch $(TYPECHECK_STAMP)
+
+typecheck: $(TYPECHECK_STAMP)
+	$(BIN)/lint-imports
+	$(BIN)/mypy jaxparadigm
 
 claims: $(STAMP)
 	$(BIN)/jaxparadigm claims

@@ -31,7 +31,7 @@ class TrainingAborted(RuntimeError):
     """A training run gave up (for example, the guard's give-up rule fired): CLI exit status 3."""
 
 
-def require_int(name: str, value, lo: int, hi: int | None = None) -> int:
+def require_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
     """``value`` if it is an int (not a bool) with ``lo <= value <= hi`` (no upper bound when
     ``hi`` is None); otherwise :class:`InputError` ``"NAME: got VALUE, expected an int >= LO"``
     (or ``"... an int in [LO, HI]"``). Used for every k / top-k / size argument (C1.1)."""

@@ -1,4 +1,4 @@
-"""benchmarks/mutation_score.py's sampling arithmetic (issue 17): the random sample and the
+"""tools/mutation_score.py's sampling arithmetic (issue 17): the random sample and the
 Wilson interval reported with a sampled mutation score."""
 
 import importlib.util
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "mutation_score.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "tools" / "mutation_score.py"
 
 
 @pytest.fixture(scope="module")

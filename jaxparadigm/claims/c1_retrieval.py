@@ -5,6 +5,8 @@ run with our Flax NNX MiniLM (``jaxparadigm.retrieval``) on the seed's own examp
 
 from __future__ import annotations
 
+from typing import Any
+
 from jaxparadigm.claims.corpus_index import minilm_encoder, pydoc_index
 from jaxparadigm.claims.evidence.dot_vs_cosine import dot_vs_cosine
 from jaxparadigm.claims.evidence.pydoc_queries import PYDOC_QUERIES
@@ -58,7 +60,7 @@ def c1_1():
             for s, rel in zip(index.scores(qtexts), relevant, strict=True)
         ],
     }
-    ev = {
+    ev: dict[str, Any] = {
         "seed_zh": {k: seed["zh"][k] for k in ("scores", "top", "keyword_match", "unk_fraction")},
         "seed_zh_control": {k: seed["zh, unrelated control query"][k] for k in ("scores", "top")},
         "seed_en": {k: seed["en translation"][k] for k in ("scores", "top", "keyword_match")},

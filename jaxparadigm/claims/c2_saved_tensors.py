@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from typing import Any
 
 import jax.numpy as jnp
 
@@ -21,12 +22,12 @@ class _Double(Function):
     """y = 2 x, saving x (as the article's MyFunction does)."""
 
     @staticmethod
-    def forward(ctx, x):
+    def forward(ctx: Any, x: Any) -> Any:
         ctx.save_for_backward(x)
         return x * 2
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx: Any, g: Any) -> tuple[Any]:
         return (g * 2,)
 
 
@@ -34,11 +35,11 @@ class _DoubleNoSave(Function):
     """y = 2 x, saving nothing (the backward does not need x)."""
 
     @staticmethod
-    def forward(ctx, x):
+    def forward(ctx: Any, x: Any) -> Any:
         return x * 2
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx: Any, g: Any) -> tuple[Any]:
         return (g * 2,)
 
 
@@ -46,7 +47,7 @@ class _DoubleNoSave(Function):
     "C2.2",
     "Tensors saved for backward are kept alive by the graph and released once backward has run.",
 )
-def c2_2():
+def c2_2() -> dict[str, Any]:
     x = Var(jnp.linspace(-1.0, 1.0, 256), requires_grad=True)
     y = (x.exp() * x).sum()
     before = saved_tensors_report(y)
@@ -62,7 +63,7 @@ def c2_2():
     y2.backward(retain_graph=True)
     retained = saved_tensors_report(y2)
     arg = jnp.ones((64, 64), jnp.float32)
-    ev = {
+    ev: dict[str, Any] = {
         "tape_saved_before_backward": before.count,
         "tape_saved_bytes_before": before.nbytes,
         "tape_saved_after_backward": after.count,
@@ -82,7 +83,7 @@ def c2_2():
 def _torch_saved_lifetime(torch) -> dict:
     class MyFunction(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, x):
+        def forward(ctx: Any, x: Any) -> Any:
             ctx.save_for_backward(x)
             return x * 2
 

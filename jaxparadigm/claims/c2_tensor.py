@@ -4,6 +4,8 @@ works, the article's own PyTorch snippet; without torch the PyTorch fields read 
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax.numpy as jnp
 import numpy as np
 
@@ -28,15 +30,20 @@ from jaxparadigm.tensor import (
     "C2.1",
     "A 12-element storage viewed with offset 2, size (2,3), stride (3,1) gives rows [2,3,4], [5,6,7].",
 )
-def c2_1():
-    spec = {"storage_size": 12, "shape": [2, 3], "strides": [3, 1], "offset": 2}
-    storage = np.arange(spec["storage_size"], dtype=np.float32)
-    shape, strides, offset = tuple(spec["shape"]), tuple(spec["strides"]), spec["offset"]
+def c2_1() -> dict[str, Any]:
+    storage_size, shape, strides, offset = 12, (2, 3), (3, 1), 2
+    spec = {
+        "storage_size": storage_size,
+        "shape": list(shape),
+        "strides": list(strides),
+        "offset": offset,
+    }
+    storage = np.arange(storage_size, dtype=np.float32)
     view = View(shape, strides, offset)
     numpy_ref = np.lib.stride_tricks.as_strided(
         storage[offset:], shape=shape, strides=tuple(s * storage.itemsize for s in strides)
     ).tolist()
-    ev = {
+    ev: dict[str, Any] = {
         "view": spec,
         "expected": [[2.0, 3.0, 4.0], [5.0, 6.0, 7.0]],
         "ours": np.asarray(view.materialize(storage)).tolist(),
@@ -85,9 +92,9 @@ def _(ev):
 @experiment(
     "C2.3", "Host-to-device copies are asynchronous: the host is not blocked until it waits."
 )
-def c2_3():
+def c2_3() -> dict[str, Any]:
     prof = transfer_profile(64 * 2**20)
-    ev = {k: prof[k] for k in ("nbytes", "h2d_dispatch_s", "h2d_ready_s")}
+    ev: dict[str, Any] = {k: prof[k] for k in ("nbytes", "h2d_dispatch_s", "h2d_ready_s")}
     ev.update(
         device_platform=prof["platform"],
         dispatch_fraction=prof["h2d_dispatch_fraction"],
@@ -169,9 +176,9 @@ def _(ev):
     "C2.4",
     "Broadcasting right-aligns shapes; dims equal or 1: (3,1)x(1,4)->(3,4), (2,1,5)x(5,)->(2,1,5).",
 )
-def c2_4():
+def c2_4() -> dict[str, Any]:
     cases = [((3, 1), (1, 4)), ((2, 1, 5), (5,))]
-    ev = {
+    ev: dict[str, Any] = {
         "article_cases": [[list(a), list(b)] for a, b in cases],
         "ours": [list(broadcast_shapes(a, b)) for a, b in cases],
         "numpy": [list(np.broadcast_shapes(a, b)) for a, b in cases],
@@ -187,6 +194,8 @@ def c2_4():
         shapes = [
             tuple(int(d) for d in rng.choice([1, 2, 3], size=rng.integers(0, 4))) for _ in range(2)
         ]
+        ref: tuple[int, ...] | str
+        got: tuple[int | None, ...] | str
         try:
             ref = np.broadcast_shapes(*shapes)
         except ValueError:
@@ -252,7 +261,7 @@ def _(ev):
     "C2.5",
     "b=a.view(-1); b.set_([9,8,7]) leaves a==[9,8,7]; scatter_nd_update returns a new tensor.",
 )
-def c2_5():
+def c2_5() -> dict[str, Any]:
     a0, new = [1, 2, 3], [9, 8, 7]
     mem, a = Memory().tensor(np.array(a0, dtype=np.int32))
     b = mem.view(a, -1)
@@ -262,7 +271,7 @@ def c2_5():
     y = scatter_nd_update(x, np.array([[0]]), np.array([new[0]], dtype=np.int32))
     x2 = jnp.array(a0, dtype=jnp.int32)
     y2 = scatter_nd_update_inplace(x2, np.array([[0]]), np.array([new[0]], dtype=np.int32))
-    ev = {
+    ev: dict[str, Any] = {
         "a_initial": a0,
         "set_value": new,
         "scatter_expected": [new[0], *a0[1:]],

@@ -4,6 +4,8 @@ oracle, and PyTorch runs the article's snippets when installed (else its fields 
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,13 +26,15 @@ def _article_program(x):
 @experiment(
     "C3.1", "A tape records y = x**2 + 3*x as it runs; a static graph runs in topological order."
 )
-def c3_1():
+def c3_1() -> dict[str, Any]:
     x0 = 2.0
     x = Var(x0, requires_grad=True)
     y = _article_program(x)
     node = y.grad_fn
     chain = {"root": node.name, "next": sorted(n.name for n, _ in node.next_functions)}
     y.backward()
+    if x.grad is None:
+        raise RuntimeError("C3.1: y.backward() left x.grad unset")
     graph = trace(lambda v: jnp.sum(jnp.tanh(v) ** 2 + 3 * v), jnp.ones(3))
     position = {id(v): i for i, n in enumerate(graph.nodes) for v in n.outputs}
     ordered = all(
@@ -39,7 +43,7 @@ def c3_1():
         for v in n.inputs
         if id(v) in position
     )
-    ev = {
+    ev: dict[str, Any] = {
         "x": x0,
         "tape_chain_before_backward": chain,
         "tape_grad": float(x.grad),
@@ -166,7 +170,7 @@ _PROBE.def_abstract_eval(lambda aval: aval)
     "C3.2",
     "Backward is decomposed per op: each forward op name maps through a static registry to its rule.",
 )
-def c3_2():
+def c3_2() -> dict[str, Any]:
     registry = set(registered_primitives())
     used, errors = set(), {}
     for name, (fn, arg) in _programs().items():
@@ -228,10 +232,10 @@ def _cube_sum(x):
     "C3.3",
     "grad(grad(sum(x**3)))(x) = 6x, by re-entering the graph; each level builds a new graph.",
 )
-def c3_3():
+def c3_3() -> dict[str, Any]:
     x = 2.0
     rows = graph_growth(_cube_sum, 3, x)
-    ev = {
+    ev: dict[str, Any] = {
         "x": x,
         "expected": 6 * x,
         "ours": float(grad(grad(_cube_sum))(x)),

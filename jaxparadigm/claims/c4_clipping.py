@@ -10,6 +10,8 @@ and a ``NaN`` entry, and a data-parallel step whose one shard is NaN before the 
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -92,11 +94,11 @@ def _data_parallel_nan_shard(base):
     "C4.4",
     "torch clip_grad_norm_ (per-layer norms aggregated) and TF clip_by_global_norm clip differently.",
 )
-def c4_4():
+def c4_4() -> dict[str, Any]:
     keys = jax.random.split(jax.random.PRNGKey(1), 3)
     base = {f"layer{i}": jax.random.normal(k, (64 * (i + 1),)) for i, k in enumerate(keys)}
     torch = torch_or_none()
-    ev = {"max_norm": MAX_NORM, "finite": {}, "nonfinite": {}}
+    ev: dict[str, Any] = {"max_norm": MAX_NORM, "finite": {}, "nonfinite": {}}
     for label, scale in (("above_threshold", 10.0), ("below_threshold", 0.001)):
         grads = jax.tree.map(lambda g, s=scale: g * s, base)
         flat = {k: _flat(_clip(tx, grads)) for k, tx in _styles().items()}

@@ -4,16 +4,18 @@ PyTorch are the references. Without torch the PyTorch fields read ``"not measure
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxparadigm.claims.evidence.overflow import overflow_evidence
 from jaxparadigm.claims.figures import bar_chart, line_chart
 from jaxparadigm.claims.ledger import experiment
 from jaxparadigm.claims.torch_side import NOT_MEASURED, measured, torch_or_none
 from jaxparadigm.optim import adam, adam_state_report, sgd
-from jaxparadigm.optim.schedules import overflow_demo
 
 # --- C4.1 ------------------------------------------------------------------------------------
 
@@ -30,7 +32,7 @@ def _apply(tx, params, grads, steps=1):
     "C4.1",
     "An SGD step is p <- p - lr*grad, outside gradient tracking, skipping params without a gradient.",
 )
-def c4_1():
+def c4_1() -> dict[str, Any]:
     lr, wd = 0.1, 0.01
     params = {"used": jnp.array([1.0, -2.0, 3.0]), "unused": jnp.array([0.5, 0.5])}
     grads = {"used": jnp.array([0.3, 0.1, -0.2]), "unused": jnp.zeros(2)}  # jax.grad gives zeros
@@ -38,7 +40,7 @@ def c4_1():
     formula = jax.tree.map(lambda p, g: p - lr * g, params, grads)
     decayed = _apply(sgd(lr, weight_decay=wd), params, grads)
     momentum = _apply(sgd(lr, momentum=0.9, weight_decay=wd), params, grads, steps=3)
-    ev = {
+    ev: dict[str, Any] = {
         "max_abs_error_vs_formula": float(
             max(
                 jnp.max(jnp.abs(a - b))
@@ -145,13 +147,13 @@ def _adam_run(nu_dtype, grads_seq, params):
     "C4.2",
     "Mixed-precision Adam keeps exp_avg in float32 and exp_avg_sq in float16, saving memory without harm.",
 )
-def c4_2():
+def c4_2() -> dict[str, Any]:
     key = jax.random.PRNGKey(0)
     params = {"w": jnp.zeros((4096,), jnp.float32)}
     scales = jnp.logspace(-6, -1, 4096)  # gradients spanning five decades, as in real networks
     grads_seq = [{"w": jax.random.normal(k, (4096,)) * scales} for k in jax.random.split(key, 20)]
     ref, _ = _adam_run(None, grads_seq, params)
-    ev = {"adam_steps": len(grads_seq)}
+    ev: dict[str, Any] = {"adam_steps": len(grads_seq)}
     for name in ("float32", "bfloat16", "float16"):
         p, state = _adam_run(name, grads_seq, params)
         rep = adam_state_report(state)
@@ -245,9 +247,9 @@ INT32_MAX = 2**31 - 1
     "C4.3",
     "A warmup scheduler's step counter overflows past 2^31-1 and turns the lr negative (LinearLR); TF is protected.",
 )
-def c4_3():
+def c4_3() -> dict[str, Any]:
     base, start, end, total = 1e-3, 1.0 / 3.0, 1.0, 5
-    demo = overflow_demo(
+    demo = overflow_evidence(
         window=4,
         base_lr=base,
         start_factor=start,
@@ -259,7 +261,7 @@ def c4_3():
     # TF's documented PolynomialDecay clips the step to [0, decay_steps]; optax's polynomial_schedule
     # (a library we did not write) implements the same documented formula. TF itself is not run.
     tf_formula = optax.polynomial_schedule(1e-3, 1e-5, 1.0, 1000)
-    ev = {
+    ev: dict[str, Any] = {
         "int32_max": INT32_MAX,
         "steps": list(demo.steps),
         "naive_int32_count": list(demo.naive_count),
@@ -273,7 +275,7 @@ def c4_3():
         "torch_linear_lr": NOT_MEASURED,
         "torch_last_epoch": NOT_MEASURED,
     }
-    if demo.torch_lr is not None:
+    if demo.torch_lr is not None and demo.torch_last_epoch is not None:
         ev["torch_linear_lr"] = list(demo.torch_lr)
         ev["torch_last_epoch"] = list(demo.torch_last_epoch)
     series = {

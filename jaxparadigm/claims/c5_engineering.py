@@ -8,6 +8,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,14 +28,11 @@ def _refused(fn) -> str:
     return ""
 
 
-@experiment(
-    "C5.1", "Validate data, detect drift, sign models, and roll back in seconds when a check fails."
-)
-def c5_1():
-    rng = np.random.default_rng(0)
+def _validation_evidence(rng: np.random.Generator) -> dict[str, Any]:
+    """The schema check on a good batch, a NaN batch and an out-of-range one (C5.1)."""
     schema = {"x": ((None, 2), "float32"), "y": ((None,), "int32", (0, 1))}
     good = {"x": rng.normal(size=(8, 2)).astype(np.float32), "y": np.array([0, 1] * 4, np.int32)}
-    ev = {
+    return {
         "validation_good_batch_error": _refused(lambda: validate_batch(good, schema)),
         "validation_nan_error": _refused(
             lambda: validate_batch({**good, "x": np.full((8, 2), np.nan, np.float32)}, schema)
@@ -43,58 +41,80 @@ def c5_1():
             lambda: validate_batch({**good, "y": np.full(8, 7, np.int32)}, schema)
         ),
     }
+
+
+def _drift_evidence(rng: np.random.Generator) -> dict[str, Any]:
+    """PSI per feature when feature 1 shifts by one standard deviation, and the flagged ones (C5.1)."""
     ref = rng.normal(size=(2000, 3))
     cur = ref.copy()
     cur[:, 1] += 1.0  # feature 1 shifts by one standard deviation
     report = drift_report(ref, cur, threshold=0.2)
-    ev.update(
-        drift_psi=[float(p) for p in report.psi],
-        drift_flagged=list(report.drifted),
-        drift_true_shift=[1],
+    return {
+        "drift_psi": [float(p) for p in report.psi],
+        "drift_flagged": list(report.drifted),
+        "drift_true_shift": [1],
+    }
+
+
+def _guard_config(out: Path) -> Any:
+    """The small regression run C5.1 trains twice (checkpoint every 10 of 40 steps)."""
+    return config_from_dict(
+        {
+            "name": "c5_guard",
+            "out_dir": str(out),
+            "model": {"hidden": [16], "num_outputs": 1},
+            "data": {"kind": "regression", "n_samples": 256, "batch_size": 32},
+            "optim": {"learning_rate": 0.01},
+            "train": {
+                "steps": 40,
+                "eval_every": 40,
+                "plots": False,
+                "checkpoint": {"every": 10},
+            },
+        }
     )
 
+
+def _guard_and_signing_evidence(out: Path) -> dict[str, Any]:
+    """A run with NaN targets at steps 21-23 beside a clean one; restore times of the clean run's
+    checkpoint, and its refusal under another config's signature (C5.1)."""
+    cfg = _guard_config(out)
+
+    def poison(step, batch):  # steps 21-23 deliver NaN targets
+        return {**batch, "y": np.full_like(batch["y"], np.nan)} if 21 <= step <= 23 else batch
+
+    hurt = train(cfg, run_dir=out / "hurt", batch_transform=poison, progress=False)
+    clean = train(cfg, run_dir=out / "clean", progress=False)
+    ckpt = Checkpointer(out / "clean" / "checkpoints", cfg)
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        ckpt.restore(clean.state)
+        times.append(time.perf_counter() - t0)
+    other = config_from_dict({"name": "someone_else"})
+    return {
+        "guard_events": [e.kind for e in hurt.events],
+        "guard_final_loss": float(hurt.losses[-1]),
+        "clean_final_loss": float(clean.losses[-1]),
+        "restore_seconds_median": statistics.median(times),
+        "signature_mismatch_error": _refused(
+            lambda: Checkpointer(out / "clean" / "checkpoints", other).restore(clean.state)
+        ),
+        "signature_error_type": CheckpointSignatureError.__name__,
+        "signature_kind": ckpt.signature_kind,
+        "signed_config_keys": list(SIGNED_KEYS),
+    }
+
+
+@experiment(
+    "C5.1", "Validate data, detect drift, sign models, and roll back in seconds when a check fails."
+)
+def c5_1() -> dict[str, Any]:
+    rng = np.random.default_rng(0)
+    ev: dict[str, Any] = {**_validation_evidence(rng), **_drift_evidence(rng)}
     out = Path(tempfile.mkdtemp(prefix="jaxparadigm-c5-"))
     try:
-        cfg = config_from_dict(
-            {
-                "name": "c5_guard",
-                "out_dir": str(out),
-                "model": {"hidden": [16], "num_outputs": 1},
-                "data": {"kind": "regression", "n_samples": 256, "batch_size": 32},
-                "optim": {"learning_rate": 0.01},
-                "train": {
-                    "steps": 40,
-                    "eval_every": 40,
-                    "plots": False,
-                    "checkpoint": {"every": 10},
-                },
-            }
-        )
-
-        def poison(step, batch):  # steps 21-23 deliver NaN targets
-            return {**batch, "y": np.full_like(batch["y"], np.nan)} if 21 <= step <= 23 else batch
-
-        hurt = train(cfg, run_dir=out / "hurt", batch_transform=poison, progress=False)
-        clean = train(cfg, run_dir=out / "clean", progress=False)
-        ckpt = Checkpointer(out / "clean" / "checkpoints", cfg)
-        times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            ckpt.restore(clean.state)
-            times.append(time.perf_counter() - t0)
-        other = config_from_dict({"name": "someone_else"})
-        ev.update(
-            guard_events=[e.kind for e in hurt.events],
-            guard_final_loss=float(hurt.losses[-1]),
-            clean_final_loss=float(clean.losses[-1]),
-            restore_seconds_median=statistics.median(times),
-            signature_mismatch_error=_refused(
-                lambda: Checkpointer(out / "clean" / "checkpoints", other).restore(clean.state)
-            ),
-            signature_error_type=CheckpointSignatureError.__name__,
-            signature_kind=ckpt.signature_kind,
-            signed_config_keys=list(SIGNED_KEYS),
-        )
+        ev.update(_guard_and_signing_evidence(out))
     finally:
         shutil.rmtree(out, ignore_errors=True)
     ev["not_measured"] = ["feature snapshots", "sandboxed inference", "log attribution"]

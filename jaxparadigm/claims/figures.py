@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from matplotlib.figure import Figure
@@ -37,7 +37,7 @@ def bar_chart(
 def line_chart(
     name: str,
     x: Sequence[float],
-    series: dict[str, Sequence[float]],
+    series: Mapping[str, Sequence[float]],
     title: str,
     xlabel: str,
     ylabel: str,

@@ -49,7 +49,9 @@ class Experiment:
     rule: Callable[[dict[str, Any]], tuple[str, str]] | None = None
     config: str | None = None
 
-    def decide(self, rule: Callable[[dict[str, Any]], tuple[str, str]]):
+    def decide(
+        self, rule: Callable[[dict[str, Any]], tuple[str, str]]
+    ) -> Callable[[dict[str, Any]], tuple[str, str]]:
         """Decorator attaching the pure status rule."""
         self.rule = rule
         return rule
@@ -77,7 +79,9 @@ class Experiment:
 _REGISTRY: dict[str, Experiment] = {}
 
 
-def experiment(claim_id: str, statement: str, config: str | None = None):
+def experiment(
+    claim_id: str, statement: str, config: str | None = None
+) -> Callable[[Callable[..., dict[str, Any]]], Experiment]:
     """Register ``measure`` as the experiment for ``claim_id`` (one per ID)."""
     if config is not None and config not in {f.name for f in dataclasses.fields(ClaimsConfig)}:
         raise ValueError(f"claim {claim_id}: config section {config!r} is not in ClaimsConfig")

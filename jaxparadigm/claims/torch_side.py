@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from types import ModuleType
 from typing import Any
 
 NOT_MEASURED = "not measured"
@@ -20,7 +21,7 @@ def torch_disabled() -> bool:
     return os.environ.get("JAXPARADIGM_NO_TORCH", "") not in ("", "0")
 
 
-def torch_or_none():
+def torch_or_none() -> ModuleType | None:
     """The ``torch`` module, or None when it is not importable or :func:`torch_disabled`."""
     if torch_disabled():
         return None

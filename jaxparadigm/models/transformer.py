@@ -41,7 +41,9 @@ def _dropout(x: jax.Array, rate: float, rng: jax.Array | None) -> jax.Array:
 class CausalSelfAttention(nnx.Module):
     """Multi-head causal self-attention: ``softmax(QK^T/sqrt(d_head) + causal mask) V`` (C5.1)."""
 
-    def __init__(self, d_model: int, num_heads: int, *, dtype, rngs: nnx.Rngs):
+    def __init__(
+        self, d_model: int, num_heads: int, *, dtype: jax.typing.DTypeLike, rngs: nnx.Rngs
+    ) -> None:
         self.num_heads = num_heads
         self.qkv = nnx.Linear(d_model, 3 * d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
         self.out = nnx.Linear(d_model, d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
@@ -58,7 +60,9 @@ class CausalSelfAttention(nnx.Module):
 class Block(nnx.Module):
     """Pre-LN transformer block: ``h + Attn(LN(h))`` then ``h + MLP(LN(h))`` (C5.1)."""
 
-    def __init__(self, d_model: int, num_heads: int, *, dtype, rngs: nnx.Rngs):
+    def __init__(
+        self, d_model: int, num_heads: int, *, dtype: jax.typing.DTypeLike, rngs: nnx.Rngs
+    ) -> None:
         self.ln1 = nnx.LayerNorm(d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
         self.attn = CausalSelfAttention(d_model, num_heads, dtype=dtype, rngs=rngs)
         self.ln2 = nnx.LayerNorm(d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
@@ -138,6 +142,6 @@ class TransformerLM(nnx.Module):
         for i, block in enumerate(self.blocks):
             h = block(h, self.dropout, (rngs[2 * i], rngs[2 * i + 1]))
         h = self.ln_f(h)
-        if self.tie_embeddings:
+        if self.lm_head is None:  # tie_embeddings
             return self.embed.attend(h).astype(jnp.float32)
         return self.lm_head(h).astype(jnp.float32)

@@ -27,7 +27,7 @@ from jaxparadigm.optim.weight_decay import add_decayed_weights
 class ScaleByAdamState(NamedTuple):
     """Adam state: int32 step ``count``, first moment ``mu``, second moment ``nu`` (C4.2)."""
 
-    count: jax.Array
+    count: jax.Array  # type: ignore[assignment]  # field shadows tuple.count, as in optax states
     mu: Any
     nu: Any
 
@@ -236,10 +236,10 @@ def adamw(
     )
 
 
-def _find_adam_states(state: Any) -> list[ScaleByAdamState]:
-    found = []
+def _find_adam_states(state: Any) -> list[ScaleByAdamState | AdamTorchState]:
+    found: list[ScaleByAdamState | AdamTorchState] = []
 
-    def visit(node):
+    def visit(node: Any) -> None:
         if isinstance(node, (ScaleByAdamState, AdamTorchState)):
             found.append(node)
         elif isinstance(node, (tuple, list)):

@@ -22,9 +22,49 @@ from jaxparadigm.optim.param_dtypes import require_inexact
 class AdamTorchState(NamedTuple):
     """Torch-style Adam state: int32 ``count`` (torch's ``step``), ``mu`` (exp_avg), ``nu`` (exp_avg_sq)."""
 
-    count: jax.Array
+    count: jax.Array  # type: ignore[assignment]  # field shadows tuple.count, as in optax states
     mu: Any
     nu: Any
+
+
+def _is_none(x: Any) -> bool:
+    return x is None
+
+
+def _init_state(params: Any) -> AdamTorchState:
+    """Zero moments shaped like ``params`` and a zero int32 step count."""
+    require_inexact("params", params)
+    # Two separate trees: sharing one buffer would break donation of the state.
+    mu = jax.tree.map(jnp.zeros_like, params)
+    nu = jax.tree.map(jnp.zeros_like, params)
+    return AdamTorchState(count=jnp.zeros([], jnp.int32), mu=mu, nu=nu)
+
+
+def _l2_decay(updates: Any, params: Any, wd: float) -> Any:
+    """torch's classic L2 weight decay ``g <- g + wd * p`` (None gradients stay None)."""
+    if params is None:
+        raise ValueError("adam_torch_style: params=None, expected params for weight decay")
+    return jax.tree.map(
+        lambda g, p: None if g is None else g + wd * p, updates, params, is_leaf=_is_none
+    )
+
+
+def _moments(updates: Any, state: AdamTorchState, b1: float, b2: float) -> tuple[Any, Any]:
+    """``m <- m + (1-b1)(g - m)``, ``v <- b2 v + (1-b2) g g``; a None gradient keeps its moments."""
+    # torch: exp_avg.lerp_(grad, 1 - beta1); exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2)
+    mu = jax.tree.map(
+        lambda g, m: m if g is None else m + (1 - b1) * (g - m),
+        updates,
+        state.mu,
+        is_leaf=_is_none,
+    )
+    nu = jax.tree.map(
+        lambda g, v: v if g is None else b2 * v + (1 - b2) * g * g,
+        updates,
+        state.nu,
+        is_leaf=_is_none,
+    )
+    return mu, nu
 
 
 def adam_torch_style(
@@ -45,43 +85,20 @@ def adam_torch_style(
     b2 = check_decay("b2", b2)
     check_number("eps", eps, low=0.0, low_open=True)
     wd = check_number("weight_decay", weight_decay, low=0.0)
-    is_none = lambda x: x is None
 
-    def init_fn(params):
-        require_inexact("params", params)
-        # Two separate trees: sharing one buffer would break donation of the state.
-        mu = jax.tree.map(jnp.zeros_like, params)
-        nu = jax.tree.map(jnp.zeros_like, params)
-        return AdamTorchState(count=jnp.zeros([], jnp.int32), mu=mu, nu=nu)
-
-    def update_fn(updates, state, params=None):
+    def update_fn(
+        updates: Any, state: AdamTorchState, params: Any = None
+    ) -> tuple[Any, AdamTorchState]:
         require_inexact("updates", updates)
         if wd > 0.0:
-            if params is None:
-                raise ValueError("adam_torch_style: params=None, expected params for weight decay")
-            updates = jax.tree.map(
-                lambda g, p: None if g is None else g + wd * p, updates, params, is_leaf=is_none
-            )
+            updates = _l2_decay(updates, params, wd)
         count = safe_increment(state.count)
         lr = learning_rate(state.count) if callable(learning_rate) else learning_rate
         t = count.astype(jnp.float32)
         bc1 = 1 - jnp.power(jnp.float32(b1), t)
         bc2_sqrt = jnp.sqrt(1 - jnp.power(jnp.float32(b2), t))
         step_size = lr / bc1
-
-        # torch: exp_avg.lerp_(grad, 1 - beta1); exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2)
-        mu = jax.tree.map(
-            lambda g, m: m if g is None else m + (1 - b1) * (g - m),
-            updates,
-            state.mu,
-            is_leaf=is_none,
-        )
-        nu = jax.tree.map(
-            lambda g, v: v if g is None else b2 * v + (1 - b2) * g * g,
-            updates,
-            state.nu,
-            is_leaf=is_none,
-        )
+        mu, nu = _moments(updates, state, b1, b2)
         new_updates = jax.tree.map(
             lambda g, m, v: (
                 None
@@ -91,8 +108,8 @@ def adam_torch_style(
             updates,
             mu,
             nu,
-            is_leaf=is_none,
+            is_leaf=_is_none,
         )
         return new_updates, AdamTorchState(count=count, mu=mu, nu=nu)
 
-    return optax.GradientTransformation(init_fn, update_fn)
+    return optax.GradientTransformation(_init_state, update_fn)

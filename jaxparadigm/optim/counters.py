@@ -13,15 +13,17 @@ def safe_increment(count: jax.typing.ArrayLike) -> jax.Array:
     ``2**31 - 1`` instead of wrapping to ``-2**31`` (which is what a plain ``count + 1`` does).
     Floating counters saturate at ``finfo(dtype).max``. Same semantics as ``optax.safe_increment``.
     """
-    count_dtype = jnp.asarray(count).dtype
+    count = jnp.asarray(count)
+    count_dtype = count.dtype
+    limit: int | float
     if jnp.issubdtype(count_dtype, jnp.integer):
-        max_value = jnp.iinfo(count_dtype).max
+        limit = int(jnp.iinfo(count_dtype).max)
     elif jnp.issubdtype(count_dtype, jnp.floating):
-        max_value = jnp.finfo(count_dtype).max
+        limit = float(jnp.finfo(count_dtype).max)
     else:
         raise TypeError(
             f"safe_increment: count has dtype {count_dtype}, expected an integer or floating dtype"
         )
-    max_value = jnp.array(max_value, count_dtype)
+    max_value = jnp.array(limit, count_dtype)
     one = jnp.array(1, count_dtype)
     return jnp.where(count < max_value, count + one, max_value)

@@ -54,7 +54,7 @@ class InjectHyperparamsState(NamedTuple):
     name; ``inner_state``: the optimiser's own state (``ScaleByAdamState``, ``TraceState`` or
     ``optax.EmptyState``)."""
 
-    count: jax.Array
+    count: jax.Array  # type: ignore[assignment]  # field shadows tuple.count, as in optax states
     hyperparams: dict[str, jax.Array]
     inner_state: Any
 

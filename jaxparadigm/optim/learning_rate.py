@@ -17,7 +17,7 @@ from jaxparadigm.optim.param_dtypes import require_inexact
 class ScaleByScheduleState(NamedTuple):
     """Step counter of a scheduled scale (int32 scalar, saturating at ``2**31 - 1``)."""
 
-    count: jax.Array
+    count: jax.Array  # type: ignore[assignment]  # field shadows tuple.count, as in optax states
 
 
 def scale(step_size: float) -> optax.GradientTransformation:

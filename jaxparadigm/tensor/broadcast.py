@@ -92,7 +92,7 @@ def _resolve(shapes: tuple[tuple[Dim, ...], ...]) -> tuple[tuple[Dim, ...], tupl
             if -axis > len(s):
                 continue
             merged = _merge(size, s[axis])
-            if merged == "incompatible":
+            if isinstance(merged, str):  # "incompatible"
                 owner = next(
                     k for k in range(i) if -axis <= len(shapes[k]) and shapes[k][axis] == size
                 )

@@ -11,17 +11,37 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import TYPE_CHECKING
+from collections.abc import Hashable
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
-if TYPE_CHECKING:
-    from jaxparadigm.tensor.view import View
+
+class StridedLayout(Hashable, Protocol):
+    """What this module reads of a ``jaxparadigm.tensor.View`` (declared here, so that the view
+    module imports this one and not the other way round): static, hashable metadata."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def strides(self) -> tuple[int, ...]: ...
+
+    @property
+    def offset(self) -> int: ...
+
+    @property
+    def ndim(self) -> int: ...
+
+    def numel(self) -> int: ...
+
+    def storage_indices(self) -> np.ndarray: ...
 
 
-def materialize_view(view: View, storage: jax.Array) -> jax.Array:
+def materialize_view(view: StridedLayout, storage: jax.Array) -> jax.Array:
     """``storage[view.storage_indices()]`` through dense ops when the strides nest (C2.1)."""
     if view.numel() == 0:
         return jnp.zeros(view.shape, storage.dtype)
@@ -49,7 +69,7 @@ class _Plan:
     active: tuple[int, ...]  # output dims that vary (size > 1, stride > 0)
 
 
-def _compute_plan(view: View, storage_size: int) -> _Plan | None:
+def _compute_plan(view: StridedLayout, storage_size: int) -> _Plan | None:
     """Express ``view`` as slice -> reshape -> strided slice -> transpose -> broadcast, or None."""
     active = tuple(d for d in range(view.ndim) if view.shape[d] > 1 and view.strides[d] > 0)
     if not active:
@@ -96,7 +116,7 @@ def _compute_plan(view: View, storage_size: int) -> _Plan | None:
 
 
 # Cached by (view, storage size); wrapped here rather than decorated so that the plan arithmetic
-# stays an ordinary function, which mutation testing (benchmarks/mutation_score.py) can mutate.
+# stays an ordinary function, which mutation testing (tools/mutation_score.py) can mutate.
 _plan = functools.lru_cache(maxsize=4096)(_compute_plan)
 
 

@@ -21,10 +21,10 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxparadigm.claims.evidence.overflow import overflow_evidence as overflow_demo
 from jaxparadigm.config import to_dict
 from jaxparadigm.errors import ConfigError
 from jaxparadigm.optim import adam_state_report
-from jaxparadigm.optim.schedules import overflow_demo
 from jaxparadigm.train.checkpoint import SIGNED_KEYS, state_signature
 from jaxparadigm.train.data import Dataset, drift_report
 from jaxparadigm.train.distributed import initialize_distributed

@@ -1,2 +1,3 @@
-"""Code that exists only to produce a claim's evidence or a demo: the seed example, C1.2's dot-vs-cosine
-check, the labelled pydoc queries, the C5 load generator and readiness measurement."""
+"""Code that exists only to produce a claim's evidence or a demo (C1.1-C5.2): the seed example, C1.2's
+dot-vs-cosine check, the labelled pydoc queries, the C5 load generator and readiness measurement, and
+C4.3's overflow evidence (the PyTorch side and its table)."""

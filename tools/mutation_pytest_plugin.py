@@ -1,4 +1,4 @@
-"""pytest plugin loaded by ``benchmarks/mutation_score.py`` inside mutmut's workspace (issue 17).
+"""pytest plugin loaded by ``tools/mutation_score.py`` inside mutmut's workspace (issue 17).
 
 mutmut learns which tests reach which function in one "stats" run of the whole test selection, by
 recording every call of a trampolined function. A function that ``jax.jit`` (or an

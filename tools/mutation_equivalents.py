@@ -1,7 +1,7 @@
 """Equivalent mutants of the core (issue 17): mutants that no test can kill, each with the reason.
 
 ``EQUIVALENT[mutant name] = (the mutated line as mutmut writes it, reason)``.
-``benchmarks/mutation_score.py`` counts an entry only while the mutant still turns the code into
+``tools/mutation_score.py`` counts an entry only while the mutant still turns the code into
 exactly that line (mutmut numbers the mutants of a function in order, so an edit of the function
 can give the name to another mutant, which then shows up as a survivor again).
 """
