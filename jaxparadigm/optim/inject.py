@@ -74,9 +74,8 @@ _CHECKS: dict[str, Callable[[str, Any], float]] = {
 }
 
 
-def _as_live(values: dict[str, Any]) -> dict[str, jax.Array]:
-    """Checked float32 scalars; ``one_minus_b`` is ``1 - b`` in float64, rounded once."""
-    live = {}
+def _refuse_traced(values: dict[str, Any]) -> None:
+    """A ``TypeError`` for a traced value: hyper-parameters are checked on the host."""
     for name, value in values.items():
         if isinstance(value, jax.core.Tracer):
             raise TypeError(
@@ -84,6 +83,13 @@ def _as_live(values: dict[str, Any]) -> dict[str, jax.Array]:
                 "its values on the host, so call it outside jax.jit (the values stay live: "
                 "changing them between jitted steps never recompiles)"
             )
+
+
+def _as_live(values: dict[str, Any]) -> dict[str, jax.Array]:
+    """Checked float32 scalars; ``one_minus_b`` is ``1 - b`` in float64, rounded once."""
+    _refuse_traced(values)
+    live = {}
+    for name, value in values.items():
         number = _CHECKS[name](name, value)
         live[name] = jnp.asarray(number, jnp.float32)
         if name in _COMPLEMENTS:
@@ -229,6 +235,7 @@ def set_hyperparams(state: Any, **values: float) -> Any:
         if name not in current:
             live = ", ".join(sorted(k for k in current if k not in _READ_ONLY))
             raise ValueError(f"{name}: not a live hyper-parameter here; live ones: {live}")
+    _refuse_traced(values)  # before any host-side check reads a value
     if "learning_rate" in values:
         check_learning_rate("learning_rate", values["learning_rate"])  # warns when negative
     new = {**current, **_as_live(values)}
