@@ -173,29 +173,30 @@ RELATIONS: tuple[Callable[[Config], Iterator[Problem]], ...] = (
 DATA_OUTPUTS = {"spirals": 2, "regression": 1, "pydoc_chars": 256}
 
 
-def model_data_problem(model, data) -> str | None:
-    """Why ``model`` (a ModelConfig) cannot be trained on ``data`` (a DataConfig), or None.
+def model_data_problem(model, data_kind: str, seq_len: int) -> str | None:
+    """Why ``model`` (a ModelConfig) cannot be trained on data of ``data_kind`` (``seq_len``: its
+    sequence length, for ``pydoc_chars``), or None.
 
     An MLP needs a synthetic set and ``num_outputs`` equal to its outputs; a transformer needs
     ``pydoc_chars``, ``vocab_size >= 256`` (bytes), ``context >= data.seq_len`` and
     ``num_heads`` dividing ``d_model``. The text names the ``model.*`` key (C5.1)."""
     m = model
     if m.kind == "mlp":
-        if data.kind == "pydoc_chars":
+        if data_kind == "pydoc_chars":
             return "model.kind: got 'mlp', expected 'transformer' for data pydoc_chars"
-        outputs = DATA_OUTPUTS[data.kind]
+        outputs = DATA_OUTPUTS[data_kind]
         if m.num_outputs != outputs:
             return (
                 f"model.num_outputs: got {m.num_outputs}, expected {outputs} "
-                f"for data kind {data.kind!r}"
+                f"for data kind {data_kind!r}"
             )
         return None
-    if data.kind != "pydoc_chars":
-        return f"model.kind: got 'transformer', expected 'mlp' for data {data.kind!r}"
+    if data_kind != "pydoc_chars":
+        return f"model.kind: got 'transformer', expected 'mlp' for data {data_kind!r}"
     if m.vocab_size < 256:
         return f"model.vocab_size: got {m.vocab_size}, expected >= 256 (bytes)"
-    if m.context < data.seq_len:
-        return f"model.context: got {m.context}, expected >= data.seq_len={data.seq_len}"
+    if m.context < seq_len:
+        return f"model.context: got {m.context}, expected >= data.seq_len={seq_len}"
     if m.d_model % m.num_heads:
         return (
             f"model.num_heads: got {m.num_heads}, expected a divisor of model.d_model={m.d_model}"
@@ -203,16 +204,21 @@ def model_data_problem(model, data) -> str | None:
     return None
 
 
-def placement_problem(cfg: Config, device_count: int, process_count: int) -> str | None:
-    """Why ``cfg.train.sharding`` cannot place this run (``device_count`` devices over
-    ``process_count`` processes), or None: mode ``none`` needs one process; a sharded mode needs
-    ``data.batch_size`` divisible by the device count (C5.2)."""
-    mode = cfg.train.sharding.mode
-    if mode == "none" and process_count > 1:
+def processes_problem(cfg: Config, process_count: int) -> str | None:
+    """Why ``cfg.train.sharding.mode`` cannot run over ``process_count`` processes, or None:
+    mode ``none`` (one device) needs a single process (C5.2)."""
+    if cfg.train.sharding.mode == "none" and process_count > 1:
         return (
             f"train.sharding.mode: got 'none', expected data, zero1 or fsdp in a run of "
             f"{process_count} processes"
         )
+    return None
+
+
+def devices_problem(cfg: Config, device_count: int) -> str | None:
+    """Why ``data.batch_size`` cannot be split over ``device_count`` devices by a sharded
+    ``train.sharding.mode``, or None (C5.2)."""
+    mode = cfg.train.sharding.mode
     if mode != "none" and cfg.data.batch_size % device_count:
         return (
             f"data.batch_size: got {cfg.data.batch_size}, expected a multiple of the "
