@@ -295,8 +295,8 @@ def _num_processes_bench(args) -> dict:
     """``--num-processes N`` x K/N devices vs one process of K devices, alternately (C5.2)."""
     import tempfile
 
+    from jaxparadigm.app.train_launch import launch
     from jaxparadigm.build import train_from_config as train
-    from jaxparadigm.train.launch import launch
     from jaxparadigm.train.metrics import read_metrics
 
     n, k = args.num_processes, args.devices or 2 * args.num_processes

@@ -25,6 +25,7 @@ from jaxparadigm.models.mlp import MLP
 from jaxparadigm.models.transformer import TransformerLM
 from jaxparadigm.optim import chain_for, dynamic_loss_scale, schedule_for
 from jaxparadigm.train.checkpoint_signature import signed_config
+from jaxparadigm.train.completion import finished_run
 from jaxparadigm.train.data import Dataset, build_dataset
 from jaxparadigm.train.distributed import initialize_distributed, process_shard
 from jaxparadigm.train.faults import fault_plan
@@ -39,6 +40,7 @@ from jaxparadigm.train.settings import (
 __all__ = [
     "build_model",
     "dataset_for",
+    "finished_run_for",
     "loss_scale_for",
     "run_dir_for",
     "train_from_config",
@@ -89,6 +91,16 @@ def build_model(model_cfg, dataset: Dataset, seed: int) -> nnx.Module:
         dtype=m.dtype,
         rngs=rngs,
     )
+
+
+def finished_run_for(cfg: Config) -> str | None:
+    """The notice of :func:`jaxparadigm.train.completion.finished_run` for the run of ``cfg``:
+    only a ``train`` task with checkpoints on (``train.checkpoint.every > 0``) and resumed can be
+    finished already; None otherwise (C5.1)."""
+    c = cfg.train.checkpoint
+    if cfg.task != "train" or c.every <= 0 or not c.resume:
+        return None
+    return finished_run(run_dir_for(cfg), cfg.name, cfg.train.steps, signed_config(cfg))
 
 
 def loss_scale_for(optim_cfg):

@@ -78,18 +78,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from jaxparadigm.build import finished_run_for
     from jaxparadigm.config import load_config
-    from jaxparadigm.train.completion import finished_run
 
     if args.devices_per_process is not None and args.num_processes is None:
         raise InputError("--devices-per-process: given without --num-processes")
     cfg = load_config(args.config, args.overrides)
-    done = finished_run(cfg)
+    done = finished_run_for(cfg)
     if done is not None:  # one line, nothing started, nothing written
         print(done)
         return 0
     if args.num_processes is not None:  # workers print the report line (process 0's terminal)
-        from jaxparadigm.train.launch import launch
+        from jaxparadigm.app.train_launch import launch
 
         launch(
             args.config,

@@ -225,3 +225,26 @@ def devices_problem(cfg: Config, device_count: int) -> str | None:
             f"{device_count} devices for train.sharding.mode={mode!r}"
         )
     return None
+
+
+def launch_problem(cfg: Config) -> str | None:
+    """Why ``cfg`` cannot run as a local group of processes (``--num-processes``), or None: only
+    task ``train``, no configured coordinator address, a sharded ``train.sharding.mode`` (C5.2)."""
+    if cfg.task != "train":
+        return (
+            f"task: got {cfg.task!r}, expected 'train' with --num-processes (the only task that "
+            "runs over several processes)"
+        )
+    if cfg.train.distributed.coordinator_address is not None:
+        return (
+            f"train.distributed.coordinator_address: got "
+            f"{cfg.train.distributed.coordinator_address!r}, expected none with --num-processes "
+            "(it starts its own group with a coordinator on 127.0.0.1; a configured address "
+            "would give every worker process id 0): remove the key or run without --num-processes"
+        )
+    if cfg.train.sharding.mode == "none":
+        return (
+            "train.sharding.mode: got 'none', expected data, zero1 or fsdp with --num-processes "
+            "(e.g. add train.sharding.mode=fsdp)"
+        )
+    return None
