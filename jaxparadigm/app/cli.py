@@ -362,8 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The console script: parse ``argv``, run the subcommand; exit status 0, 2 for an input
-    error (one message line per problem, no traceback), 3 when training gave up."""
+    """The console script: parse ``argv``, run the subcommand; exit 0, 2 (input error), 3 (gave up)."""
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command == "run" and not any(e.startswith("-") for e in extra):
