@@ -147,10 +147,10 @@ def bench_train_step(config: str, rounds: int, steps_per_round: int) -> dict:
     """Median seconds per jitted, donating train step with each ``train.grad`` engine (interleaved)."""
     from flax import nnx
 
+    from jaxparadigm.build import build_model
     from jaxparadigm.config import load_config
     from jaxparadigm.optim import chain_for, schedule_for
     from jaxparadigm.train.data import build_dataset
-    from jaxparadigm.train.loop import build_model
     from jaxparadigm.train.objectives import loss_for
     from jaxparadigm.train.step import init_train_state, make_train_step
 

@@ -50,10 +50,10 @@ import numpy as np
 import optax
 from flax import nnx
 
+from jaxparadigm.build import build_model
 from jaxparadigm.config import load_config
 from jaxparadigm.optim import chain_for
 from jaxparadigm.train.data import build_dataset
-from jaxparadigm.train.loop import build_model
 from jaxparadigm.train.objectives import next_byte_loss
 from jaxparadigm.train.sharding import (
     data_mesh,
@@ -295,8 +295,8 @@ def _num_processes_bench(args) -> dict:
     """``--num-processes N`` x K/N devices vs one process of K devices, alternately (C5.2)."""
     import tempfile
 
-    from jaxparadigm.train.launch import launch
-    from jaxparadigm.train.loop import train
+    from jaxparadigm.app.train_launch import launch
+    from jaxparadigm.build import train_from_config as train
     from jaxparadigm.train.metrics import read_metrics
 
     n, k = args.num_processes, args.devices or 2 * args.num_processes

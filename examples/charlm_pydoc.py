@@ -11,9 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from jaxparadigm.build import build_model
+from jaxparadigm.build import train_from_config as train
 from jaxparadigm.config import load_config
 from jaxparadigm.train.data import build_dataset
-from jaxparadigm.train.loop import build_model, train
 
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 300
 config_path = Path(__file__).resolve().parent.parent / "configs" / "charlm_pydoc.yaml"

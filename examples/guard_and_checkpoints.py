@@ -10,9 +10,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxparadigm.build import train_from_config as train
 from jaxparadigm.config import config_from_dict
 from jaxparadigm.train.checkpoint import Checkpointer, CheckpointSignatureError
-from jaxparadigm.train.loop import train
 
 out = Path(tempfile.mkdtemp())
 cfg = config_from_dict(

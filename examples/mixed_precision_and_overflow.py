@@ -5,8 +5,8 @@ python examples/mixed_precision_and_overflow.py
 
 from pathlib import Path
 
+from jaxparadigm.app.tasks import run_experiment
 from jaxparadigm.config import load_config
-from jaxparadigm.train.experiment import run_experiment
 
 configs = Path(__file__).resolve().parent.parent / "configs"
 for name, overrides in [("overflow", []), ("mixed_precision", ["train.steps=200"])]:

@@ -3,8 +3,8 @@
 python examples/train_spirals.py
 """
 
+from jaxparadigm.build import train_from_config as train
 from jaxparadigm.config import config_from_dict
-from jaxparadigm.train.loop import train
 
 cfg = config_from_dict(
     {

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 from jaxparadigm import __version__, cli
+from jaxparadigm.app.tasks import TASKS
 
 
 def test_version(capsys):
@@ -138,7 +139,7 @@ def test_a_bug_keeps_its_traceback(tmp_path, monkeypatch):
     def buggy(cfg):
         return {}["no such key"]  # a programming error, not bad input
 
-    monkeypatch.setitem(cli.TASKS, "train", f"{__name__}:_BUGGY")
+    monkeypatch.setitem(TASKS, "train", lambda cfg: globals()["_BUGGY"](cfg))
     monkeypatch.setitem(globals(), "_BUGGY", buggy)
     with pytest.raises(KeyError):
         cli.main(["run", str(path)])

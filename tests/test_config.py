@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from jaxparadigm import config as C
-from jaxparadigm.config_schema import build
+from jaxparadigm.config import build
 
 
 def _write(tmp_path, data):

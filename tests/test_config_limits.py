@@ -9,12 +9,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxparadigm.config import Config, config_from_dict, load_config
-from jaxparadigm.config_schema import (
+from jaxparadigm.config import (
     MAX_YAML_DEPTH,
     MAX_YAML_NODES,
     SHOWN_CHARS,
+    Config,
     YamlLimitError,
+    config_from_dict,
+    load_config,
     parse_yaml,
     shown,
 )

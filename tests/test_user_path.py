@@ -212,8 +212,8 @@ def test_one_claim_is_singular():
 
 
 def test_an_mlp_report_shows_only_the_config_it_used(tmp_path):
+    from jaxparadigm.app.train_task import used_config
     from jaxparadigm.config import load_config
-    from jaxparadigm.train.experiment import used_config
 
     mlp = used_config(load_config(ROOT / "configs" / "default.yaml"))
     assert "vocab_size" not in mlp["model"] and "seq_len" not in mlp["data"]
@@ -224,9 +224,9 @@ def test_an_mlp_report_shows_only_the_config_it_used(tmp_path):
 
 
 def test_the_charlm_report_says_a_topic_split_drifts_by_design():
+    from jaxparadigm.app.train_task import _split_note
     from jaxparadigm.config import load_config
     from jaxparadigm.train.drift import drift_report
-    from jaxparadigm.train.experiment import _split_note
 
     rng = np.random.default_rng(0)
     ref = rng.normal(size=(500, 2))

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from jaxparadigm.build import train_from_config as train
 from jaxparadigm.claims.ledger import experiment
 from jaxparadigm.config import config_from_dict
 from jaxparadigm.train.checkpoint import SIGNED_KEYS, Checkpointer, CheckpointSignatureError
 from jaxparadigm.train.data import drift_report, validate_batch
-from jaxparadigm.train.loop import train
 
 
 def _refused(fn) -> str:

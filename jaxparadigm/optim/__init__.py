@@ -9,6 +9,7 @@ from jaxparadigm.optim import schedules
 from jaxparadigm.optim.adam import ScaleByAdamState, adam, adam_state_report, adamw, scale_by_adam
 from jaxparadigm.optim.adam_torch import AdamTorchState, adam_torch_style
 from jaxparadigm.optim.chain import chain_for, schedule_for
+from jaxparadigm.optim.chain_settings import OptimSettings
 from jaxparadigm.optim.clipping import (
     clip_by_global_norm,
     clip_by_global_norm_tf,
@@ -28,6 +29,7 @@ __all__ = [
     "DynamicLossScale",
     "InjectHyperparamsState",
     "LossScaleState",
+    "OptimSettings",
     "ScaleByAdamState",
     "adam",
     "adam_state_report",

@@ -1,6 +1,7 @@
-"""The project's standard optimiser, built from a config section (C4.1-C4.4).
+"""The project's standard optimiser, built from its settings (C4.1-C4.4).
 
-``chain_for(config)`` = clip -> Adam/SGD direction -> weight decay -> ``-lr(count)`` scaling,
+``chain_for(config)`` (``config``: any :class:`~jaxparadigm.optim.chain_settings.OptimSettings`,
+e.g. ``cfg.optim``) = clip -> Adam/SGD direction -> weight decay -> ``-lr(count)`` scaling,
 where ``lr`` is ``schedule_for(config)`` (peak ``config.learning_rate``). Weight decay sits before
 the learning-rate scaling so it is scaled by the scheduled rate, as in optax's ``adamw`` and
 PyTorch's ``AdamW``/``SGD``.
@@ -12,10 +13,10 @@ from typing import Any
 
 import optax
 
-from jaxparadigm.config import OptimConfig
 from jaxparadigm.optim import clipping, schedules
 from jaxparadigm.optim.adam import adam, adamw, scale_by_adam
 from jaxparadigm.optim.adam_torch import adam_torch_style
+from jaxparadigm.optim.chain_settings import OptimSettings
 from jaxparadigm.optim.hyperparams import check_decay, check_int, check_number
 from jaxparadigm.optim.inject import inject_hyperparams
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
@@ -30,11 +31,12 @@ _CLIPS = {
 }
 
 
-def _check_config(config: Any) -> OptimConfig:
-    """Type and range checks of every field, each error naming its config key path."""
-    if not isinstance(config, OptimConfig):
+def _check_config(config: Any) -> OptimSettings:
+    """Type and range checks of every field, each error naming its key path (``optim.*``)."""
+    if not isinstance(config, OptimSettings):
         raise TypeError(
-            f"config={type(config).__name__}: expected jaxparadigm.config.OptimConfig (cfg.optim)"
+            f"config={type(config).__name__}: expected an OptimSettings such as "
+            "jaxparadigm.config.OptimConfig (cfg.optim)"
         )
     check_number("optim.learning_rate", config.learning_rate, low=0.0)
     check_decay("optim.b1", config.b1)
@@ -75,7 +77,7 @@ def _with_warmup(main: schedules.Schedule, peak: float, warmup_steps: int) -> sc
     return schedules.join([warmup, main], [warmup_steps])
 
 
-def schedule_for(config: OptimConfig) -> schedules.Schedule:
+def schedule_for(config: OptimSettings) -> schedules.Schedule:
     """The learning-rate schedule ``count -> lr`` of ``chain_for(config)`` (C4.3), for logging.
 
     Peak value ``config.learning_rate``; ``config.schedule.name`` selects:
@@ -110,7 +112,7 @@ def schedule_for(config: OptimConfig) -> schedules.Schedule:
     raise ValueError(f"optim.schedule.name={sc.name!r}: unknown schedule")
 
 
-def chain_for(config: OptimConfig, live: bool = False) -> optax.GradientTransformation:
+def chain_for(config: OptimSettings, live: bool = False) -> optax.GradientTransformation:
     """clip -> direction -> weight decay -> ``-schedule_for(config)(count)`` (C4.1-C4.4).
 
     ``config.name``: ``adam`` (L2 decay added to the gradient before Adam, like ``torch.optim.Adam``),

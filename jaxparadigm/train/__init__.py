@@ -8,11 +8,15 @@ Modules (import from them directly; this package import stays cheap):
 * ``guard``       skip non-finite steps; roll back after K in a row with a lower learning rate
 * ``rollback``    the guard's host side: restore the last good state, or give up (TrainingAborted)
 * ``faults``      fault injection from ``train.faults`` (NaN/Inf batches or gradients, SIGKILL)
-* ``checkpoint``  signed (sha256/HMAC) atomic orbax checkpoints, keep last k, verified restore
+* ``checkpoint``  atomic orbax checkpoints, keep last k, verified restore (``checkpoint_signature``:
+                  what is signed, sha256/HMAC)
 * ``metrics``     the metrics.jsonl writer (truncated to the resumed step) and the step clock
 * ``sharding``    data-parallel ``Mesh``/``NamedSharding`` placement; multi-host initialisation
-* ``loop``        ``train(cfg)``: progress bar, eval, metrics.jsonl, plots, resume, rollback
-* ``experiment``  ``run_experiment(cfg)`` for tasks train / mixed_precision / overflow
+* ``settings``    ``TrainSettings``: the typed, plain-valued settings of one run
+* ``loop``        ``train(model, dataset, tx, settings)``: progress bar, eval, metrics.jsonl,
+                  resume, rollback (per-step stages in ``run_steps``); a config is mapped onto
+                  these by ``jaxparadigm.build`` (``train_from_config``)
+* ``launch``      a local group of worker processes on ``jax.distributed``
 
 ``validate_batch`` (from ``validation``: numpy and ml_dtypes only) and ``train`` (from ``loop``,
 imported on first use, so ``import jaxparadigm.train`` stays cheap) are also exported here.

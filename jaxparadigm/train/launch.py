@@ -1,8 +1,10 @@
-"""``jaxparadigm run CONFIG --num-processes N``: a local group of processes on ``jax.distributed`` (C5.2).
+"""A local group of worker processes on ``jax.distributed`` (C5.2), under ``jaxparadigm run
+CONFIG --num-processes N`` (:func:`jaxparadigm.app.train_launch.launch` checks the config first,
+so a bad config fails before anything starts, exit 2).
 
-In the spirit of ``torchrun --standalone --nproc-per-node N``, :func:`launch`
+In the spirit of ``torchrun --standalone --nproc-per-node N``, :func:`launch_workers`
 
-1. loads the config here, so a bad config fails before anything starts (exit 2);
+1. takes the worker command (``python -m jaxparadigm run CONFIG [overrides]``) and run directory;
 2. picks a free TCP port on 127.0.0.1 for the coordinator (process 0 hosts it);
 3. starts N workers, each ``python -m jaxparadigm run CONFIG [overrides]`` in its own session with
    ``JAXPARADIGM_COORDINATOR_ADDRESS=127.0.0.1:PORT``, ``JAXPARADIGM_NUM_PROCESSES=N``,
@@ -33,15 +35,13 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
 
-from jaxparadigm.config import load_config
-from jaxparadigm.errors import ConfigError, InputError, TrainingAborted
+from jaxparadigm.errors import InputError, TrainingAborted
 from jaxparadigm.train.distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
 from jaxparadigm.train.progress import PROGRESS_TTY_ENV
 
-__all__ = ["WorkerFailed", "free_port", "launch", "worker_env"]
+__all__ = ["WorkerFailed", "free_port", "launch_workers", "worker_env"]
 
 _POLL_S = 0.1
 _PR_SET_PDEATHSIG = 1
@@ -123,52 +123,25 @@ def _stop(procs: list[subprocess.Popen], grace_s: float) -> set[int]:
     return stopped
 
 
-def launch(
-    config: str | os.PathLike,
-    overrides: Sequence[str] = (),
+def launch_workers(
+    cmd: list[str],
+    run_dir: Path,
     *,
     num_processes: int,
     devices_per_process: int | None = None,
     grace_s: float = 3.0,
     timeout_s: float | None = None,
 ) -> Path:
-    """Run ``config`` as ``num_processes`` local workers on ``jax.distributed``; return the report
-    path written by process 0 (C5.2). See the module docstring for what happens on failure.
+    """Run ``cmd`` as ``num_processes`` local workers on ``jax.distributed``; return the report
+    path ``run_dir/report.md`` written by process 0 (C5.2). See the module docstring for what
+    happens on failure; worker ``i >= 1`` logs to ``run_dir/logs/process_<i>.log``.
 
     ``timeout_s`` (None: no limit) stops the whole group and raises :class:`WorkerFailed` when
     the run takes longer.
     """
-    for name, value, minimum in (
-        ("num_processes", num_processes, 1),
-        ("devices_per_process", devices_per_process, 1),
-    ):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < minimum
-        ):
-            raise InputError(f"--{name.replace('_', '-')}: got {value!r}, expected an int >= 1")
-    cfg = load_config(config, overrides)
-    if cfg.task != "train":
-        raise ConfigError(
-            f"task: got {cfg.task!r}, expected 'train' with --num-processes (the only task that "
-            "runs over several processes)"
-        )
-    if cfg.train.distributed.coordinator_address is not None:
-        raise ConfigError(
-            f"train.distributed.coordinator_address: got "
-            f"{cfg.train.distributed.coordinator_address!r}, expected none with --num-processes "
-            "(it starts its own group with a coordinator on 127.0.0.1; a configured address "
-            "would give every worker process id 0): remove the key or run without --num-processes"
-        )
-    if cfg.train.sharding.mode == "none":
-        raise ConfigError(
-            "train.sharding.mode: got 'none', expected data, zero1 or fsdp with --num-processes "
-            "(e.g. add train.sharding.mode=fsdp)"
-        )
-    run_dir = Path(cfg.out_dir) / cfg.name
     logs = run_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     coordinator = f"127.0.0.1:{free_port()}"
-    cmd = [sys.executable, "-m", "jaxparadigm", "run", os.fspath(config), *overrides]
     procs: list[subprocess.Popen] = []
     files, relays = [], []
     start = time.monotonic()
@@ -179,26 +152,8 @@ def launch(
                 out = (logs / f"process_{i}.log").open("wb")
                 files.append(out)
             env = worker_env(dict(os.environ), coordinator, num_processes, i, devices_per_process)
-            if i == 0 and sys.stderr.isatty():
-                env[PROGRESS_TTY_ENV] = "1"  # its stderr is our pipe, but it ends on a terminal
-            with warnings.catch_warnings():  # JAX's os.fork warning: the child execs at once
-                warnings.filterwarnings("ignore", r"os\.fork\(\) was called", RuntimeWarning)
-                procs.append(
-                    subprocess.Popen(
-                        cmd,
-                        env=env,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE if i == 0 else subprocess.STDOUT,
-                        start_new_session=True,
-                        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-                    )
-                )
-            pipes = [(procs[-1].stdout, out)]  # process i >= 1: both streams to its log
-            if i == 0:  # process 0: stdout to ours, stderr to ours
-                pipes = [(procs[-1].stdout, sys.stdout), (procs[-1].stderr, sys.stderr)]
-            for src, dst in pipes:
-                relays.append(threading.Thread(target=_relay, args=(src, dst), daemon=True))
-                relays[-1].start()
+            procs.append(_spawn(cmd, env, i))
+            relays += _relays(procs[-1], i, out)
         failed = _watch(procs, start, timeout_s)
         if failed is None:
             return run_dir / "report.md"
@@ -210,6 +165,34 @@ def launch(
             t.join(timeout=grace_s)
         for f in files:
             f.close()
+
+
+def _spawn(cmd: list[str], env: dict, i: int) -> subprocess.Popen:
+    """Worker ``i`` in its own session (process 0's stderr piped apart), dying with its parent."""
+    if i == 0 and sys.stderr.isatty():
+        env[PROGRESS_TTY_ENV] = "1"  # its stderr is our pipe, but it ends on a terminal
+    with warnings.catch_warnings():  # JAX's os.fork warning: the child execs at once
+        warnings.filterwarnings("ignore", r"os\.fork\(\) was called", RuntimeWarning)
+        return subprocess.Popen(
+            cmd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if i == 0 else subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
+
+
+def _relays(proc: subprocess.Popen, i: int, out) -> list[threading.Thread]:
+    """Started threads copying worker ``i``'s output: process 0's to our stdout/stderr, the
+    others' (both streams) to their log file ``out``."""
+    pipes = [(proc.stdout, out)]
+    if i == 0:
+        pipes = [(proc.stdout, sys.stdout), (proc.stderr, sys.stderr)]
+    threads = [threading.Thread(target=_relay, args=(src, dst), daemon=True) for src, dst in pipes]
+    for t in threads:
+        t.start()
+    return threads
 
 
 #: Output lines of third-party libraries that are noise for a user: gloo's "[Gloo] Rank N is

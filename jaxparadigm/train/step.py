@@ -112,9 +112,43 @@ def make_train_step(
     ``grad`` (``train.grad``) picks the engine: ``"jax"`` or ``"jaxparadigm"`` (ours, C3.2).
     ``layout``: a ``StepLayout`` (sharded state and batch; see the module docstring) or None.
     """
+    value_and_grad = _check_step_arguments(loss_fn, tx, loss_scale, grad)
+
+    def step(state: TrainState, batch, grad_fault=None):
+        rng, sub = jax.random.split(state.rng)
+        loss, grads = _sharded_value_and_grad(
+            value_and_grad, graphdef, loss_fn, loss_scale, layout, state, batch, sub
+        )
+        loss_finite = jnp.isfinite(loss)
+        grads = _inject_fault(grads, grad_fault)
+        grads, grads_finite, new_ls, overflow = _unscale(loss_scale, grads, state, loss_finite)
+        finite = jnp.logical_and(grads_finite, loss_finite)
+        updates, opt_state = tx.update(grads, state.opt_state, state.params)
+        updates = jax.tree_util.tree_map(lambda u: (u * state.lr_scale).astype(u.dtype), updates)
+        params = optax.apply_updates(state.params, updates)
+        accept = finite if (guard or loss_scale is not None) else jnp.array(True)
+        new_state = _guarded_next_state(state, accept, finite | overflow, guard, params, opt_state)
+        new_state = new_state._replace(rng=rng, loss_scale=new_ls)
+        lr = (lr_fn(state.opt_steps) if lr_fn is not None else 1.0) * state.lr_scale
+        metrics = {
+            "loss": loss,
+            "grad_norm": optax.global_norm(grads),
+            "lr": jnp.asarray(lr, jnp.float32),
+            "finite": finite,
+            "accepted": accept,
+            "overflow": overflow,
+        }
+        if loss_scale is not None:
+            metrics["loss_scale"] = state.loss_scale.scale
+        return new_state, metrics
+
+    return _jit(step, donate, layout)
+
+
+def _check_step_arguments(loss_fn, tx, loss_scale, grad: str) -> Callable:
+    """The ``value_and_grad`` of engine ``grad``, after checking the step factory's arguments."""
     if grad not in VALUE_AND_GRAD:
         raise ValueError(f"grad: got {grad!r}, expected one of {sorted(VALUE_AND_GRAD)}")
-    value_and_grad = VALUE_AND_GRAD[grad]
     if not callable(loss_fn):
         raise TypeError(f"loss_fn: got {type(loss_fn).__name__}, expected a callable")
     if not (hasattr(tx, "init") and hasattr(tx, "update")):
@@ -125,62 +159,61 @@ def make_train_step(
         raise TypeError(
             f"loss_scale: got {type(loss_scale).__name__}, expected a DynamicLossScale or None"
         )
+    return VALUE_AND_GRAD[grad]
 
-    def step(state: TrainState, batch, grad_fault=None):
-        rng, sub = jax.random.split(state.rng)
 
-        def objective(params):
-            params = _constrain(params, layout.gathered if layout is not None else None)
-            loss = loss_fn(nnx.merge(graphdef, params), batch, sub)
-            scaled = loss_scale.scale(loss, state.loss_scale) if loss_scale is not None else loss
-            return scaled, loss
+def _sharded_value_and_grad(
+    value_and_grad, graphdef, loss_fn, loss_scale, layout, state, batch, rng
+):
+    """Sharding + loss scaling of the forward/backward pass: ``(unscaled loss, scaled grads)``.
 
-        (_, loss), grads = value_and_grad(objective, has_aux=True)(state.params)
-        grads = _constrain(grads, layout.grads if layout is not None else None)
-        loss_finite = jnp.isfinite(loss)
-        grads = _inject_fault(grads, grad_fault)
-        if loss_scale is not None:
-            grads, grads_finite = loss_scale.unscale(grads, state.loss_scale)
-            # A non-finite unscaled loss is not a scaling problem: leave the scale alone.
-            new_ls = tree_select(
-                loss_finite, loss_scale.update(state.loss_scale, grads_finite), state.loss_scale
-            )
-            can_shrink = (
-                loss_scale.update(state.loss_scale, jnp.array(False)).scale < state.loss_scale.scale
-            )
-            overflow = loss_finite & jnp.logical_not(grads_finite) & can_shrink
-        else:
-            grads_finite, new_ls = all_finite(grads), ()
-            overflow = jnp.array(False)
-        finite = jnp.logical_and(grads_finite, loss_finite)
-        updates, opt_state = tx.update(grads, state.opt_state, state.params)
-        updates = jax.tree_util.tree_map(lambda u: (u * state.lr_scale).astype(u.dtype), updates)
-        params = optax.apply_updates(state.params, updates)
-        accept = finite if (guard or loss_scale is not None) else jnp.array(True)
-        grad_norm = optax.global_norm(grads)
-        lr = (lr_fn(state.opt_steps) if lr_fn is not None else 1.0) * state.lr_scale
-        new_state = TrainState(
-            step=safe_increment(state.step),
-            opt_steps=jnp.where(accept, safe_increment(state.opt_steps), state.opt_steps),
-            params=tree_select(accept, params, state.params),
-            opt_state=tree_select(accept, opt_state, state.opt_state),
-            rng=rng,
-            lr_scale=state.lr_scale,
-            loss_scale=new_ls,
-            guard=guard_update(state.guard, finite | overflow) if guard else state.guard,
-        )
-        metrics = {
-            "loss": loss,
-            "grad_norm": grad_norm,
-            "lr": jnp.asarray(lr, jnp.float32),
-            "finite": finite,
-            "accepted": accept,
-            "overflow": overflow,
-        }
-        if loss_scale is not None:
-            metrics["loss_scale"] = state.loss_scale.scale
-        return new_state, metrics
+    The parameters are gathered to ``layout.gathered`` for the forward pass and the gradients
+    constrained to ``layout.grads`` (no constraint without a layout); the loss is multiplied by
+    the loss scale S when scaling is on."""
 
+    def objective(params):
+        params = _constrain(params, layout.gathered if layout is not None else None)
+        loss = loss_fn(nnx.merge(graphdef, params), batch, rng)
+        scaled = loss_scale.scale(loss, state.loss_scale) if loss_scale is not None else loss
+        return scaled, loss
+
+    (_, loss), grads = value_and_grad(objective, has_aux=True)(state.params)
+    return loss, _constrain(grads, layout.grads if layout is not None else None)
+
+
+def _unscale(loss_scale, grads, state: TrainState, loss_finite):
+    """Loss scaling's step: ``(grads, grads_finite, S', overflow)`` (module docstring formulas);
+    without a loss scaler the gradients as they are, ``()`` and no overflow."""
+    if loss_scale is None:
+        return grads, all_finite(grads), (), jnp.array(False)
+    grads, grads_finite = loss_scale.unscale(grads, state.loss_scale)
+    # A non-finite unscaled loss is not a scaling problem: leave the scale alone.
+    new_ls = tree_select(
+        loss_finite, loss_scale.update(state.loss_scale, grads_finite), state.loss_scale
+    )
+    can_shrink = (
+        loss_scale.update(state.loss_scale, jnp.array(False)).scale < state.loss_scale.scale
+    )
+    overflow = loss_finite & jnp.logical_not(grads_finite) & can_shrink
+    return grads, grads_finite, new_ls, overflow
+
+
+def _guarded_next_state(
+    state: TrainState, accept, good, guard: bool, params, opt_state
+) -> TrainState:
+    """The guard's step: the new params/optimiser state only where ``accept``; the data step
+    always advances; the guard counts ``good`` (finite or a loss-scale overflow) when on."""
+    return state._replace(
+        step=safe_increment(state.step),
+        opt_steps=jnp.where(accept, safe_increment(state.opt_steps), state.opt_steps),
+        params=tree_select(accept, params, state.params),
+        opt_state=tree_select(accept, opt_state, state.opt_state),
+        guard=guard_update(state.guard, good) if guard else state.guard,
+    )
+
+
+def _jit(step: Callable, donate: bool, layout) -> Callable:
+    """``jax.jit`` of the step, donating the state; a sharded step keeps ``layout.state``."""
     donate_argnums = (0,) if donate else ()
     if layout is None:
         return jax.jit(step, donate_argnums=donate_argnums)

@@ -17,6 +17,7 @@ import jax
 import numpy as np
 import pytest
 
+from jaxparadigm.build import train_from_config as train
 from jaxparadigm.config import config_from_dict, to_dict
 from jaxparadigm.train.checkpoint import (
     KEY_ENV_VAR,
@@ -27,7 +28,6 @@ from jaxparadigm.train.checkpoint import (
     signed_config,
     state_signature,
 )
-from jaxparadigm.train.loop import train
 
 CFG = config_from_dict({"name": "ckpt"})
 CFG_DICT = signed_config(CFG)

@@ -156,7 +156,7 @@ def test_only_the_optimiser_state_tampered_is_refused(tmp_path):
 def test_cli_refusal_of_a_damaged_checkpoint_is_one_line(tmp_path):
     """A deleted state file used to print the right line, then ~20 'Event loop is closed'
     tracebacks (2 runs of 3)."""
-    from jaxparadigm.train.loop import train
+    from jaxparadigm.build import train_from_config as train
 
     raw = tiny_regression_raw(tmp_path, "dm", steps=4, checkpoint={"every": 4})
     train(config_from_dict(raw), progress=False)

@@ -17,9 +17,9 @@ import pytest
 import yaml
 from orbax.checkpoint._src import asyncio_utils
 
+from jaxparadigm.build import train_from_config as train
 from jaxparadigm.config import config_from_dict
 from jaxparadigm.train.checkpoint import Checkpointer, CheckpointError
-from jaxparadigm.train.loop import train
 from jaxparadigm.train.orbax_loop import draining_event_loops, run_until_drained
 from tests.train.conftest import tiny_regression_raw
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxparadigm.cli import TASKS
+from jaxparadigm.app.tasks import TASKS
 from jaxparadigm.config import load_config
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))

@@ -14,10 +14,10 @@ import chex
 import numpy as np
 import pytest
 
+from jaxparadigm.build import train_from_config as train
 from jaxparadigm.errors import InputError, TrainingAborted
 from jaxparadigm.train.checkpoint import Checkpointer, CheckpointSignatureError
 from jaxparadigm.train.guard import give_up_reason, rollback_lr_scale
-from jaxparadigm.train.loop import train
 from jaxparadigm.train.metrics import read_metrics
 from tests.train.conftest import tiny_regression_raw
 
@@ -163,7 +163,7 @@ _KILL = textwrap.dedent(
     """
     import sys
     from jaxparadigm.config import load_config
-    from jaxparadigm.train.loop import train
+    from jaxparadigm.build import train_from_config as train
     train(load_config(sys.argv[1]), progress=False)
     """
 )
@@ -220,10 +220,10 @@ def test_metrics_has_each_step_once_after_a_resume(make_config, tmp_path):
 
 
 def test_the_loop_is_split_into_named_stages():
-    tree = ast.parse((ROOT / "jaxparadigm" / "train" / "loop.py").read_text())
     lengths = {
         n.name: n.end_lineno - n.lineno + 1
-        for n in ast.walk(tree)
+        for module in ("loop.py", "run_steps.py")  # the loop and its per-step stages
+        for n in ast.walk(ast.parse((ROOT / "jaxparadigm" / "train" / module).read_text()))
         if isinstance(n, ast.FunctionDef)
     }
     assert {"_setup", "_resume", "_run_step", "_observe", "_checkpoint", "_finish"} <= set(lengths)
@@ -234,8 +234,8 @@ _MPL = textwrap.dedent(
     """
     import json, os, sys, matplotlib
     before = matplotlib.rcParams._get_backend_or_none()
-    import jaxparadigm.train.loop, jaxparadigm.train.experiment, jaxparadigm.claims.figures
-    from jaxparadigm.train.plots import plot_curves
+    import jaxparadigm.train.loop, jaxparadigm.app.train_task, jaxparadigm.claims.figures
+    from jaxparadigm.app.train_plots import plot_curves
     from jaxparadigm.claims.figures import bar_chart
     png = plot_curves({"a": ([0, 1], [1.0, 2.0])}, sys.argv[1], title="t", ylabel="y")
     bar = bar_chart("b.png", ["x"], [1.0], "t", "x")

@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from jaxparadigm.app.tasks import run_experiment
+from jaxparadigm.app.train_task import drift_features
 from jaxparadigm.config import OverflowConfig, config_from_dict, load_config
 from jaxparadigm.train.data import build_dataset
-from jaxparadigm.train.experiment import drift_features, run_experiment
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"  # whatever the working directory
 
@@ -67,7 +68,7 @@ def test_retrieval_task_is_not_ours(make_config):
 
 
 def test_bad_train_arguments(make_config):
-    from jaxparadigm.train.loop import train
+    from jaxparadigm.build import train_from_config as train
 
     with pytest.raises(ValueError, match="stop_at: got -1"):
         train(make_config(), stop_at=-1)

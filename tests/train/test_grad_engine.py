@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from jaxparadigm.build import build_model
 from jaxparadigm.config import load_config
 from jaxparadigm.optim import chain_for, schedule_for
 from jaxparadigm.train.data import build_dataset
-from jaxparadigm.train.loop import build_model
 from jaxparadigm.train.objectives import loss_for
 from jaxparadigm.train.step import init_train_state, make_train_step
 

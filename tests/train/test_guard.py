@@ -4,6 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxparadigm.build import train_from_config as train
 from jaxparadigm.train.guard import (
     GuardState,
     all_finite,
@@ -14,7 +15,6 @@ from jaxparadigm.train.guard import (
     should_rollback,
     tree_select,
 )
-from jaxparadigm.train.loop import train
 
 
 def test_guard_counters_follow_the_rule():

@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 import yaml
 
+from jaxparadigm.app.train_launch import launch
+from jaxparadigm.build import train_from_config as train
 from jaxparadigm.cli import main
 from jaxparadigm.errors import ConfigError, InputError
-from jaxparadigm.train.launch import free_port, launch, worker_env
-from jaxparadigm.train.loop import train
+from jaxparadigm.train.launch import free_port, worker_env
 from jaxparadigm.train.metrics import read_metrics
 from tests.train.conftest import tiny_config, tiny_raw
 

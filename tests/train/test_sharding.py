@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax.sharding import PartitionSpec
 
+from jaxparadigm.build import train_from_config as train
 from jaxparadigm.errors import ConfigError
-from jaxparadigm.train.loop import train
 from jaxparadigm.train.sharding import (
     bytes_per_device,
     collective_stats,
@@ -77,8 +77,8 @@ def test_step_layout_splits_what_each_mode_says():
     cfg = tiny_config("unused", model={"hidden": [16]})
     from flax import nnx
 
+    from jaxparadigm.build import build_model, dataset_for
     from jaxparadigm.optim import chain_for
-    from jaxparadigm.train.loop import build_model, dataset_for
     from jaxparadigm.train.step import init_train_state
 
     params = nnx.to_pure_dict(nnx.split(build_model(cfg.model, dataset_for(cfg), 0))[1])
@@ -202,7 +202,7 @@ _CHILD = textwrap.dedent(
     import jax
     sys.path.insert(0, sys.argv[3])
     from jaxparadigm.config import config_from_dict
-    from jaxparadigm.train.loop import train
+    from jaxparadigm.build import train_from_config as train
     assert jax.device_count() == 8, jax.devices()
     raw = json.loads(sys.argv[2])
     out = {}

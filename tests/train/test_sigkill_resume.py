@@ -20,9 +20,9 @@ import chex
 import pytest
 import yaml
 
+from jaxparadigm.build import train_from_config as train
 from jaxparadigm.config import config_from_dict
 from jaxparadigm.train.checkpoint import Checkpointer
-from jaxparadigm.train.loop import train
 from jaxparadigm.train.metrics import read_metrics
 from tests.train.conftest import tiny_regression_raw
 

@@ -1,14 +1,14 @@
-"""``jaxparadigm run CONFIG`` for tasks ``train``, ``mixed_precision`` and ``overflow`` (C5.1, C4.2, C4.3).
+"""The tasks ``train``, ``mixed_precision`` and ``overflow`` of ``jaxparadigm run`` (C5.1, C4.2, C4.3).
 
 Each task runs real code and writes ``<out_dir>/<name>/report.md`` with the measured figures and
 PNG plots next to it; the returned value is the report's path.
 
-* ``train``: :func:`jaxparadigm.train.loop.train`, then data drift of the validation split (and of
+* ``train``: :func:`jaxparadigm.build.train_from_config`, then data drift of the validation split (and of
   a deliberately shifted copy) against the train split, guard and checkpoint summaries.
 * ``mixed_precision``: the same training once per Adam ``nu`` storage dtype (float16 with dynamic
   loss scaling when ``mixed_precision.loss_scaling``); loss curves overlaid; ``nu`` bytes and
   underflow fraction from ``jaxparadigm.optim.adam_state_report``.
-* ``overflow``: ``jaxparadigm.optim.schedules.overflow_demo`` around ``overflow.center`` with the
+* ``overflow``: ``jaxparadigm.claims.evidence.overflow.overflow_evidence`` around ``overflow.center`` with the
   config's LinearLR settings: naive ``+1`` vs ``safe_increment`` int32 counters (vs PyTorch when
   installed); learning rates plotted.
 """
@@ -21,17 +21,18 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from jaxparadigm.claims.evidence.overflow import overflow_evidence as overflow_demo
+from jaxparadigm.app.train_plots import plot_curves, plot_training
+from jaxparadigm.build import dataset_for, run_dir_for, train_from_config
+from jaxparadigm.claims.evidence.overflow import overflow_evidence
 from jaxparadigm.config import to_dict
 from jaxparadigm.errors import ConfigError
 from jaxparadigm.optim import adam_state_report
-from jaxparadigm.train.checkpoint import SIGNED_KEYS, state_signature
+from jaxparadigm.train.checkpoint_signature import SIGNED_KEYS, state_signature
 from jaxparadigm.train.data import Dataset, drift_report
 from jaxparadigm.train.distributed import initialize_distributed
-from jaxparadigm.train.loop import TrainResult, dataset_for, run_dir_for, train
-from jaxparadigm.train.plots import plot_curves
+from jaxparadigm.train.loop import TrainResult
 
-__all__ = ["drift_features", "run_experiment", "used_config"]
+__all__ = ["drift_features", "run_mixed_precision", "run_overflow", "run_train", "used_config"]
 
 
 def drift_features(dataset: Dataset, split: str = "train", max_rows: int = 4000) -> np.ndarray:
@@ -81,7 +82,7 @@ def used_config(cfg) -> dict:
     plain = to_dict(cfg)
     skip = {"retrieval", "claims", "mixed_precision", "overflow"} - {cfg.task}
     out = {k: v for k, v in plain.items() if k not in skip}
-    if cfg.task == "overflow":  # overflow_demo reads only optim's rate and schedule
+    if cfg.task == "overflow":  # overflow_evidence reads only optim's rate and schedule
         return {k: v for k, v in out.items() if k not in ("model", "data", "train")}
     for section, fields in (("model", _MODEL_FIELDS), ("data", _DATA_FIELDS)):
         keep = fields.get(plain[section]["kind"])
@@ -164,10 +165,14 @@ def _placement_section(fig: dict | None) -> list[str]:
     ]
 
 
-def _run_train(cfg) -> Path:
+def run_train(cfg) -> Path:
+    """Task ``train`` (C5.1, C5.2): train, then report data checks, drift, guard, checkpoints.
+
+    Writes ``<cfg.out_dir>/<cfg.name>/report.md`` (and the run's plots); returns its path."""
+    initialize_distributed(cfg.train.distributed)  # before any JAX op
     out = run_dir_for(cfg)
     dataset = dataset_for(cfg)
-    result = train(cfg, dataset=dataset)
+    result = train_from_config(cfg, dataset=dataset, plot=plot_training)
     ref = drift_features(dataset, "train")
     cur = drift_features(dataset, "val")
     shifted = cur.copy()
@@ -242,7 +247,20 @@ def _replace_optim(cfg, name: str, nu_dtype: str, loss_scaling: bool):
     return dataclasses.replace(cfg, name=name, optim=optim)
 
 
-def _run_mixed_precision(cfg) -> Path:
+def _single_process(cfg) -> None:
+    """Refuse a multi-process run of a task other than ``train`` (ConfigError)."""
+    if initialize_distributed(cfg.train.distributed):  # before any JAX op
+        raise ConfigError(
+            f"task: got {cfg.task!r} in a multi-process run, expected 'train' (the only task that "
+            "runs over several processes)"
+        )
+
+
+def run_mixed_precision(cfg) -> Path:
+    """Task ``mixed_precision`` (C4.2): one training per Adam ``nu`` storage dtype, compared.
+
+    Writes ``<cfg.out_dir>/<cfg.name>/report.md``; returns its path."""
+    _single_process(cfg)
     out = run_dir_for(cfg)
     dataset = dataset_for(cfg)
     rows, curves = [], {}
@@ -250,7 +268,7 @@ def _run_mixed_precision(cfg) -> Path:
     for dtype in cfg.mixed_precision.nu_dtypes:
         scaled = dtype == "float16" and cfg.mixed_precision.loss_scaling
         sub = _replace_optim(cfg, f"{cfg.name}/{dtype}", dtype, scaled)
-        result = train(sub, dataset=dataset, write_plots=False)
+        result = train_from_config(sub, dataset=dataset, write_plots=False)
         nu = adam_state_report(result.state.opt_state)["nu"]
         losses = np.asarray(result.losses)
         reference = losses if reference is None else reference
@@ -288,11 +306,14 @@ def _run_mixed_precision(cfg) -> Path:
     return _write_report(out, lines, cfg)
 
 
-def _run_overflow(cfg) -> Path:
+def run_overflow(cfg) -> Path:
+    """Task ``overflow`` (C4.3): a schedule around ``overflow.center`` with naive vs saturating
+    int32 counters. Writes ``<cfg.out_dir>/<cfg.name>/report.md``; returns its path."""
+    _single_process(cfg)
     out = run_dir_for(cfg)
     out.mkdir(parents=True, exist_ok=True)
     sc = cfg.optim.schedule
-    demo = overflow_demo(
+    demo = overflow_evidence(
         center=cfg.overflow.center,
         window=cfg.overflow.window,
         base_lr=cfg.optim.learning_rate,
@@ -338,25 +359,3 @@ def _run_overflow(cfg) -> Path:
         "",
     ]
     return _write_report(out, lines, cfg)
-
-
-_TASKS = {"train": _run_train, "mixed_precision": _run_mixed_precision, "overflow": _run_overflow}
-
-
-def run_experiment(cfg) -> Path:
-    """Run ``cfg.task`` (``train``, ``mixed_precision`` or ``overflow``); return the report path.
-
-    Serves C5.1 (train), C4.2 (mixed_precision), C4.3 (overflow). Writes
-    ``<cfg.out_dir>/<cfg.name>/report.md``.
-    """
-    if cfg.task not in _TASKS:
-        raise ValueError(
-            f"task: got {cfg.task!r}, expected one of {', '.join(_TASKS)} "
-            "(retrieval runs through jaxparadigm.retrieval.evaluation)"
-        )
-    if initialize_distributed(cfg.train.distributed) and cfg.task != "train":  # before any JAX op
-        raise ConfigError(
-            f"task: got {cfg.task!r} in a multi-process run, expected 'train' (the only task that "
-            "runs over several processes)"
-        )
-    return _TASKS[cfg.task](cfg)

@@ -1,0 +1,59 @@
+"""``jaxparadigm run CONFIG --num-processes N``: check the config, then start the group (C5.2).
+
+The config is loaded and checked here (:func:`jaxparadigm.config.relations.launch_problem`), so a
+bad config fails before any process starts (exit 2); the group itself is
+:func:`jaxparadigm.train.launch.launch_workers`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from jaxparadigm.build import run_dir_for
+from jaxparadigm.config import load_config
+from jaxparadigm.config.relations import launch_problem
+from jaxparadigm.errors import ConfigError, InputError
+from jaxparadigm.train.launch import launch_workers
+
+__all__ = ["launch"]
+
+
+def launch(
+    config: str | os.PathLike,
+    overrides: Sequence[str] = (),
+    *,
+    num_processes: int,
+    devices_per_process: int | None = None,
+    grace_s: float = 3.0,
+    timeout_s: float | None = None,
+) -> Path:
+    """Run ``config`` as ``num_processes`` local workers on ``jax.distributed``; return the report
+    path written by process 0 (C5.2). Failures: see :mod:`jaxparadigm.train.launch`.
+
+    ``timeout_s`` (None: no limit) stops the whole group and raises ``WorkerFailed`` when the run
+    takes longer.
+    """
+    for name, value in (
+        ("num_processes", num_processes),
+        ("devices_per_process", devices_per_process),
+    ):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise InputError(f"--{name.replace('_', '-')}: got {value!r}, expected an int >= 1")
+    cfg = load_config(config, overrides)
+    problem = launch_problem(cfg)
+    if problem is not None:
+        raise ConfigError(problem)
+    cmd = [sys.executable, "-m", "jaxparadigm", "run", os.fspath(config), *overrides]
+    return launch_workers(
+        cmd,
+        run_dir_for(cfg),
+        num_processes=num_processes,
+        devices_per_process=devices_per_process,
+        grace_s=grace_s,
+        timeout_s=timeout_s,
+    )
