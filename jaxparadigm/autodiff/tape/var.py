@@ -15,7 +15,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxparadigm.autodiff.tape_formulas import (
+from jaxparadigm.autodiff.tape.formulas import (
     DIV_SAVE,
     NO_SAVE,
     SAVE_BOTH,
@@ -27,7 +27,7 @@ from jaxparadigm.autodiff.tape_formulas import (
     pow_backward,
     sub_backward,
 )
-from jaxparadigm.autodiff.tape_nodes import AccumulateGrad, BackwardNode, reverse_topological
+from jaxparadigm.autodiff.tape.nodes import AccumulateGrad, BackwardNode, reverse_topological
 from jaxparadigm.autodiff.unbroadcast import unbroadcast
 
 __all__ = ["Var"]

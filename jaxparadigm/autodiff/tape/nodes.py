@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from jaxparadigm.autodiff.tape_var import Var
+    from jaxparadigm.autodiff.tape.var import Var
 
 __all__ = [
     "SECOND_BACKWARD_MESSAGE",

@@ -23,13 +23,13 @@ from collections.abc import Callable
 import jax.numpy as jnp
 
 from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
-from jaxparadigm.autodiff.tape_nodes import (
+from jaxparadigm.autodiff.tape.nodes import (
     AccumulateGrad,
     BackwardNode,
     SavedTensors,
     saved_tensors_below,
 )
-from jaxparadigm.autodiff.tape_var import Var, _as_var
+from jaxparadigm.autodiff.tape.var import Var, _as_var
 
 __all__ = [
     "AccumulateGrad",

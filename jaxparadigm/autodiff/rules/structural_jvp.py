@@ -23,10 +23,10 @@ from jax import lax
 from jax._src.lax.lax import optimization_barrier_p, split_p, stack_p, tile_p, unstack_p
 from jax._src.lax.slicing import scatter_sub_p
 
-from jaxparadigm.autodiff.elementwise_jvp_rules import balanced_eq
 from jaxparadigm.autodiff.jvp_interpreter import eval_jvp
 from jaxparadigm.autodiff.registry import register_jvp
-from jaxparadigm.autodiff.tangent_rules import bilinear_rule, instantiate, linear_rule, zero_rule
+from jaxparadigm.autodiff.rules.elementwise_jvp import balanced_eq
+from jaxparadigm.autodiff.rules.tangents import bilinear_rule, instantiate, linear_rule, zero_rule
 
 __all__: list[str] = []
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
-from jaxparadigm.autodiff.linalg_rules import mT, transpose_jvp
 from jaxparadigm.autodiff.registry import register_jvp, register_vjp
+from jaxparadigm.autodiff.rules.linalg import mT, transpose_jvp
 
 __all__: list[str] = []
 

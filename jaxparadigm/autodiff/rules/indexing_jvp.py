@@ -21,8 +21,8 @@ import numpy as np
 from jax import lax
 
 from jaxparadigm.autodiff.registry import register_jvp
-from jaxparadigm.autodiff.scatter_dims import inverse_gather
-from jaxparadigm.autodiff.tangent_rules import instantiate
+from jaxparadigm.autodiff.rules.scatter_dims import inverse_gather
+from jaxparadigm.autodiff.rules.tangents import instantiate
 
 __all__ = ["products_of_others"]
 
