@@ -6,7 +6,7 @@ registry maps each primitive to its gradient rule), C3.3 (grad-of-grad re-enters
 attributes after ``import jaxparadigm.autodiff``, as ``torch.func`` is after ``import torch``.
 """
 
-from jaxparadigm.autodiff import func, tape  # noqa: F401  (submodules as attributes)
+from jaxparadigm.autodiff import func, rules, tape  # noqa: F401  (rules: registers every rule)
 from jaxparadigm.autodiff.custom_function import Function
 from jaxparadigm.autodiff.forward_mode import jacfwd, jvp
 from jaxparadigm.autodiff.graph import Graph, trace
@@ -22,17 +22,6 @@ from jaxparadigm.autodiff.registry import (
     registered_primitives,
 )
 from jaxparadigm.autodiff.reverse_mode import grad, value_and_grad, vjp
-from jaxparadigm.autodiff.rules import call as _call_rules  # noqa: F401  (registers rules)
-from jaxparadigm.autodiff.rules import control_flow as _control_flow_rules  # noqa: F401
-from jaxparadigm.autodiff.rules import conv as _conv_rules  # noqa: F401
-from jaxparadigm.autodiff.rules import decomposition as _decomposition_rules  # noqa: F401
-from jaxparadigm.autodiff.rules import elementwise as _elementwise_rules  # noqa: F401
-from jaxparadigm.autodiff.rules import indexing as _indexing_rules  # noqa: F401
-from jaxparadigm.autodiff.rules import linalg as _linalg_rules  # noqa: F401
-from jaxparadigm.autodiff.rules import reduction as _reduction_rules  # noqa: F401
-from jaxparadigm.autodiff.rules import sorting as _sorting_rules  # noqa: F401
-from jaxparadigm.autodiff.rules import special as _special_rules  # noqa: F401
-from jaxparadigm.autodiff.rules import structural as _structural_rules  # noqa: F401
 
 __all__ = [
     "Function",

@@ -24,10 +24,6 @@ from jaxparadigm.autodiff.chunked_map import check_chunk_size, map_rows
 from jaxparadigm.autodiff.complex_refusal import refuse_complex
 from jaxparadigm.autodiff.graph import flat_trace
 from jaxparadigm.autodiff.jvp_interpreter import eval_jvp_closed
-from jaxparadigm.autodiff.rules import control_flow_jvp as _control_flow_jvp_rules  # noqa: F401
-from jaxparadigm.autodiff.rules import elementwise_jvp as _elementwise_jvp_rules  # noqa: F401
-from jaxparadigm.autodiff.rules import indexing_jvp as _indexing_jvp_rules  # noqa: F401
-from jaxparadigm.autodiff.rules import structural_jvp as _structural_jvp_rules  # noqa: F401
 
 __all__ = ["jacfwd", "jvp"]
 
