@@ -10,7 +10,6 @@ from jaxparadigm.autodiff import func, rules, tape  # noqa: F401  (rules: regist
 from jaxparadigm.autodiff.custom_function import Function
 from jaxparadigm.autodiff.forward_mode import jacfwd, jvp
 from jaxparadigm.autodiff.graph import Graph, trace
-from jaxparadigm.autodiff.growth import graph_growth
 from jaxparadigm.autodiff.registry import (
     MissingJVPRule,
     MissingVJPRule,
@@ -32,7 +31,6 @@ __all__ = [
     "get_vjp",
     "func",
     "grad",
-    "graph_growth",
     "jacfwd",
     "jvp",
     "register_jvp",

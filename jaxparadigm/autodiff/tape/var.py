@@ -1,7 +1,7 @@
 """``Var``: a value that records the ops applied to it as it runs (define-by-run, C3.1, C2.2).
 
-Each recorded op creates a ``BackwardNode`` (``tape_nodes``) whose local derivative comes from
-``tape_formulas``; ``Var.backward`` walks the nodes in reverse topological order:
+Each recorded op creates a ``BackwardNode`` (``nodes``) whose local derivative comes from
+``formulas``; ``Var.backward`` walks the nodes in reverse topological order:
 
     grad[input] += node.backward(grad[node output], ``*node.saved_tensors``)
 
