@@ -189,20 +189,20 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         _HINT,
     ),
     # jaxparadigm/autodiff (random sample, seed 17)
-    "jaxparadigm.autodiff.control_flow_jvp_rules.x__kept__mutmut_8": (
+    "jaxparadigm.autodiff.rules.control_flow_jvp.x__kept__mutmut_8": (
         "return [instantiate(t, p) for t, p, f in zip(tangents, primals, flags, strict=None) if f]",
         "each caller passes one tangent, one value and one flag per output, carry or stacked "
         "output of the same body (cond, scan, while): same length",
     ),
-    "jaxparadigm.autodiff.control_flow_rules.x__dense__mutmut_7": (
+    "jaxparadigm.autodiff.rules.control_flow.x__dense__mutmut_7": (
         "return jnp.zeros(aval.shape, )",
         _CAST_BACK_ZERO,
     ),
-    "jaxparadigm.autodiff.conv_rules.x__conv_rhs_ct__mutmut_7": (
+    "jaxparadigm.autodiff.rules.conv.x__conv_rhs_ct__mutmut_7": (
         "return jnp.zeros(jnp.shape(rhs), )",
         _CAST_BACK_ZERO,
     ),
-    "jaxparadigm.autodiff.conv_rules.x__conv_rhs_ct__mutmut_104": (
+    "jaxparadigm.autodiff.rules.conv.x__conv_rhs_ct__mutmut_104": (
         "return out.astype(jnp.result_type(None))",
         "out is already in the cotangent's dtype (the conv's preferred element type); a float32 "
         "detour is exact for bfloat16/float16 values and the sweep casts each cotangent back "
@@ -213,17 +213,17 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "the sweep sends cotangents only to active variables, and an input left out of wrt is "
         "not active: ct_env has no entry for it and .get gives None either way",
     ),
-    "jaxparadigm.autodiff.tangent_rules.x_linear_rule__mutmut_35": (
+    "jaxparadigm.autodiff.rules.tangents.x_linear_rule__mutmut_35": (
         "for i, (p, t) in enumerate(zip(primals, tangents, strict=False))",
         "the interpreter hands a rule one tangent per primal (both lists come from the same "
         "equation's inputs): same length",
     ),
-    "jaxparadigm.autodiff.structural_rules.x__cast_like__mutmut_4": (
+    "jaxparadigm.autodiff.rules.structural.x__cast_like__mutmut_4": (
         "return ct if (ct.dtype == dtype) or True else ct.astype(dtype)",
         "_cast_like's results are the rule's input cotangents, which the reverse sweep casts to "
         "each variable's dtype (Graph.backward): the second cast changes nothing",
     ),
-    "jaxparadigm.autodiff.structural_rules.x__dot_transpose_lhs__mutmut_46": (
+    "jaxparadigm.autodiff.rules.structural.x__dot_transpose_lhs__mutmut_46": (
         "if jnp.result_type(None) != ct.dtype:",
         "y is then left in its own (narrower) dtype only when ct is float32; lax.dot_general "
         "takes mixed operands and widens y exactly (checked: float32 x bfloat16 equals "
@@ -237,16 +237,16 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "env.update(zip(self.inputs, flat_args, strict=False))",
         "forward raises TypeError just before unless len(flat_args) == len(self.inputs)",
     ),
-    "jaxparadigm.autodiff.reduction_rules.x__reduce_window_chooser_vjp__mutmut_18": (
+    "jaxparadigm.autodiff.rules.reduction.x__reduce_window_chooser_vjp__mutmut_18": (
         "config = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, bdil, strict=None)]",
         "reduce_window's padding and base_dilation have one entry per operand dim (jax checks "
         "both when it binds the primitive): same length",
     ),
-    "jaxparadigm.autodiff.reduction_rules.x__tree_reduce__mutmut_79": (
+    "jaxparadigm.autodiff.rules.reduction.x__tree_reduce__mutmut_79": (
         "second = [lax.pad(x, i, pads) for x, i in zip(second, init_values, strict=None)]",
         "lax.reduce binds one init value per operand: same length",
     ),
-    "jaxparadigm.autodiff.sorting_rules.x__scatter_along__mutmut_21": (
+    "jaxparadigm.autodiff.rules.sorting.x__scatter_along__mutmut_21": (
         "mode=None,",
         "the positions scattered to are a permutation of the sorted axis, always in bounds, and "
         "modes differ only for out-of-bounds indices (PROMISE_IN_BOUNDS only saves the checks)",

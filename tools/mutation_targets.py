@@ -42,7 +42,7 @@ MODULES: dict[str, Target] = {
     "tensor": Target(("jaxparadigm/tensor/*.py",), ("tests/tensor",)),
     "autodiff": Target(
         (
-            "jaxparadigm/autodiff/*_rules.py",
+            "jaxparadigm/autodiff/rules/*.py",
             "jaxparadigm/autodiff/registry.py",
             "jaxparadigm/autodiff/graph.py",
             "jaxparadigm/autodiff/reverse_mode.py",

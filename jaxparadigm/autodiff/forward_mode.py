@@ -19,10 +19,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxparadigm.autodiff import control_flow_jvp_rules as _control_flow_jvp_rules  # noqa: F401
-from jaxparadigm.autodiff import elementwise_jvp_rules as _elementwise_jvp_rules  # noqa: F401
-from jaxparadigm.autodiff import indexing_jvp_rules as _indexing_jvp_rules  # noqa: F401
-from jaxparadigm.autodiff import structural_jvp_rules as _structural_jvp_rules  # noqa: F401
 from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
 from jaxparadigm.autodiff.chunked_map import check_chunk_size, map_rows
 from jaxparadigm.autodiff.complex_refusal import refuse_complex

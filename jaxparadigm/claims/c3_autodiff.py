@@ -11,8 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend.core import Primitive
 
-from jaxparadigm.autodiff import MissingVJPRule, grad, graph_growth, registered_primitives, trace
+from jaxparadigm.autodiff import MissingVJPRule, grad, registered_primitives, trace
 from jaxparadigm.autodiff.tape import Var
+from jaxparadigm.claims.evidence.graph_growth import graph_growth
 from jaxparadigm.claims.ledger import experiment
 from jaxparadigm.claims.torch_side import NOT_MEASURED, measured, torch_or_none
 

@@ -6,7 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxparadigm.autodiff import func, graph_growth
+from jaxparadigm.autodiff import func
+from jaxparadigm.claims.evidence.graph_growth import graph_growth
 from tests.autodiff.programs import layer_norm, make_case, rel_err
 
 f_vec = lambda x: jnp.sum(jnp.tanh(x) ** 3) * jnp.sum(x) + jnp.sum(jnp.sin(x) * x**2)

@@ -377,7 +377,7 @@ def test_scatter_mul_repeated_indices_and_zero_updates():
 
 
 def test_products_of_others():
-    from jaxparadigm.autodiff.indexing_jvp_rules import products_of_others
+    from jaxparadigm.autodiff.rules.indexing_jvp import products_of_others
 
     u = jnp.array([2.0, 0.0, 3.0, 5.0, 4.0, 0.0])
     slot = jnp.array([1, 1, 3, 1, -1, 3])

@@ -28,9 +28,9 @@ from jax._src.custom_derivatives import custom_vjp_call_p
 from jax.dtypes import float0
 from jax.extend import core as jcore
 
-from jaxparadigm.autodiff.control_flow_jvp_rules import custom_rule_jvp_program
 from jaxparadigm.autodiff.graph import Graph, Saved
 from jaxparadigm.autodiff.registry import register_forward, register_vjp
+from jaxparadigm.autodiff.rules.control_flow_jvp import custom_rule_jvp_program
 
 __all__: list[str] = []
 

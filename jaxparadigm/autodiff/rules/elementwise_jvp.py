@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxparadigm.autodiff.registry import register_jvp
-from jaxparadigm.autodiff.tangent_rules import (
+from jaxparadigm.autodiff.rules.tangents import (
     add_tangents,
     bilinear_rule,
     instantiate,

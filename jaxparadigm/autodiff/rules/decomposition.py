@@ -17,7 +17,7 @@ svd    A = U diag(s) V^T (Townsend 2016; jax's ``_svd_jvp_rule``): dS = U^T dA V
        orthogonal-complement term (I - U U^T) dA V / s when m > n), dV likewise with dS^T;
        full_matrices on a non-square matrix is refused, as in jax
 VJPs of qr and svd are the transposes of these JVPs through our reverse sweep
-(``linalg_rules.transpose_jvp``: Autodidax's linearize + transpose). ``jnp.linalg.qr`` emits the
+(``linalg.transpose_jvp``: Autodidax's linearize + transpose). ``jnp.linalg.qr`` emits the
 ``qr`` primitive (``geqrf``/``householder_product`` appear only in its lowering); ``geqrf``, which
 ``qr(mode="raw")`` emits, has no rule here, as it has none in jax.
 """
@@ -27,8 +27,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
-from jaxparadigm.autodiff.linalg_rules import mT, transpose_jvp
 from jaxparadigm.autodiff.registry import register_jvp, register_vjp
+from jaxparadigm.autodiff.rules.linalg import mT, transpose_jvp
 
 __all__: list[str] = []
 

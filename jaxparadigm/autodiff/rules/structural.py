@@ -1,6 +1,6 @@
 """VJP rules for contractions, reductions and shape/indexing primitives (claim C3.2).
 
-Same convention as ``elementwise_rules``: ``rule(ct, *primals, **params)`` returns one cotangent
+Same convention as ``elementwise``: ``rule(ct, *primals, **params)`` returns one cotangent
 per primal (``None`` = zero), written with differentiable ``lax``/``jnp`` ops (claim C3.3).
 """
 

@@ -11,8 +11,8 @@ Saved tensors are dropped once backward has run unless ``retain_graph=True``; ru
 saved tensors were dropped raises PyTorch's ``RuntimeError`` (claim C2.2). Broadcast operands get
 their gradient summed back over the broadcast dims (claim C2.4 rules).
 
-The tape is split by concern: ``tape_nodes`` (backward nodes, saved tensors, reverse order),
-``tape_var`` (``Var`` and its recorded ops), ``tape_formulas`` (each op's local derivative); this
+The tape is split by concern: ``nodes`` (backward nodes, saved tensors, reverse order),
+``var`` (``Var`` and its recorded ops), ``formulas`` (each op's local derivative); this
 module is the public face: the functional ops, ``saved_tensors_report`` and ``grad``.
 """
 
@@ -23,13 +23,13 @@ from collections.abc import Callable
 import jax.numpy as jnp
 
 from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
-from jaxparadigm.autodiff.tape_nodes import (
+from jaxparadigm.autodiff.tape.nodes import (
     AccumulateGrad,
     BackwardNode,
     SavedTensors,
     saved_tensors_below,
 )
-from jaxparadigm.autodiff.tape_var import Var, _as_var
+from jaxparadigm.autodiff.tape.var import Var, _as_var
 
 __all__ = [
     "AccumulateGrad",

@@ -9,10 +9,7 @@ node it feeds, which is the order ``Var.backward`` visits them in.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
-
-if TYPE_CHECKING:
-    from jaxparadigm.autodiff.tape_var import Var
+from typing import Any, NamedTuple, Protocol
 
 __all__ = [
     "SECOND_BACKWARD_MESSAGE",
@@ -65,12 +62,21 @@ class BackwardNode:
         return f"<{self.name}>"
 
 
+class GradLeaf(Protocol):
+    """What ``AccumulateGrad`` needs of its leaf (a ``Var``): a writable ``.grad``, ``None`` at first.
+
+    A protocol rather than ``Var`` itself, so this module does not import ``var`` (which imports it).
+    """
+
+    grad: Any
+
+
 class AccumulateGrad(BackwardNode):
     """The node of a leaf ``Var(requires_grad=True)``: adds the incoming gradient to ``.grad``."""
 
     __slots__ = ("variable",)
 
-    def __init__(self, variable: Var):
+    def __init__(self, variable: GradLeaf):
         super().__init__("AccumulateGrad", (), lambda g: (), ())
         self.variable = variable
 

@@ -22,7 +22,7 @@ import numpy as np
 from jax import lax
 
 from jaxparadigm.autodiff.registry import register_jvp, register_vjp
-from jaxparadigm.autodiff.scatter_dims import inverse_gather, inverse_scatter
+from jaxparadigm.autodiff.rules.scatter_dims import inverse_gather, inverse_scatter
 
 __all__: list[str] = []
 

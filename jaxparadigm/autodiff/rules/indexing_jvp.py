@@ -1,8 +1,5 @@
-"""JVP rules for sorting and scattering primitives (claim C3.2, forward mode).
+"""JVP rules for scattering primitives (claim C3.2, forward mode); sort/top_k: ``sorting_jvp.py``.
 
-* ``sort`` (any number of operands): sort an iota along with the operands to get the permutation
-  ``perm``, then ``d out_k = take_along_axis(d x_k, perm)`` -- ties follow the primal's order.
-* ``top_k``: ``d values = take_along_axis(d x, indices, axis)``; indices get no tangent.
 * ``scatter`` (``x.at[i].set(u)``; ``.apply(f)`` raises, as in jax): with ``unique_indices`` the tangent is the same scatter of the
   tangents; otherwise the update that won each slot is identified by scattering ids (jax's
   scheme), and the tangent is a scatter-add of the winners' tangents.
@@ -21,29 +18,10 @@ import numpy as np
 from jax import lax
 
 from jaxparadigm.autodiff.registry import register_jvp
-from jaxparadigm.autodiff.scatter_dims import inverse_gather
-from jaxparadigm.autodiff.tangent_rules import instantiate
+from jaxparadigm.autodiff.rules.scatter_dims import inverse_gather
+from jaxparadigm.autodiff.rules.tangents import instantiate
 
 __all__ = ["products_of_others"]
-
-
-@register_jvp(P.sort_p.name)
-def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
-    shape = jnp.shape(primals[0])
-    iota = lax.broadcasted_iota(np.int32, shape, dimension)
-    outs = P.sort_p.bind(
-        *primals, iota, dimension=dimension, is_stable=is_stable, num_keys=num_keys
-    )
-    perm = outs[-1]
-    t_out = [None if t is None else jnp.take_along_axis(t, perm, axis=dimension) for t in tangents]
-    return list(outs[:-1]), t_out
-
-
-@register_jvp(P.top_k_p.name)
-def _top_k_jvp(primals, tangents, *, k, axis, **params):
-    (x,), (t,) = primals, tangents
-    values, indices = P.top_k_p.bind(x, k=k, axis=axis, **params)
-    return [values, indices], [jnp.take_along_axis(t, indices, axis=axis), None]
 
 
 def _scatter_kw(params):

@@ -31,7 +31,7 @@ from jaxparadigm.autodiff.jvp_interpreter import (
     nonzero_outputs,
 )
 from jaxparadigm.autodiff.registry import register_jvp
-from jaxparadigm.autodiff.tangent_rules import add_tangents, instantiate
+from jaxparadigm.autodiff.rules.tangents import add_tangents, instantiate
 
 __all__ = ["custom_rule_jvp_program"]
 

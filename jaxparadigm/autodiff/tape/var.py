@@ -1,7 +1,7 @@
 """``Var``: a value that records the ops applied to it as it runs (define-by-run, C3.1, C2.2).
 
-Each recorded op creates a ``BackwardNode`` (``tape_nodes``) whose local derivative comes from
-``tape_formulas``; ``Var.backward`` walks the nodes in reverse topological order:
+Each recorded op creates a ``BackwardNode`` (``nodes``) whose local derivative comes from
+``formulas``; ``Var.backward`` walks the nodes in reverse topological order:
 
     grad[input] += node.backward(grad[node output], ``*node.saved_tensors``)
 
@@ -15,7 +15,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxparadigm.autodiff.tape_formulas import (
+from jaxparadigm.autodiff.tape.formulas import (
     DIV_SAVE,
     NO_SAVE,
     SAVE_BOTH,
@@ -27,7 +27,7 @@ from jaxparadigm.autodiff.tape_formulas import (
     pow_backward,
     sub_backward,
 )
-from jaxparadigm.autodiff.tape_nodes import AccumulateGrad, BackwardNode, reverse_topological
+from jaxparadigm.autodiff.tape.nodes import AccumulateGrad, BackwardNode, reverse_topological
 from jaxparadigm.autodiff.unbroadcast import unbroadcast
 
 __all__ = ["Var"]

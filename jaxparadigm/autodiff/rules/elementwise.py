@@ -210,7 +210,7 @@ def _pow_vjp(ct, x, y, **params):
     cotangent and ``y * x**(y-1)`` is 0 where ``y == 0`` (jax's integer-exponent rule).
     For d/dy, log(x) is replaced by 0 where x == 0, exactly as jax does: 0 for y >= 0,
     ``0 * inf = nan`` for y < 0. (PyTorch masks only ``x == 0 & y >= 0`` and gives -inf there;
-    the PyTorch-style tape follows that, see ``tape_formulas.pow_backward``.)
+    the PyTorch-style tape follows that, see ``tape.formulas.pow_backward``.)
     """
     dtype = jnp.result_type(x, y)
     yf = jnp.asarray(y).astype(dtype)

@@ -29,7 +29,7 @@ from jax import lax
 from jaxparadigm.autodiff.graph import Graph, trace
 from jaxparadigm.autodiff.jvp_interpreter import eval_jvp_closed
 from jaxparadigm.autodiff.registry import register_jvp, register_vjp
-from jaxparadigm.autodiff.structural_rules import unpad
+from jaxparadigm.autodiff.rules.structural import unpad
 
 __all__: list[str] = []
 
