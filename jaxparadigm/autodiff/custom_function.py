@@ -81,7 +81,7 @@ class FunctionCtx:
 class Residuals(NamedTuple):
     """What a custom VJP keeps between forward and backward: leaf count and bytes. C2.2."""
 
-    count: int
+    count: int  # type: ignore[assignment]  # field shadows tuple.count (torch's name)
     nbytes: int
 
 

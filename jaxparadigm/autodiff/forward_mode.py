@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -44,7 +45,7 @@ def _check_tangents(primals, tangents) -> list:
             )
     p_leaves, p_tree = jax.tree_util.tree_flatten(primals)
     t_leaves, t_tree = jax.tree_util.tree_flatten(tangents)
-    if p_tree != t_tree:
+    if p_tree != t_tree:  # type: ignore[operator]  # jaxlib's PyTreeDef stub lacks __ne__
         raise TypeError(
             "primal and tangent arguments to jvp must have the same tree structure; got "
             f"primal structure {p_tree} and tangent structure {t_tree}."
@@ -74,7 +75,7 @@ def _check_tangents(primals, tangents) -> list:
 
 def _output_tangents(graph, outs, touts):
     """Concrete output tangents: zeros where symbolic, ``float0`` zeros for integer outputs."""
-    result = []
+    result: list[Any] = []
     for v, o, t in zip(graph.outputs, outs, touts, strict=True):
         if not jnp.issubdtype(v.aval.dtype, jnp.floating):
             result.append(np.zeros(np.shape(o), _FLOAT0))
@@ -112,7 +113,8 @@ def jvp(f: Callable, primals, tangents, has_aux: bool = False):
 
 def _basis_tangents(k, leaves, wrt_leaf):
     """The ``k``-th standard basis vector of the differentiated leaves, one slice per leaf."""
-    tangents, offset = [], 0
+    tangents: list[jax.Array | None] = []
+    offset = 0
     for leaf, wrt in zip(leaves, wrt_leaf, strict=True):
         if not wrt:
             tangents.append(None)

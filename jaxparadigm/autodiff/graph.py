@@ -21,11 +21,12 @@ import dataclasses
 import functools
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import ShapedArray
 from jax.extend import core as jcore
 
 from jaxparadigm.autodiff.complex_refusal import COMPLEX_REFUSED
@@ -95,9 +96,15 @@ def _is_float(aval) -> bool:
     return jnp.issubdtype(aval.dtype, jnp.inexact)
 
 
+def _shaped(atom) -> ShapedArray:
+    """The abstract value of a jaxpr variable or literal, typed as the ShapedArray it is for every
+    value that carries a cotangent (jax types ``Var.aval`` as the abstract base class)."""
+    return cast(ShapedArray, atom.aval)
+
+
 def _read(env: dict, atom):
     if isinstance(atom, jcore.Literal):
-        return np.asarray(atom.val, dtype=atom.aval.dtype)
+        return np.asarray(atom.val, dtype=_shaped(atom).dtype)
     return env[atom]
 
 
@@ -207,15 +214,16 @@ class Graph:
         def accumulate(v, ct):
             if ct is None or not isinstance(v, jcore.Var) or v not in active:
                 return
-            if jnp.issubdtype(v.aval.dtype, jnp.complexfloating):
+            aval = _shaped(v)
+            if jnp.issubdtype(aval.dtype, jnp.complexfloating):
                 raise TypeError(
-                    f"backward: a cotangent reaches the complex value {v}: {v.aval.str_short()}; "
+                    f"backward: a cotangent reaches the complex value {v}: {aval.str_short()}; "
                     + COMPLEX_REFUSED
                 )
             if not hasattr(ct, "dtype"):  # a Python number from a user's custom bwd
-                ct = jnp.asarray(ct, v.aval.dtype)
-            if ct.dtype != v.aval.dtype:
-                ct = ct.astype(v.aval.dtype)
+                ct = jnp.asarray(ct, aval.dtype)
+            if ct.dtype != aval.dtype:
+                ct = ct.astype(aval.dtype)
             ct_env[v] = ct_env[v] + ct if v in ct_env else ct
 
         if len(out_cts) != len(self.outputs):
@@ -240,10 +248,10 @@ class Graph:
                 )
             for v, c in zip(node.inputs, in_cts, strict=True):
                 if c is not None and isinstance(v, jcore.Var) and v in active:
-                    if tuple(jnp.shape(c)) != tuple(v.aval.shape):
+                    if tuple(jnp.shape(c)) != tuple(_shaped(v).shape):
                         raise ValueError(
                             f"VJP rule for {node.name!r} returned a cotangent of shape "
-                            f"{jnp.shape(c)} for a primal of shape {v.aval.shape}"
+                            f"{jnp.shape(c)} for a primal of shape {_shaped(v).shape}"
                         )
                 accumulate(v, c)
         return [ct_env.get(v) if w else None for v, w in zip(self.inputs, wrt, strict=True)]

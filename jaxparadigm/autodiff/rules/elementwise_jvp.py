@@ -17,6 +17,8 @@ every order and overflow float32 by the 6th. Where a derivative is not classical
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import jax.extend.core.primitives as P
 import jax.numpy as jnp
@@ -179,7 +181,7 @@ def balanced_eq(x, z, y):
     return jnp.where(x == z, 1.0, 0.0).astype(dtype) / jnp.where(y == z, 2.0, 1.0).astype(dtype)
 
 
-_PARTIALS = {
+_PARTIALS: dict[Any, tuple[Callable[..., Any] | None, ...]] = {
     P.div_p: (lambda t, x, y, o: t / y, lambda t, x, y, o: (-t * x) * lax.integer_pow(y, -2)),
     P.atan2_p: (
         lambda t, x, y, o: t * y / (x * x + y * y),

@@ -38,7 +38,7 @@ class BackwardNode:
         self.name = name
         self.next_functions = next_functions
         self._fn = fn
-        self._saved = saved
+        self._saved: tuple | None = saved
         self._had_saved = bool(saved)
 
     @property
@@ -109,7 +109,7 @@ def reverse_topological(root: BackwardNode) -> list[BackwardNode]:
 class SavedTensors(NamedTuple):
     """How many saved arrays the graph below a Var still holds, and their bytes. C2.2."""
 
-    count: int
+    count: int  # type: ignore[assignment]  # field shadows tuple.count (torch's name)
     nbytes: int
 
 

@@ -56,7 +56,7 @@ class Var:
         self.requires_grad = bool(requires_grad) or _grad_fn is not None
         self.grad = None
         self.grad_fn = _grad_fn
-        self._accumulator = None
+        self._accumulator: AccumulateGrad | None = None
 
     # -- introspection -------------------------------------------------------------------------
     @property
