@@ -349,7 +349,7 @@ def run_overflow(cfg) -> Path:
         "- PyTorch LinearLR (Python int counter): "
         + (
             f"min lr {min(demo.torch_lr):.4g}, last_epoch reached {max(demo.torch_last_epoch)}"
-            if demo.torch_lr is not None
+            if demo.torch_lr is not None and demo.torch_last_epoch is not None
             else "not measured (torch not installed)"
         ),
         "",

@@ -145,13 +145,13 @@ def _write_pending(
     try:
         while todo:
             size, last = m["shard_rows"], m["shards"][-1] if m["shards"] else None
-            partial = last is not None and last["rows"] < size
-            room = size - last["rows"] if partial else size
+            partial = last if last is not None and last["rows"] < size else None
+            room = size - partial["rows"] if partial is not None else size
             take, todo = todo[:room], todo[room:]
             emb = _encode(encoder, [p.text for p in take], batch_size, bar)
-            if partial:
-                old_emb = shard_embeddings(index_dir, last, m["model"]["dim"])
-                old = shard_passages(index_dir, last)
+            if partial is not None:
+                old_emb = shard_embeddings(index_dir, partial, m["model"]["dim"])
+                old = shard_passages(index_dir, partial)
                 entry = write_shard(
                     index_dir, len(m["shards"]) - 1, np.concatenate([old_emb, emb]), old + take
                 )

@@ -306,7 +306,7 @@ class SentenceEncoder:
             self.compute_dtype if dtype is None else dtype, self.pack if pack is None else pack
         )
         single = isinstance(sentences, str)
-        ids = self._token_ids([sentences] if single else sentences)
+        ids = self._token_ids([sentences] if isinstance(sentences, str) else sentences)
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         step = min(batch_size, self.micro_batch)
         make = self._packed_batches if pack else self._padded_batches

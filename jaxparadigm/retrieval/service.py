@@ -92,13 +92,17 @@ class _Handler(BaseHTTPRequestHandler):
         del format, args  # the spans are the log
 
     def setup(self):
-        self.timeout = self.server.service.read_timeout_s  # socket timeout of every read
+        # typeshed declares StreamRequestHandler.timeout a ClassVar, but setup() reads it per
+        # instance: one handler's value is the socket timeout of every read.
+        self.timeout = self.server.service.read_timeout_s  # type: ignore[misc]
         super().setup()
 
     def handle_one_request(self):
         """The stdlib's, except that a timed-out read is answered (408) instead of dropped and
         every method but POST gets 405 (the stdlib answers 501, a server error)."""
-        self.command, self.request_version, self.requestline = None, "HTTP/1.0", ""
+        # None until parsed, as in the stdlib's own parse_request (typeshed types it str).
+        self.command = None  # type: ignore[assignment]
+        self.request_version, self.requestline = "HTTP/1.0", ""
         try:
             self.raw_requestline = self.rfile.readline(65537)
             if len(self.raw_requestline) > 65536:
@@ -311,6 +315,7 @@ class SearchService:
         self._stopping.set()
         server.wake_readers()
         server.server_close()
+        assert self._thread is not None  # start() set it together with _server
         self._thread.join()
         self._server = self._thread = None
 

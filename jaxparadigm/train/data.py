@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -223,7 +223,7 @@ def build_dataset(data_cfg, val_batches: int = 4, shard: tuple[int, int] = (0, 1
         )
     if c.kind == "spirals":
         x, y = two_spirals(c.n_samples, c.noise, c.seed)
-        y_spec = ((local,), np.int32, (0, 1))
+        y_spec: tuple[Any, ...] = ((local,), np.int32, (0, 1))
         num_outputs = 2
     elif c.kind == "regression":
         x, y = noisy_regression(c.n_samples, noise=c.noise, seed=c.seed)

@@ -153,6 +153,7 @@ def distributed_spec(
                     f"{', '.join(names)} is: expected the process "
                     f"{'count' if names is _COUNT_VARS else 'id'} from one of them"
                 )
+        assert count is not None and pid is not None  # the loop above raised otherwise
         spec = DistributedSpec(environ[ENV_COORDINATOR], count, pid, "environment")
     else:
         return None

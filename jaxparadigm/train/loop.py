@@ -208,6 +208,11 @@ def _setup(model, dataset: Dataset, tx, settings: TrainSettings, lr_fn, loss_sca
         args = (state, place_batch(dataset.batch(0)))
         fault = settings.faults.grad_fault(0)
         hlo = step_fn.lower(*args, *(() if fault is None else (fault,))).compile().as_text()
+        if hlo is None:  # jax: "unavailable, e.g. based on backend, compiler, or runtime"
+            raise RuntimeError(
+                "the compiled train step has no HLO text on this backend; the sharded layout's "
+                "collective figures are read from it"
+            )
         placement = layout_figures(layout, state, hlo)
     return state, Steps(step_fn, eval_fn, place_batch), placement
 
@@ -235,13 +240,13 @@ def _resume(ckpt: Checkpointer | None, state: TrainState, settings: TrainSetting
     """``(state, resumed_from, log)``: the newest complete checkpoint restored (if any) and the
     event log over metrics.jsonl truncated to it."""
     latest = ckpt.latest_step() if ckpt is not None else None
-    if latest is not None and latest > settings.steps:
+    if ckpt is not None and latest is not None and latest > settings.steps:
         raise ConfigError(
             f"train.steps: got {settings.steps}, but the newest checkpoint in "
             f"{ckpt.directory} is step {latest}; expected >= {latest} to resume this run "
             "(or another name to start a separate one)"
         )
-    if latest is not None:
+    if ckpt is not None and latest is not None:
         try:
             state = ckpt.restore(state)
         except CheckpointSignatureError as err:

@@ -115,7 +115,7 @@ def _run_step(run: Run, loop: LoopState, step: int) -> dict:
     if faults.kill_at == step:
         run.log.event("fault", step, f"fault injection: SIGKILL before step {step}")
         faults.kill()
-    args = (loop.state, run.steps.place(_batch(run, step)))
+    args: tuple[Any, ...] = (loop.state, run.steps.place(_batch(run, step)))
     grad_fault = faults.grad_fault(step)
     if grad_fault is not None:
         args += (grad_fault,)

@@ -52,7 +52,10 @@ from jaxparadigm.train.guard import GuardState, all_finite, guard_init, guard_up
 __all__ = ["TrainState", "init_train_state", "make_eval_step", "make_train_step"]
 
 # train.grad: which engine computes (loss, grads) in the step.
-VALUE_AND_GRAD = {"jax": jax.value_and_grad, "jaxparadigm": autodiff.value_and_grad}
+VALUE_AND_GRAD: dict[str, Callable[..., Any]] = {
+    "jax": jax.value_and_grad,
+    "jaxparadigm": autodiff.value_and_grad,
+}
 
 
 class TrainState(NamedTuple):
@@ -99,7 +102,7 @@ def make_train_step(
     donate: bool = True,
     grad: str = "jax",
     layout=None,
-) -> Callable:
+) -> jax.stages.Wrapped:
     """Jitted ``step(state, batch) -> (state, metrics)`` (C5.1; loss scaling C4.2).
 
     ``loss_fn(model, batch, rng)`` gets the NNX module rebuilt from ``graphdef`` and the params.
@@ -212,7 +215,7 @@ def _guarded_next_state(
     )
 
 
-def _jit(step: Callable, donate: bool, layout) -> Callable:
+def _jit(step: Callable, donate: bool, layout) -> jax.stages.Wrapped:
     """``jax.jit`` of the step, donating the state; a sharded step keeps ``layout.state``."""
     donate_argnums = (0,) if donate else ()
     if layout is None:
