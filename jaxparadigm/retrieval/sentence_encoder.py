@@ -139,7 +139,7 @@ class SentenceEncoder:
         pack_length: int = 128,
         dtype: str = "float32",
         pack: bool = False,
-    ):
+    ) -> None:
         if not isinstance(model, BertEncoder):
             raise TypeError(f"model: got {type(model).__name__}, expected a BertEncoder")
         if not isinstance(tokenizer, Tokenizer):

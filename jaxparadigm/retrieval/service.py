@@ -255,7 +255,7 @@ class SearchService:
         read_timeout_s: float = READ_TIMEOUT_S,
         max_body_bytes: int = MAX_BODY_BYTES,
         passage_of: Callable[[int], Mapping[str, object]] | None = None,
-    ):
+    ) -> None:
         if not isinstance(index, SemanticIndex):
             raise TypeError(f"index: got {type(index).__name__}, expected a SemanticIndex")
         require_int("port", port, 0, 65535)
@@ -322,7 +322,7 @@ class SearchService:
     def __enter__(self) -> SearchService:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def exported_spans(self) -> tuple[ReadableSpan, ...]:

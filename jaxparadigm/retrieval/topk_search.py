@@ -62,7 +62,7 @@ class TopK(NamedTuple):
 class RowSource:
     """Rows ``[start, stop)`` of a corpus stored as consecutive 2-D float32 shards (e.g. memmaps)."""
 
-    def __init__(self, shards: Sequence[np.ndarray]):
+    def __init__(self, shards: Sequence[np.ndarray]) -> None:
         if not shards:
             raise InputError("shards: got none, expected at least one [rows, dim] array")
         dims = {s.shape[1] for s in shards if s.ndim == 2}
@@ -223,7 +223,7 @@ class VectorSearcher:
         block_rows: int = 8192,
         resident: bool = True,
         rows_per_device: int | None = None,
-    ):
+    ) -> None:
         if dtype not in SEARCH_DTYPES:
             raise InputError(f"dtype: got {dtype!r}, expected one of {', '.join(SEARCH_DTYPES)}")
         if isinstance(block_rows, bool) or not isinstance(block_rows, int) or block_rows < 8:

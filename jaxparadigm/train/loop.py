@@ -32,7 +32,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 from flax import nnx
@@ -64,6 +64,11 @@ from jaxparadigm.train.sharding import (
 )
 from jaxparadigm.train.step import TrainState, init_train_state, make_eval_step, make_train_step
 
+if TYPE_CHECKING:
+    import optax
+
+    from jaxparadigm.optim import DynamicLossScale
+
 __all__ = ["TrainResult", "check_run_arguments", "train"]
 
 
@@ -84,7 +89,9 @@ class TrainResult(NamedTuple):
     placement: dict | None  # sharding.layout_figures of a sharded run (None for mode 'none')
 
 
-def check_run_arguments(stop_at, batch_transform) -> None:
+def check_run_arguments(
+    stop_at: int | None, batch_transform: Callable[[int, dict], dict] | None
+) -> None:
     """``stop_at`` is None or an int >= 0; ``batch_transform`` None or a callable (else raise)."""
     if stop_at is not None and (
         isinstance(stop_at, bool) or not isinstance(stop_at, int) or stop_at < 0
@@ -99,11 +106,11 @@ def check_run_arguments(stop_at, batch_transform) -> None:
 def train(
     model: nnx.Module,
     dataset: Dataset,
-    tx,
+    tx: optax.GradientTransformation,
     settings: TrainSettings,
     *,
     lr_fn: Callable | None = None,
-    loss_scale=None,
+    loss_scale: DynamicLossScale | None = None,
     stop_at: int | None = None,
     batch_transform: Callable[[int, dict], dict] | None = None,
     progress: bool = True,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -77,7 +77,9 @@ class LoopState:
     postfix: dict = dataclasses.field(default_factory=dict)  # latest logged figures (progress)
 
 
-def evaluate(eval_fn, params, batches, place) -> dict:
+def evaluate(
+    eval_fn: Callable[..., Any], params: Any, batches: Sequence[Any], place: Callable[[Any], Any]
+) -> dict:
     """Mean of ``eval_fn(params, batch)`` over ``batches`` (each placed by ``place``)."""
     sums: dict[str, float] = {}
     for b in batches:

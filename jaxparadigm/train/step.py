@@ -38,7 +38,7 @@ the step's outputs keep ``layout.state``; the arithmetic is unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -46,8 +46,11 @@ import optax
 from flax import nnx
 
 from jaxparadigm import autodiff
-from jaxparadigm.optim import safe_increment
+from jaxparadigm.optim import DynamicLossScale, safe_increment
 from jaxparadigm.train.guard import GuardState, all_finite, guard_init, guard_update, tree_select
+
+if TYPE_CHECKING:
+    from jaxparadigm.train.sharding import StepLayout
 
 __all__ = ["TrainState", "init_train_state", "make_eval_step", "make_train_step"]
 
@@ -72,7 +75,10 @@ class TrainState(NamedTuple):
 
 
 def init_train_state(
-    params, tx: optax.GradientTransformation, seed: int, loss_scale=None
+    params: Any,
+    tx: optax.GradientTransformation,
+    seed: int,
+    loss_scale: DynamicLossScale | None = None,
 ) -> TrainState:
     """Fresh state: step 0, ``tx.init(params)``, ``PRNGKey(seed)``, lr scale 1 (C5.1).
 
@@ -97,11 +103,11 @@ def make_train_step(
     tx: optax.GradientTransformation,
     *,
     lr_fn: Callable | None = None,
-    loss_scale=None,
+    loss_scale: DynamicLossScale | None = None,
     guard: bool = True,
     donate: bool = True,
     grad: str = "jax",
-    layout=None,
+    layout: StepLayout | None = None,
 ) -> jax.stages.Wrapped:
     """Jitted ``step(state, batch) -> (state, metrics)`` (C5.1; loss scaling C4.2).
 
@@ -237,7 +243,9 @@ def _inject_fault(grads, grad_fault):
     return jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(f), g, f.astype(g.dtype)), grads)
 
 
-def make_eval_step(graphdef: nnx.GraphDef, metric_fn: Callable, layout=None) -> Callable:
+def make_eval_step(
+    graphdef: nnx.GraphDef, metric_fn: Callable, layout: StepLayout | None = None
+) -> Callable:
     """Jitted ``eval(params, batch) -> metrics`` with ``metric_fn(model, batch)`` (C5.1); with a
     ``StepLayout``, the metrics are replicated (readable by every process)."""
     fn = lambda params, batch: metric_fn(nnx.merge(graphdef, params), batch)
