@@ -26,6 +26,7 @@ from jaxparadigm.train.step import TrainState
 
 if TYPE_CHECKING:
     from jaxparadigm.train.checkpoint import Checkpointer
+    from jaxparadigm.train.settings import GuardSettings
 
 __all__ = ["rollback", "rollback_or_give_up"]
 
@@ -68,7 +69,7 @@ def rollback(
 
 def rollback_or_give_up(
     state: TrainState,
-    guard_cfg,
+    guard_cfg: GuardSettings,
     ckpt: Checkpointer | None,
     snapshot: Any,
     *,
