@@ -16,14 +16,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import jax
+import optax
 from flax import nnx
 
 from jaxparadigm.config import Config
 from jaxparadigm.config.relations import devices_problem, model_data_problem, processes_problem
+from jaxparadigm.config.sections import ModelConfig, OptimConfig
 from jaxparadigm.errors import ConfigError
 from jaxparadigm.models.mlp import MLP
 from jaxparadigm.models.transformer import TransformerLM
-from jaxparadigm.optim import chain_for, dynamic_loss_scale, schedule_for
+from jaxparadigm.optim import DynamicLossScale, chain_for, dynamic_loss_scale, schedule_for
 from jaxparadigm.train.checkpoint_signature import signed_config
 from jaxparadigm.train.completion import finished_run
 from jaxparadigm.train.data import Dataset, build_dataset
@@ -69,7 +71,7 @@ def dataset_for(cfg: Config) -> Dataset:
     return build_dataset(cfg.data, shard=process_shard())
 
 
-def build_model(model_cfg, dataset: Dataset, seed: int) -> nnx.Module:
+def build_model(model_cfg: ModelConfig, dataset: Dataset, seed: int) -> nnx.Module:
     """The NNX model a ``ModelConfig`` describes, sized to ``dataset`` (C5.1).
 
     A model that does not fit the data (``model_data_problem``) raises :class:`ConfigError`
@@ -103,7 +105,7 @@ def finished_run_for(cfg: Config) -> str | None:
     return finished_run(run_dir_for(cfg), cfg.name, cfg.train.steps, signed_config(cfg))
 
 
-def loss_scale_for(optim_cfg):
+def loss_scale_for(optim_cfg: OptimConfig) -> DynamicLossScale | None:
     """The ``DynamicLossScale`` of ``optim.loss_scale`` (C4.2), or None when it is off."""
     ls = optim_cfg.loss_scale
     if not ls.enabled:
@@ -138,7 +140,7 @@ def train_from_config(
     cfg: Config,
     *,
     dataset: Dataset | None = None,
-    tx=None,
+    tx: optax.GradientTransformation | None = None,
     lr_fn: Callable | None = None,
     run_dir: str | Path | None = None,
     stop_at: int | None = None,

@@ -16,6 +16,8 @@ every such argument is refused the same way, with an :class:`InputError` naming 
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["ConfigError", "InputError", "TrainingAborted", "require_int", "short_repr"]
 
 
@@ -25,6 +27,9 @@ class InputError(ValueError):
 
 class ConfigError(InputError):
     """A config key path holds a bad value, is unknown, or is missing: CLI exit status 2."""
+
+    #: Set by ``jaxparadigm.config.schema.problems_error``: each problem, unknown keys first.
+    problems: list[Any]
 
 
 class TrainingAborted(RuntimeError):

@@ -9,6 +9,7 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.document_files import Skipped, describe_skipped, plural
@@ -45,7 +46,7 @@ def index_build_text(
     *,
     model_path: str | None = None,
     progress: bool = True,
-    **kw,
+    **kw: Any,
 ) -> str:
     """Build (or resume building) an index of ``paths`` in ``out_dir``; returns a summary line."""
     t0 = time.perf_counter()
@@ -59,7 +60,7 @@ def index_add_text(
     *,
     model_path: str | None = None,
     progress: bool = True,
-    **kw,
+    **kw: Any,
 ) -> str:
     """Append ``paths`` to the index in ``index_dir``; returns a summary line."""
     t0 = time.perf_counter()

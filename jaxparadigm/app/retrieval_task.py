@@ -18,6 +18,7 @@ from jaxparadigm.app.retrieval_report import report_markdown
 from jaxparadigm.claims.evidence.dot_vs_cosine import dot_vs_cosine
 from jaxparadigm.claims.evidence.pydoc_queries import PYDOC_QUERIES, LabelledQuery
 from jaxparadigm.claims.evidence.seed_example import seed_example
+from jaxparadigm.config import Config
 from jaxparadigm.errors import ConfigError
 from jaxparadigm.retrieval.keyword import keyword_search
 from jaxparadigm.retrieval.passage_index import max_by_owner, passage_index
@@ -97,7 +98,7 @@ def semantic_rankings(
     return rankings, index
 
 
-def run_experiment(cfg) -> Path:
+def run_experiment(cfg: Config) -> Path:
     """Run the retrieval evaluation for ``cfg.retrieval``; returns ``<out_dir>/<name>/report.md``."""
     rc = cfg.retrieval
     if rc.corpus != "pydoc":

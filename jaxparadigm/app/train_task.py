@@ -24,7 +24,7 @@ import numpy as np
 from jaxparadigm.app.train_plots import plot_curves, plot_training
 from jaxparadigm.build import dataset_for, run_dir_for, train_from_config
 from jaxparadigm.claims.evidence.overflow import overflow_evidence
-from jaxparadigm.config import to_dict
+from jaxparadigm.config import Config, to_dict
 from jaxparadigm.errors import ConfigError
 from jaxparadigm.optim import adam_state_report
 from jaxparadigm.train.checkpoint_signature import SIGNED_KEYS, state_signature
@@ -73,7 +73,7 @@ _DATA_FIELDS = {
 }
 
 
-def used_config(cfg) -> dict:
+def used_config(cfg: Config) -> dict:
     """The parts of ``cfg`` (as plain data) that its task used (C5.1): the task's own section
     (``mixed_precision``, ``overflow``) only for that task, never ``retrieval`` or ``claims``, and
     only the ``model``/``data`` fields their ``kind`` reads (an MLP run shows no transformer sizes),
@@ -165,7 +165,7 @@ def _placement_section(fig: dict | None) -> list[str]:
     ]
 
 
-def run_train(cfg) -> Path:
+def run_train(cfg: Config) -> Path:
     """Task ``train`` (C5.1, C5.2): train, then report data checks, drift, guard, checkpoints.
 
     Writes ``<cfg.out_dir>/<cfg.name>/report.md`` (and the run's plots); returns its path."""
@@ -256,7 +256,7 @@ def _single_process(cfg) -> None:
         )
 
 
-def run_mixed_precision(cfg) -> Path:
+def run_mixed_precision(cfg: Config) -> Path:
     """Task ``mixed_precision`` (C4.2): one training per Adam ``nu`` storage dtype, compared.
 
     Writes ``<cfg.out_dir>/<cfg.name>/report.md``; returns its path."""
@@ -306,7 +306,7 @@ def run_mixed_precision(cfg) -> Path:
     return _write_report(out, lines, cfg)
 
 
-def run_overflow(cfg) -> Path:
+def run_overflow(cfg: Config) -> Path:
     """Task ``overflow`` (C4.3): a schedule around ``overflow.center`` with naive vs saturating
     int32 counters. Writes ``<cfg.out_dir>/<cfg.name>/report.md``; returns its path."""
     _single_process(cfg)
@@ -349,7 +349,7 @@ def run_overflow(cfg) -> Path:
         "- PyTorch LinearLR (Python int counter): "
         + (
             f"min lr {min(demo.torch_lr):.4g}, last_epoch reached {max(demo.torch_last_epoch)}"
-            if demo.torch_lr is not None
+            if demo.torch_lr is not None and demo.torch_last_epoch is not None
             else "not measured (torch not installed)"
         ),
         "",

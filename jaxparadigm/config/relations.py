@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from jaxparadigm.config.schema import Problem, shown
-from jaxparadigm.config.sections import Config
+from jaxparadigm.config.sections import Config, ModelConfig
 
 NAME_MAX_BYTES = 255  # a file name's limit on Linux and macOS (NAME_MAX)
 
@@ -173,7 +173,7 @@ RELATIONS: tuple[Callable[[Config], Iterator[Problem]], ...] = (
 DATA_OUTPUTS = {"spirals": 2, "regression": 1, "pydoc_chars": 256}
 
 
-def model_data_problem(model, data_kind: str, seq_len: int) -> str | None:
+def model_data_problem(model: ModelConfig, data_kind: str, seq_len: int) -> str | None:
     """Why ``model`` (a ModelConfig) cannot be trained on data of ``data_kind`` (``seq_len``: its
     sequence length, for ``pydoc_chars``), or None.
 

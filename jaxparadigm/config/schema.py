@@ -91,6 +91,7 @@ class Bounds:
             return f"in {low}, {high}"
         if low:
             return (">= " if low[0] == "[" else "> ") + low[1:]
+        assert high is not None  # every Bounds/Length in the schema sets at least one bound
         return ("<= " if high[-1] == "]" else "< ") + high[:-1]
 
 
@@ -145,7 +146,7 @@ def _type_name(tp: Any) -> str:
         return f"{inner} or null" if len(args) < len(typing.get_args(tp)) else inner
     if origin is tuple:
         return f"list of {_type_name(typing.get_args(tp)[0])}"
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return f"mapping ({tp.__name__})"
     if tp is float:
         return "finite float"
@@ -217,7 +218,7 @@ def _union(value: Any, tp: Any, path: str, problems: list[Problem]) -> Any:
 def _convert(value: Any, tp: Any, path: str, problems: list[Problem]) -> Any:
     """``value`` as type ``tp``; on failure records the problem(s) and returns ``INVALID``."""
     origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return build(tp, value, path, problems)
     if origin is Annotated:
         return _annotated(value, tp, path, problems)

@@ -30,6 +30,7 @@ import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -61,6 +62,22 @@ __all__ = ["build_index", "add_to_index", "DEFAULT_MODEL_NAME"]
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 ENCODE_CHUNK = 256  # passages per encode call: the progress bar's step
+
+
+class PassageEncoder(Protocol):
+    """What building reads of an encoder (a :class:`SentenceEncoder` is one): ``dim``,
+    ``max_seq_length``, the word-piece ``tokenizer`` and ``encode(texts, batch_size=,
+    normalize=) -> float32 [n, dim]`` (C1.1)."""
+
+    @property
+    def dim(self) -> int: ...
+    @property
+    def max_seq_length(self) -> int: ...
+    @property
+    def tokenizer(self) -> Any: ...
+    def encode(
+        self, sentences: list[str], batch_size: int = ..., normalize: bool = ...
+    ) -> np.ndarray: ...
 
 
 def _model_entry(encoder, model_name: str) -> dict:
@@ -145,13 +162,13 @@ def _write_pending(
     try:
         while todo:
             size, last = m["shard_rows"], m["shards"][-1] if m["shards"] else None
-            partial = last is not None and last["rows"] < size
-            room = size - last["rows"] if partial else size
+            partial = last if last is not None and last["rows"] < size else None
+            room = size - partial["rows"] if partial is not None else size
             take, todo = todo[:room], todo[room:]
             emb = _encode(encoder, [p.text for p in take], batch_size, bar)
-            if partial:
-                old_emb = shard_embeddings(index_dir, last, m["model"]["dim"])
-                old = shard_passages(index_dir, last)
+            if partial is not None:
+                old_emb = shard_embeddings(index_dir, partial, m["model"]["dim"])
+                old = shard_passages(index_dir, partial)
                 entry = write_shard(
                     index_dir, len(m["shards"]) - 1, np.concatenate([old_emb, emb]), old + take
                 )
@@ -196,7 +213,7 @@ def _roll_back(index_dir: Path, m: dict) -> dict:
 def build_index(
     paths: Sequence[str | os.PathLike],
     out_dir: str | os.PathLike,
-    encoder,
+    encoder: PassageEncoder,
     *,
     chunk_tokens: int | None = None,
     overlap: int = 32,
@@ -283,7 +300,7 @@ def _refuse_changed(index_dir: Path, m: dict, reading: Reading) -> None:
 def add_to_index(
     index_dir: str | os.PathLike,
     paths: Sequence[str | os.PathLike],
-    encoder,
+    encoder: PassageEncoder,
     *,
     batch_size: int = 32,
     model_name: str = DEFAULT_MODEL_NAME,

@@ -14,7 +14,7 @@ import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import numpy as np
@@ -29,6 +29,9 @@ from jaxparadigm.retrieval.index_store import (
 )
 from jaxparadigm.retrieval.passages import Passage
 from jaxparadigm.retrieval.topk_search import RowSource, TopK, VectorSearcher
+
+if TYPE_CHECKING:
+    from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
 
 __all__ = ["Hit", "IndexSearcher"]
 
@@ -56,7 +59,7 @@ class IndexSearcher:
         block_rows: int = 8192,
         resident: bool = True,
         verify: bool = True,
-    ):
+    ) -> None:
         self.index_dir = Path(index_dir)
         m = read_manifest(self.index_dir)
         if m["pending"] and "base" in m["pending"]:
@@ -87,7 +90,7 @@ class IndexSearcher:
     def __len__(self) -> int:
         return self.source.rows
 
-    def check_encoder(self, encoder, model_name: str = DEFAULT_MODEL_NAME) -> None:
+    def check_encoder(self, encoder: SentenceEncoder, model_name: str = DEFAULT_MODEL_NAME) -> None:
         """Refuse an encoder other than the one the index was built with (name, dim, length)."""
         want = self.manifest["model"]
         got = {"name": model_name, "dim": encoder.dim, "max_seq_length": encoder.max_seq_length}
@@ -111,7 +114,7 @@ class IndexSearcher:
 
     def search(
         self,
-        encoder,
+        encoder: SentenceEncoder,
         queries: str | Sequence[str],
         k: int = 10,
         *,

@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING, TextIO
 
 from opentelemetry.trace import SpanKind
 
@@ -29,10 +30,15 @@ from jaxparadigm.retrieval.index_search import IndexSearcher
 from jaxparadigm.retrieval.semantic_index import SemanticIndex
 from jaxparadigm.retrieval.service import HOST, SearchService
 
+if TYPE_CHECKING:
+    from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
+
 __all__ = ["index_service", "serve_index"]
 
 
-def index_service(index_dir: str | os.PathLike, encoder=None, port: int = 0) -> SearchService:
+def index_service(
+    index_dir: str | os.PathLike, encoder: SentenceEncoder | None = None, port: int = 0
+) -> SearchService:
     """A (not yet started) :class:`SearchService` over every passage of ``index_dir`` (C5.2).
 
     ``encoder`` defaults to the MiniLM the index was built with (``cached_minilm``); an encoder of
@@ -64,8 +70,8 @@ def serve_index(
     *,
     host: str = HOST,
     port: int = 0,
-    encoder=None,
-    out=None,
+    encoder: SentenceEncoder | None = None,
+    out: TextIO | None = None,
     stop: threading.Event | None = None,
 ) -> int:
     """Serve ``index_dir`` until Ctrl-C, SIGTERM or ``stop`` is set; returns the request count.

@@ -24,6 +24,7 @@ import secrets
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.manifest_schema import check_manifest
 from jaxparadigm.retrieval.passages import Passage
 
+fcntl: ModuleType | None
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no advisory lock, one writer is on the user

@@ -54,10 +54,10 @@ def keyword_search(
         q = query.lower()
         return [(i, 1.0) for i, d in enumerate(docs) if q in d.lower()][:top_k]
     if mode == "token_overlap":
-        q = word_set(query)
-        if not q:
+        words = word_set(query)
+        if not words:
             return []
-        scored = [(i, len(q & word_set(d)) / len(q)) for i, d in enumerate(docs)]
+        scored = [(i, len(words & word_set(d)) / len(words)) for i, d in enumerate(docs)]
         scored = [(i, s) for i, s in scored if s > 0]
         scored.sort(key=lambda pair: -pair[1])  # stable: ties keep document order
         return scored[:top_k]

@@ -106,7 +106,7 @@ FILE_FIELDS = {"path": (str, None), "sha256": (str, HEX64)}
 SKIPPED_FIELDS = {"path": (str, None), "reason": (str, None), "detail": (str, None)}
 
 
-def check_manifest(m, path: Path, fmt: str = "jaxparadigm-index", version: int = 1) -> None:
+def check_manifest(m: object, path: Path, fmt: str = "jaxparadigm-index", version: int = 1) -> None:
     """Raise :class:`InputError` naming the first bad field of manifest ``m`` (module docstring;
     C1.1)."""
     c = _Checker(path)

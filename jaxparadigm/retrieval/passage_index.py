@@ -47,12 +47,13 @@ def passage_index(
     skipped, each with a warning: the cache is never fatal. Building an entry first prints one
     line to stderr saying so (and where), since it takes minutes.
     """
-    passages, owner = [], []
+    passages: list[str] = []
+    docs: list[int] = []
     for doc, text in enumerate(texts):
         chunks = chunk_document(text, chunk_words, title=topic_title(text))
         passages += chunks
-        owner += [doc] * len(chunks)
-    owner = np.asarray(owner, dtype=np.int64)
+        docs += [doc] * len(chunks)
+    owner = np.asarray(docs, dtype=np.int64)
     if not cache:
         return SemanticIndex(encoder, batch_size).add(passages), owner
     key = hashlib.sha256(

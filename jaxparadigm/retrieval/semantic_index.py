@@ -58,7 +58,7 @@ class SemanticIndex:
     folder (manifest + checksummed shards); ``from_rows`` wraps embeddings computed elsewhere.
     """
 
-    def __init__(self, encoder: SentenceEncoder, batch_size: int = 32):
+    def __init__(self, encoder: SentenceEncoder, batch_size: int = 32) -> None:
         if not isinstance(encoder, SentenceEncoder):
             raise TypeError(f"encoder: got {type(encoder).__name__}, expected a SentenceEncoder")
         self.encoder = encoder

@@ -139,7 +139,7 @@ class SentenceEncoder:
         pack_length: int = 128,
         dtype: str = "float32",
         pack: bool = False,
-    ):
+    ) -> None:
         if not isinstance(model, BertEncoder):
             raise TypeError(f"model: got {type(model).__name__}, expected a BertEncoder")
         if not isinstance(tokenizer, Tokenizer):
@@ -306,7 +306,7 @@ class SentenceEncoder:
             self.compute_dtype if dtype is None else dtype, self.pack if pack is None else pack
         )
         single = isinstance(sentences, str)
-        ids = self._token_ids([sentences] if single else sentences)
+        ids = self._token_ids([sentences] if isinstance(sentences, str) else sentences)
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         step = min(batch_size, self.micro_batch)
         make = self._packed_batches if pack else self._padded_batches

@@ -92,13 +92,17 @@ class _Handler(BaseHTTPRequestHandler):
         del format, args  # the spans are the log
 
     def setup(self):
-        self.timeout = self.server.service.read_timeout_s  # socket timeout of every read
+        # typeshed declares StreamRequestHandler.timeout a ClassVar, but setup() reads it per
+        # instance: one handler's value is the socket timeout of every read.
+        self.timeout = self.server.service.read_timeout_s  # type: ignore[misc]
         super().setup()
 
     def handle_one_request(self):
         """The stdlib's, except that a timed-out read is answered (408) instead of dropped and
         every method but POST gets 405 (the stdlib answers 501, a server error)."""
-        self.command, self.request_version, self.requestline = None, "HTTP/1.0", ""
+        # None until parsed, as in the stdlib's own parse_request (typeshed types it str).
+        self.command = None  # type: ignore[assignment]
+        self.request_version, self.requestline = "HTTP/1.0", ""
         try:
             self.raw_requestline = self.rfile.readline(65537)
             if len(self.raw_requestline) > 65536:
@@ -251,7 +255,7 @@ class SearchService:
         read_timeout_s: float = READ_TIMEOUT_S,
         max_body_bytes: int = MAX_BODY_BYTES,
         passage_of: Callable[[int], Mapping[str, object]] | None = None,
-    ):
+    ) -> None:
         if not isinstance(index, SemanticIndex):
             raise TypeError(f"index: got {type(index).__name__}, expected a SemanticIndex")
         require_int("port", port, 0, 65535)
@@ -311,13 +315,14 @@ class SearchService:
         self._stopping.set()
         server.wake_readers()
         server.server_close()
+        assert self._thread is not None  # start() set it together with _server
         self._thread.join()
         self._server = self._thread = None
 
     def __enter__(self) -> SearchService:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def exported_spans(self) -> tuple[ReadableSpan, ...]:

@@ -62,7 +62,7 @@ class TopK(NamedTuple):
 class RowSource:
     """Rows ``[start, stop)`` of a corpus stored as consecutive 2-D float32 shards (e.g. memmaps)."""
 
-    def __init__(self, shards: Sequence[np.ndarray]):
+    def __init__(self, shards: Sequence[np.ndarray]) -> None:
         if not shards:
             raise InputError("shards: got none, expected at least one [rows, dim] array")
         dims = {s.shape[1] for s in shards if s.ndim == 2}
@@ -138,6 +138,7 @@ def bfloat16_bits_to_float32(bits: jax.Array) -> jax.Array:
 
 def _block_scores(queries: jax.Array, block: jax.Array, scale: jax.Array | None) -> jax.Array:
     if block.dtype == jnp.int8:
+        assert scale is not None  # int8 blocks always come with their per-row scales
         return jnp.dot(queries, block.astype(jnp.float32).T) * scale[None, :]
     if block.dtype == jnp.uint16:  # bfloat16 bits
         return jnp.dot(queries, bfloat16_bits_to_float32(block).T)
@@ -163,7 +164,7 @@ def _placement_search(
 
         def body(carry, j):
             blk = blocks[j]
-            s = _block_scores(queries, blk, scales[j] if has_scale else None)
+            s = _block_scores(queries, blk, scales[j] if scales is not None else None)
             local_row = dev_first + j * block_rows + jnp.arange(block_rows, dtype=jnp.int32)
             s = jnp.where(local_row < valid, s, -jnp.inf)
             kb = min(k, block_rows)  # a block holds at most block_rows candidates
@@ -222,7 +223,7 @@ class VectorSearcher:
         block_rows: int = 8192,
         resident: bool = True,
         rows_per_device: int | None = None,
-    ):
+    ) -> None:
         if dtype not in SEARCH_DTYPES:
             raise InputError(f"dtype: got {dtype!r}, expected one of {', '.join(SEARCH_DTYPES)}")
         if isinstance(block_rows, bool) or not isinstance(block_rows, int) or block_rows < 8:
@@ -265,15 +266,15 @@ class VectorSearcher:
             (len(self.devices) * rows, d), sharding, datas
         )
         if scales:
-            scale = jax.make_array_from_single_device_arrays(
+            scale_data = jax.make_array_from_single_device_arrays(
                 (len(self.devices) * rows,), sharding, scales
             )
         else:
-            scale = jax.device_put(
+            scale_data = jax.device_put(
                 jnp.zeros((), jnp.float32), NamedSharding(self.mesh, PartitionSpec())
             )
         valid = min(len(self.devices) * rows, self.source.rows - start)
-        return _Placement(data, scale, start, valid)
+        return _Placement(data, scale_data, start, valid)
 
     def _place_all(self):
         step = len(self.devices) * self.rows_per_device
@@ -308,14 +309,17 @@ class VectorSearcher:
         )
         replicated = NamedSharding(self.mesh, PartitionSpec())
         q = jax.device_put(queries, replicated)
-        best = None
-        for p in self._placements if self.resident else self._place_all():
+        best: tuple[jax.Array, jax.Array] | None = None
+        placements = self._placements if self._placements is not None else self._place_all()
+        for p in placements:
             v, i = fn(p.data, p.scale, q, np.int32(p.start), np.int32(p.valid))
             if best is not None:
                 v, i = merge_topk(
                     jnp.concatenate([best[0], v], 1), jnp.concatenate([best[1], i], 1), wide
                 )
             best = (v, i)
+        if best is None:  # no placement: the corpus has no rows
+            raise InputError("corpus: got 0 rows, expected at least one row to search")
         scores, ids = np.asarray(best[0]), np.asarray(best[1]).astype(np.int64)
         if self.dtype == "float32":
             return TopK(scores, ids)

@@ -22,12 +22,14 @@ Modules (import from them directly; this package import stays cheap):
 imported on first use, so ``import jaxparadigm.train`` stays cheap) are also exported here.
 """
 
+from typing import Any
+
 from jaxparadigm.train.validation import validate_batch
 
 __all__ = ["train", "validate_batch"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     """``jaxparadigm.train.train``: :func:`jaxparadigm.train.loop.train`, loaded on first use."""
     if name == "train":
         from jaxparadigm.train.loop import train

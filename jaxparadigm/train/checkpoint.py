@@ -102,7 +102,7 @@ class Checkpointer:
         config: Any = None,
         keep: int = 3,
         key: bytes | str | None = None,
-    ):
+    ) -> None:
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
             raise ValueError(f"keep: got {keep!r}, expected an int >= 1")
         if key is None:
@@ -128,7 +128,7 @@ class Checkpointer:
     def __enter__(self) -> Checkpointer:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _purge_deleted(self) -> None:
@@ -174,7 +174,7 @@ class Checkpointer:
         steps = self.all_steps()
         return steps[-1] if steps else None
 
-    def save(self, state, step: int | None = None) -> int:
+    def save(self, state: Any, step: int | None = None) -> int:
         """Write ``state`` (signed) as checkpoint ``step`` (default ``int(state.step)``)."""
         if step is None:
             found = state.get("step") if isinstance(state, dict) else getattr(state, "step", None)
@@ -253,7 +253,7 @@ class Checkpointer:
                 f"it, {how}. Refusing to restore."
             )
 
-    def restore(self, template, step: int | None = None):
+    def restore(self, template: Any, step: int | None = None) -> Any:
         """Read checkpoint ``step`` (default: the newest complete one) into ``template``'s structure.
 
         Raises :class:`CheckpointSignatureError` if the signed config differs from this

@@ -138,7 +138,7 @@ def _signature(
     return h.hexdigest()
 
 
-def state_signature(state, config: Any = None, key: bytes | str | None = None) -> str:
+def state_signature(state: Any, config: Any = None, key: bytes | str | None = None) -> str:
     """Hex sha256 over every leaf (path, dtype, shape, bytes) of ``state`` and
     :func:`signed_config` of ``config`` (C5.1). With ``key`` (bytes, or str as UTF-8) it is
     ``HMAC-SHA256(key, ...)`` over the same message.

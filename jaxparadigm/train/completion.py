@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 # The checkpoint module's own definitions of "a complete step" and "the signed config".
 from jaxparadigm.train.checkpoint import _REQUIRED
@@ -24,7 +25,7 @@ def _steps(directory: Path) -> list[int]:
     return sorted(int(p.name) for p in directory.iterdir() if p.is_dir() and p.name.isdigit())
 
 
-def finished_run(run_dir: Path, name: str, steps: int, signed) -> str | None:
+def finished_run(run_dir: Path, name: str, steps: int, signed: Any) -> str | None:
     """A one-line notice when the run ``name`` in ``run_dir`` has nothing left to do, else None
     (C5.1). Call it only for a train run with checkpoints on and resumed.
 

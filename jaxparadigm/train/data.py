@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -193,7 +193,28 @@ class Dataset(NamedTuple):
     shard: tuple[int, int] = (0, 1)
 
 
-def build_dataset(data_cfg, val_batches: int = 4, shard: tuple[int, int] = (0, 1)) -> Dataset:
+class DataSpec(Protocol):
+    """What :func:`build_dataset` reads (``jaxparadigm.config.DataConfig`` is one) (C5.1)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def n_samples(self) -> int: ...
+    @property
+    def noise(self) -> float: ...
+    @property
+    def seq_len(self) -> int: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def val_fraction(self) -> float: ...
+    @property
+    def seed(self) -> int: ...
+
+
+def build_dataset(
+    data_cfg: DataSpec, val_batches: int = 4, shard: tuple[int, int] = (0, 1)
+) -> Dataset:
     """Build the :class:`Dataset` for a ``DataConfig`` (``spirals``, ``regression``, ``pydoc_chars``).
 
     Serves C5.1. Validation batches are fixed (computed once) so evaluations are comparable.
@@ -223,7 +244,7 @@ def build_dataset(data_cfg, val_batches: int = 4, shard: tuple[int, int] = (0, 1
         )
     if c.kind == "spirals":
         x, y = two_spirals(c.n_samples, c.noise, c.seed)
-        y_spec = ((local,), np.int32, (0, 1))
+        y_spec: tuple[Any, ...] = ((local,), np.int32, (0, 1))
         num_outputs = 2
     elif c.kind == "regression":
         x, y = noisy_regression(c.n_samples, noise=c.noise, seed=c.seed)

@@ -34,7 +34,7 @@ import os
 import re
 import socket
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import jax
 from jax.experimental import multihost_utils
@@ -131,8 +131,25 @@ def _env_int(environ: Mapping[str, str], names: tuple[str, ...], minimum: int) -
     return None
 
 
+class DistributedSettings(Protocol):
+    """Where and how to join a multi-process run (``jaxparadigm.config.DistributedConfig`` is one) (C5.2)."""
+
+    @property
+    def coordinator_address(self) -> str | None: ...
+    @property
+    def num_processes(self) -> int: ...
+    @property
+    def process_id(self) -> int: ...
+    @property
+    def initialization_timeout_s(self) -> int: ...
+    @property
+    def heartbeat_timeout_s(self) -> int: ...
+    @property
+    def shutdown_timeout_s(self) -> int: ...
+
+
 def distributed_spec(
-    distributed_cfg, environ: Mapping[str, str] | None = None
+    distributed_cfg: DistributedSettings, environ: Mapping[str, str] | None = None
 ) -> DistributedSpec | None:
     """Where this process joins a run (see the module docstring), or None for a single process.
 
@@ -153,6 +170,7 @@ def distributed_spec(
                     f"{', '.join(names)} is: expected the process "
                     f"{'count' if names is _COUNT_VARS else 'id'} from one of them"
                 )
+        assert count is not None and pid is not None  # the loop above raised otherwise
         spec = DistributedSpec(environ[ENV_COORDINATOR], count, pid, "environment")
     else:
         return None
@@ -172,7 +190,9 @@ def _address_key(source: str) -> str:
     return f"environment variable {ENV_COORDINATOR}"
 
 
-def initialize_distributed(distributed_cfg, environ: Mapping[str, str] | None = None) -> bool:
+def initialize_distributed(
+    distributed_cfg: DistributedSettings, environ: Mapping[str, str] | None = None
+) -> bool:
     """Join the run described by the config or environment; return whether this is a multi-process
     run (C5.2). Idempotent: a second call in the same process does nothing more.
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["DriftReport", "drift_report", "psi", "ks_statistic"]
 
@@ -73,7 +74,9 @@ def _as_2d(name: str, x) -> np.ndarray:
     return arr
 
 
-def drift_report(reference, current, threshold: float = 0.2, bins: int = 10) -> DriftReport:
+def drift_report(
+    reference: ArrayLike, current: ArrayLike, threshold: float = 0.2, bins: int = 10
+) -> DriftReport:
     """PSI and KS per feature of ``[n, features]`` arrays; ``drifted`` where ``psi > threshold``.
 
     Serves C5.1. ``reference`` and ``current`` may have different ``n`` but the same ``features``.

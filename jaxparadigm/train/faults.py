@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -45,7 +45,22 @@ def _steps(nan: tuple[int, ...], inf: tuple[int, ...]) -> dict[int, float]:
     return {**dict.fromkeys(inf, float("inf")), **dict.fromkeys(nan, float("nan"))}
 
 
-def fault_plan(faults_cfg) -> FaultPlan:
+class FaultsSpec(Protocol):
+    """What :func:`fault_plan` reads (``jaxparadigm.config.FaultsConfig`` is one) (C5.1)."""
+
+    @property
+    def nan_batch(self) -> tuple[int, ...]: ...
+    @property
+    def inf_batch(self) -> tuple[int, ...]: ...
+    @property
+    def nan_grads(self) -> tuple[int, ...]: ...
+    @property
+    def inf_grads(self) -> tuple[int, ...]: ...
+    @property
+    def kill_at(self) -> int | None: ...
+
+
+def fault_plan(faults_cfg: FaultsSpec) -> FaultPlan:
     """The plan of a ``FaultsConfig`` (C5.1)."""
     f = faults_cfg
     return FaultPlan(

@@ -17,7 +17,7 @@ and a run that cannot train does not report success.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import chex
 import jax
@@ -61,7 +61,7 @@ def guard_init() -> GuardState:
     return GuardState(*(jnp.zeros((), jnp.int32) for _ in range(3)))
 
 
-def all_finite(*trees) -> jax.Array:
+def all_finite(*trees: Any) -> jax.Array:
     """Bool scalar: every element of every leaf of ``trees`` is finite (C5.1)."""
     leaves = [x for t in trees for x in jax.tree_util.tree_leaves(t)]
     if not leaves:
@@ -80,7 +80,7 @@ def guard_update(state: GuardState, finite: jax.Array) -> GuardState:
     )
 
 
-def tree_select(pred: jax.Array, on_true, on_false):
+def tree_select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
     """Leafwise ``where(pred, on_true, on_false)``: the skip is a select, not a branch (C5.1)."""
     return jax.tree_util.tree_map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
 

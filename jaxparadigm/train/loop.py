@@ -32,7 +32,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 from flax import nnx
@@ -64,6 +64,11 @@ from jaxparadigm.train.sharding import (
 )
 from jaxparadigm.train.step import TrainState, init_train_state, make_eval_step, make_train_step
 
+if TYPE_CHECKING:
+    import optax
+
+    from jaxparadigm.optim import DynamicLossScale
+
 __all__ = ["TrainResult", "check_run_arguments", "train"]
 
 
@@ -84,7 +89,9 @@ class TrainResult(NamedTuple):
     placement: dict | None  # sharding.layout_figures of a sharded run (None for mode 'none')
 
 
-def check_run_arguments(stop_at, batch_transform) -> None:
+def check_run_arguments(
+    stop_at: int | None, batch_transform: Callable[[int, dict], dict] | None
+) -> None:
     """``stop_at`` is None or an int >= 0; ``batch_transform`` None or a callable (else raise)."""
     if stop_at is not None and (
         isinstance(stop_at, bool) or not isinstance(stop_at, int) or stop_at < 0
@@ -99,11 +106,11 @@ def check_run_arguments(stop_at, batch_transform) -> None:
 def train(
     model: nnx.Module,
     dataset: Dataset,
-    tx,
+    tx: optax.GradientTransformation,
     settings: TrainSettings,
     *,
     lr_fn: Callable | None = None,
-    loss_scale=None,
+    loss_scale: DynamicLossScale | None = None,
     stop_at: int | None = None,
     batch_transform: Callable[[int, dict], dict] | None = None,
     progress: bool = True,
@@ -208,6 +215,11 @@ def _setup(model, dataset: Dataset, tx, settings: TrainSettings, lr_fn, loss_sca
         args = (state, place_batch(dataset.batch(0)))
         fault = settings.faults.grad_fault(0)
         hlo = step_fn.lower(*args, *(() if fault is None else (fault,))).compile().as_text()
+        if hlo is None:  # jax: "unavailable, e.g. based on backend, compiler, or runtime"
+            raise RuntimeError(
+                "the compiled train step has no HLO text on this backend; the sharded layout's "
+                "collective figures are read from it"
+            )
         placement = layout_figures(layout, state, hlo)
     return state, Steps(step_fn, eval_fn, place_batch), placement
 
@@ -235,13 +247,13 @@ def _resume(ckpt: Checkpointer | None, state: TrainState, settings: TrainSetting
     """``(state, resumed_from, log)``: the newest complete checkpoint restored (if any) and the
     event log over metrics.jsonl truncated to it."""
     latest = ckpt.latest_step() if ckpt is not None else None
-    if latest is not None and latest > settings.steps:
+    if ckpt is not None and latest is not None and latest > settings.steps:
         raise ConfigError(
             f"train.steps: got {settings.steps}, but the newest checkpoint in "
             f"{ckpt.directory} is step {latest}; expected >= {latest} to resume this run "
             "(or another name to start a separate one)"
         )
-    if latest is not None:
+    if ckpt is not None and latest is not None:
         try:
             state = ckpt.restore(state)
         except CheckpointSignatureError as err:

@@ -45,7 +45,7 @@ class MetricsWriter:
     the first ``S`` steps (:func:`records_before`) and appends after them (C5.1).
     """
 
-    def __init__(self, path: str | os.PathLike, resume_from: int | None = None):
+    def __init__(self, path: str | os.PathLike, resume_from: int | None = None) -> None:
         self.path = Path(path)
         self.records: list[dict] = []
         self._enabled = jax.process_index() == 0
@@ -103,7 +103,7 @@ class StepClock:
     P50 and P99 of the timed steps in milliseconds (NaN when none were timed).
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.t_first: float | None = None
         self.times: list[float] = []
 

@@ -10,11 +10,15 @@ Each objective is ``loss(model, batch, rng) -> float32 scalar`` on an NNX module
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
 import optax
+
+#: An NNX module called as ``model(inputs, ...) -> outputs``; a batch: named arrays.
+Model = Callable[..., jax.Array]
+Batch = Mapping[str, jax.Array]
 
 __all__ = [
     "classification_loss",
@@ -25,18 +29,18 @@ __all__ = [
 ]
 
 
-def classification_loss(model, batch, rng=None) -> jax.Array:
+def classification_loss(model: Model, batch: Batch, rng: jax.Array | None = None) -> jax.Array:
     """Mean softmax cross-entropy with integer labels (C5.1)."""
     logits = model(batch["x"])
     return optax.softmax_cross_entropy_with_integer_labels(logits, batch["y"]).mean()
 
 
-def regression_loss(model, batch, rng=None) -> jax.Array:
+def regression_loss(model: Model, batch: Batch, rng: jax.Array | None = None) -> jax.Array:
     """Mean squared error ``mean ||f(x) - y||^2`` (C5.1)."""
     return jnp.mean(jnp.sum((model(batch["x"]) - batch["y"]) ** 2, axis=-1))
 
 
-def next_byte_loss(model, batch, rng=None) -> jax.Array:
+def next_byte_loss(model: Model, batch: Batch, rng: jax.Array | None = None) -> jax.Array:
     """Mean next-byte cross-entropy over ``tokens[:, :-1] -> tokens[:, 1:]`` (C5.1).
 
     ``rng`` (when given) drives the model's dropout.
@@ -60,7 +64,7 @@ def loss_for(kind: str) -> Callable:
     return _LOSSES[kind]
 
 
-def eval_metrics(kind: str, model, batch) -> dict[str, jax.Array]:
+def eval_metrics(kind: str, model: Model, batch: Batch) -> dict[str, jax.Array]:
     """``{"loss": ..., <metric>: ...}`` for one evaluation batch (no dropout) (C5.1)."""
     loss = loss_for(kind)(model, batch, None)
     if kind == "spirals":

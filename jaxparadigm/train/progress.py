@@ -15,6 +15,11 @@ import math
 import os
 import sys
 import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 __all__ = ["PROGRESS_TTY_ENV", "StepProgress", "progress_disabled_by_env"]
 
@@ -23,7 +28,7 @@ __all__ = ["PROGRESS_TTY_ENV", "StepProgress", "progress_disabled_by_env"]
 PROGRESS_TTY_ENV = "JAXPARADIGM_PROGRESS_TTY"
 
 
-def progress_disabled_by_env(environ=None) -> bool:
+def progress_disabled_by_env(environ: Mapping[str, str] | None = None) -> bool:
     """Whether ``TQDM_DISABLE`` asks for no progress output (any value but ''/0/false/no)."""
     value = (os.environ if environ is None else environ).get("TQDM_DISABLE", "")
     return value.strip().lower() not in ("", "0", "false", "no")
@@ -39,8 +44,15 @@ class StepProgress:
     """Progress of steps ``start + 1 .. end`` (see the module docstring for the two forms)."""
 
     def __init__(
-        self, start: int, end: int, desc: str, *, enabled: bool = True, stream=None, lines: int = 10
-    ):
+        self,
+        start: int,
+        end: int,
+        desc: str,
+        *,
+        enabled: bool = True,
+        stream: TextIO | None = None,
+        lines: int = 10,
+    ) -> None:
         self.start, self.end, self.desc = start, end, desc
         self.stream = sys.stderr if stream is None else stream
         self.enabled = enabled and end > start and not progress_disabled_by_env()
@@ -50,7 +62,7 @@ class StepProgress:
         self.every = max(1, math.ceil((end - start) / max(1, lines)))
         self._t0 = time.perf_counter()
         self._t_warm: float | None = None  # end of the first (compiling) step
-        self._bar = None
+        self._bar: tqdm | None = None
 
     def update(self, done: int, postfix: dict | None = None) -> None:
         """Step ``done`` (absolute) finished; ``postfix``: latest figures (e.g. loss, lr)."""
@@ -66,9 +78,9 @@ class StepProgress:
 
     def _bar_update(self, done: int, first: bool, postfix: dict | None) -> None:
         if first:
-            from tqdm.auto import tqdm
+            from tqdm.auto import tqdm as auto_tqdm
 
-            self._bar = tqdm(
+            self._bar = auto_tqdm(
                 total=self.end - self.start,
                 initial=done - self.start,
                 desc=self.desc,
@@ -77,6 +89,7 @@ class StepProgress:
                 dynamic_ncols=True,
             )
         else:
+            assert self._bar is not None  # created by the first call
             self._bar.update(1)
         if postfix:
             self._bar.set_postfix(postfix, refresh=False)
@@ -88,6 +101,7 @@ class StepProgress:
         if first:
             head += f" (compiled and ran in {now - self._t0:.1f} s)"
         else:
+            assert self._t_warm is not None  # update() sets it before the first line
             warm_steps = done - self.start - 1
             rate = warm_steps / (now - self._t_warm) if now > self._t_warm else 0.0
             if rate > 0:

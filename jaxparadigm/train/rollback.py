@@ -13,6 +13,8 @@ last finite loss; nothing is saved of the state that no longer trains.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,6 +24,10 @@ from jaxparadigm.train.guard import GuardState, give_up_reason, rollback_lr_scal
 from jaxparadigm.train.sharding import place
 from jaxparadigm.train.step import TrainState
 
+if TYPE_CHECKING:
+    from jaxparadigm.train.checkpoint import Checkpointer
+    from jaxparadigm.train.settings import GuardSettings
+
 __all__ = ["rollback", "rollback_or_give_up"]
 
 
@@ -30,7 +36,9 @@ def _place_like(tree, like):
     return place(tree, jax.tree_util.tree_map(lambda y: y.sharding, like))
 
 
-def rollback(state: TrainState, ckpt, snapshot, new_scale: float) -> tuple[TrainState, str]:
+def rollback(
+    state: TrainState, ckpt: Checkpointer | None, snapshot: Any, new_scale: float
+) -> tuple[TrainState, str]:
     """Restore the last good state; keep data position, RNG and loss scale; set the lr scale.
 
     The source is the newest checkpoint of ``ckpt`` when there is one, else ``snapshot`` (a host
@@ -60,7 +68,14 @@ def rollback(state: TrainState, ckpt, snapshot, new_scale: float) -> tuple[Train
 
 
 def rollback_or_give_up(
-    state: TrainState, guard_cfg, ckpt, snapshot, *, step: int, steps: int, last_finite
+    state: TrainState,
+    guard_cfg: GuardSettings,
+    ckpt: Checkpointer | None,
+    snapshot: Any,
+    *,
+    step: int,
+    steps: int,
+    last_finite: tuple[int, float] | None,
 ) -> tuple[TrainState, str]:
     """:func:`rollback` with the lowered scale, or raise :class:`TrainingAborted` (C5.1).
 

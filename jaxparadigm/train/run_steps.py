@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -77,7 +77,9 @@ class LoopState:
     postfix: dict = dataclasses.field(default_factory=dict)  # latest logged figures (progress)
 
 
-def evaluate(eval_fn, params, batches, place) -> dict:
+def evaluate(
+    eval_fn: Callable[..., Any], params: Any, batches: Sequence[Any], place: Callable[[Any], Any]
+) -> dict:
     """Mean of ``eval_fn(params, batch)`` over ``batches`` (each placed by ``place``)."""
     sums: dict[str, float] = {}
     for b in batches:
@@ -115,7 +117,7 @@ def _run_step(run: Run, loop: LoopState, step: int) -> dict:
     if faults.kill_at == step:
         run.log.event("fault", step, f"fault injection: SIGKILL before step {step}")
         faults.kill()
-    args = (loop.state, run.steps.place(_batch(run, step)))
+    args: tuple[Any, ...] = (loop.state, run.steps.place(_batch(run, step)))
     grad_fault = faults.grad_fault(step)
     if grad_fault is not None:
         args += (grad_fault,)

@@ -97,7 +97,7 @@ def leaf_spec(shape: Sequence[int], n: int, min_size: int = 1) -> PartitionSpec:
     return PartitionSpec(*([None] * d), DATA_AXIS)
 
 
-def tree_shardings(tree, mesh: Mesh, min_size: int = 1):
+def tree_shardings(tree: Any, mesh: Mesh, min_size: int = 1) -> Any:
     """``NamedSharding`` per leaf of ``tree`` by :func:`leaf_spec` on ``mesh``'s data axis (C4.1)."""
     n = mesh.shape[DATA_AXIS]
     return jax.tree_util.tree_map(
@@ -123,7 +123,7 @@ class StepLayout(NamedTuple):
     replicated: NamedSharding
 
 
-def step_layout(state, mesh: Mesh, mode: str, min_size: int = 1024) -> StepLayout:
+def step_layout(state: Any, mesh: Mesh, mode: str, min_size: int = 1024) -> StepLayout:
     """The :class:`StepLayout` of ``mode`` (``data``, ``zero1`` or ``fsdp``) for a ``TrainState``.
 
     See the module docstring's table; ``min_size`` is the rule's replication threshold (C4.1).
@@ -148,7 +148,7 @@ def step_layout(state, mesh: Mesh, mode: str, min_size: int = 1024) -> StepLayou
     )
 
 
-def to_host(tree):
+def to_host(tree: Any) -> Any:
     """Every leaf as a numpy array of its *global* value (C5.2).
 
     A leaf this process cannot see whole (split over other processes' devices) is gathered with
@@ -163,7 +163,7 @@ def to_host(tree):
     return jax.tree_util.tree_map(one, tree)
 
 
-def place(tree, shardings):
+def place(tree: Any, shardings: Any) -> Any:
     """Host values of ``tree`` (the same on every process) placed with ``shardings`` (a tree of
     ``Sharding``, one per leaf): each device gets its slice, ``make_array_from_callback`` (C5.2)."""
 
@@ -174,13 +174,13 @@ def place(tree, shardings):
     return jax.tree_util.tree_map(one, tree, shardings)
 
 
-def replicate(tree, mesh: Mesh):
+def replicate(tree: Any, mesh: Mesh) -> Any:
     """Place every leaf of ``tree`` on all devices of ``mesh`` (``PartitionSpec()``) (C5.2)."""
     rep = NamedSharding(mesh, PartitionSpec())
     return place(tree, jax.tree_util.tree_map(lambda _: rep, tree))
 
 
-def shard_batch(batch, mesh: Mesh):
+def shard_batch(batch: Any, mesh: Mesh) -> Any:
     """This process's rows of a global batch, split along axis 0 over ``mesh`` (C5.2).
 
     Each leaf of ``batch`` holds this process's ``B / P`` rows (all ``B`` rows in a single
@@ -200,7 +200,7 @@ def shard_batch(batch, mesh: Mesh):
     )
 
 
-def bytes_per_device(tree) -> dict[int, int]:
+def bytes_per_device(tree: Any) -> dict[int, int]:
     """``{device id: bytes}`` held by this process's devices for the leaves of ``tree``, summed
     over each array's ``addressable_shards`` (C4.1: what a device really stores)."""
     out: dict[int, int] = {}
@@ -242,7 +242,7 @@ def collective_stats(hlo_text: str) -> dict[str, dict[str, int]]:
     return stats
 
 
-def layout_figures(layout: StepLayout, state, hlo_text: str) -> dict:
+def layout_figures(layout: StepLayout, state: Any, hlo_text: str) -> dict:
     """What a sharded run measured (C4.1, C5.2): mode, devices, processes, the largest per-device
     bytes of ``params`` and ``opt_state`` over this process's devices (from ``addressable_shards``)
     next to their unsplit totals, and :func:`collective_stats` of the compiled step."""

@@ -38,7 +38,7 @@ the step's outputs keep ``layout.state``; the arithmetic is unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -46,13 +46,19 @@ import optax
 from flax import nnx
 
 from jaxparadigm import autodiff
-from jaxparadigm.optim import safe_increment
+from jaxparadigm.optim import DynamicLossScale, safe_increment
 from jaxparadigm.train.guard import GuardState, all_finite, guard_init, guard_update, tree_select
+
+if TYPE_CHECKING:
+    from jaxparadigm.train.sharding import StepLayout
 
 __all__ = ["TrainState", "init_train_state", "make_eval_step", "make_train_step"]
 
 # train.grad: which engine computes (loss, grads) in the step.
-VALUE_AND_GRAD = {"jax": jax.value_and_grad, "jaxparadigm": autodiff.value_and_grad}
+VALUE_AND_GRAD: dict[str, Callable[..., Any]] = {
+    "jax": jax.value_and_grad,
+    "jaxparadigm": autodiff.value_and_grad,
+}
 
 
 class TrainState(NamedTuple):
@@ -69,7 +75,10 @@ class TrainState(NamedTuple):
 
 
 def init_train_state(
-    params, tx: optax.GradientTransformation, seed: int, loss_scale=None
+    params: Any,
+    tx: optax.GradientTransformation,
+    seed: int,
+    loss_scale: DynamicLossScale | None = None,
 ) -> TrainState:
     """Fresh state: step 0, ``tx.init(params)``, ``PRNGKey(seed)``, lr scale 1 (C5.1).
 
@@ -94,12 +103,12 @@ def make_train_step(
     tx: optax.GradientTransformation,
     *,
     lr_fn: Callable | None = None,
-    loss_scale=None,
+    loss_scale: DynamicLossScale | None = None,
     guard: bool = True,
     donate: bool = True,
     grad: str = "jax",
-    layout=None,
-) -> Callable:
+    layout: StepLayout | None = None,
+) -> jax.stages.Wrapped:
     """Jitted ``step(state, batch) -> (state, metrics)`` (C5.1; loss scaling C4.2).
 
     ``loss_fn(model, batch, rng)`` gets the NNX module rebuilt from ``graphdef`` and the params.
@@ -212,7 +221,7 @@ def _guarded_next_state(
     )
 
 
-def _jit(step: Callable, donate: bool, layout) -> Callable:
+def _jit(step: Callable, donate: bool, layout) -> jax.stages.Wrapped:
     """``jax.jit`` of the step, donating the state; a sharded step keeps ``layout.state``."""
     donate_argnums = (0,) if donate else ()
     if layout is None:
@@ -234,7 +243,9 @@ def _inject_fault(grads, grad_fault):
     return jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(f), g, f.astype(g.dtype)), grads)
 
 
-def make_eval_step(graphdef: nnx.GraphDef, metric_fn: Callable, layout=None) -> Callable:
+def make_eval_step(
+    graphdef: nnx.GraphDef, metric_fn: Callable, layout: StepLayout | None = None
+) -> Callable:
     """Jitted ``eval(params, batch) -> metrics`` with ``metric_fn(model, batch)`` (C5.1); with a
     ``StepLayout``, the metrics are replicated (readable by every process)."""
     fn = lambda params, batch: metric_fn(nnx.merge(graphdef, params), batch)

@@ -14,11 +14,12 @@ Given the client spans of :func:`run_load` and the server spans of :class:`Searc
 from __future__ import annotations
 
 import collections
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind
+from opentelemetry.util.types import AnyValue
 
 from jaxparadigm.claims.evidence.load_generator import PlannedRequest
 
@@ -31,8 +32,23 @@ EXPECTED_CHILDREN = {
 }
 
 
+def _start(span: ReadableSpan) -> int:
+    assert span.start_time is not None  # exported spans were started
+    return span.start_time
+
+
+def _end(span: ReadableSpan) -> int:
+    assert span.end_time is not None  # exported spans were ended
+    return span.end_time
+
+
+def _attrs(span: ReadableSpan) -> Mapping[str, AnyValue]:
+    # The SDK's ReadableSpan.attributes is a (possibly empty) mapping proxy, typed Optional.
+    return span.attributes or {}
+
+
 def _ms(span: ReadableSpan) -> float:
-    return (span.end_time - span.start_time) / 1e6
+    return (_end(span) - _start(span)) / 1e6
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -44,7 +60,7 @@ def readiness_from_spans(
 ) -> dict[str, object]:
     """P50/P99 latency, QPS, trace completeness and per-kind outcomes of ``plan``, from ``spans``."""
     clients = {
-        s.attributes.get("request.id"): s
+        _attrs(s).get("request.id"): s
         for s in spans
         if s.name == "search.client" and s.kind == SpanKind.CLIENT
     }
@@ -53,18 +69,20 @@ def readiness_from_spans(
         for s in spans
         if s.kind == SpanKind.SERVER and s.parent is not None
     }
-    children = collections.defaultdict(set)
+    children: collections.defaultdict[tuple[int, int], set[str]] = collections.defaultdict(set)
     for s in spans:
         if s.kind == SpanKind.INTERNAL and s.parent is not None:
             children[(s.context.trace_id, s.parent.span_id)].add(s.name)
     sent = [p for p in plan if p.request_id in clients]
     complete, ok_server_ms = 0, []
-    outcomes = {k: collections.Counter() for k in EXPECTED_CHILDREN}
+    outcomes: dict[str, collections.Counter[AnyValue]] = {
+        k: collections.Counter() for k in EXPECTED_CHILDREN
+    }
     for p in sent:
         client = clients[p.request_id]
-        outcomes[p.kind][client.attributes.get("outcome", "none")] += 1
+        outcomes[p.kind][_attrs(client).get("outcome", "none")] += 1
         server = servers.get((client.context.trace_id, client.context.span_id))
-        if server is None or server.attributes.get("request.id") != p.request_id:
+        if server is None or _attrs(server).get("request.id") != p.request_id:
             continue
         if p.kind == "ok":
             ok_server_ms.append(_ms(server))
@@ -72,10 +90,9 @@ def readiness_from_spans(
         complete += EXPECTED_CHILDREN[p.kind] <= names
     ok = [clients[p.request_id] for p in sent if p.kind == "ok"]
     latencies = [_ms(s) for s in ok]
-    served = sum(s.attributes.get("outcome") == "200" for s in ok)
+    served = sum(_attrs(s).get("outcome") == "200" for s in ok)
     window_s = (
-        (max(s.end_time for s in clients.values()) - min(s.start_time for s in clients.values()))
-        / 1e9
+        (max(_end(s) for s in clients.values()) - min(_start(s) for s in clients.values())) / 1e9
         if clients
         else 0.0
     )
