@@ -96,3 +96,11 @@ docs-check: $(DOCS_STAMP)
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info
+
+# Generated autodiff programs (issue 23; not part of CI): the long hypothesis profile of
+# tests/autodiff/test_generated_programs.py, FUZZ_PROGRAMS programs.
+.PHONY: fuzz
+FUZZ_PROGRAMS ?= 10000
+fuzz: $(STAMP)
+	JAXPARADIGM_FUZZ_PROGRAMS=$(FUZZ_PROGRAMS) nice $(BIN)/python -m pytest -q -m slow \
+		tests/autodiff/test_generated_programs.py

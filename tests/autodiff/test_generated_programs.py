@@ -1,0 +1,195 @@
+"""Generated programs: every transform of ours against jax's (issue 23; claims C3.2, C3.3).
+
+``program_generator.programs()`` draws random programs (elementwise ops over broadcasting shapes,
+reductions, movement, indexing, dot, pooling, control flow, custom_jvp/custom_vjp, checkpoint,
+inner jit; float32/float64/bfloat16); ``program_differential.compare_program`` runs grad, jacrev,
+jacfwd, hessian, hvp, jvp, vjp and grad-of-grad eagerly and under jit, and vmap of our grad,
+against jax, and classes each comparison. A comparison may be ``equal``, ``oracle_raised`` (jax
+itself refuses, e.g. reverse mode through while_loop) or ``refused`` by a documented refusal;
+``different`` and ``raised`` fail.
+
+Profiles: ``autodiff-programs-ci`` (the default run: deterministic, a bounded number of programs)
+and ``autodiff-programs-long`` (``-m slow``; ``JAXPARADIGM_FUZZ_PROGRAMS`` programs, ``make fuzz``).
+The regression cases are the generator's failures on the code before issue 23, shrunk.
+"""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from jaxparadigm.autodiff import register_jvp
+from jaxparadigm.autodiff.registry import get_jvp
+from tests.autodiff.program_differential import (
+    CLASSES,
+    DOCUMENTED_REFUSALS,
+    TRANSFORMS,
+    _close,
+    compare_program,
+)
+from tests.autodiff.program_generator import Program, programs, random_program
+
+_COMMON = dict(
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "autodiff-programs-ci", derandomize=True, max_examples=5, phases=[Phase.generate], **_COMMON
+)
+settings.register_profile(
+    "autodiff-programs-long",
+    max_examples=int(os.environ.get("JAXPARADIGM_FUZZ_PROGRAMS", "1000")),
+    **_COMMON,
+)
+
+
+def _check(program, **kwargs):
+    outcomes = compare_program(program, **kwargs)
+    bad = [o for o in outcomes if o.cls in ("different", "raised")]
+    assert not bad, f"{program}\n" + "\n".join(
+        f"{o.transform}{' (jit)' if o.jit else ''}: {o.cls}: {o.detail}" for o in bad
+    )
+    assert {o.cls for o in outcomes} <= set(CLASSES)
+    return outcomes
+
+
+_SEEDS = st.integers(0, 2**31 - 1)
+
+
+@settings(settings.get_profile("autodiff-programs-ci"))
+@given(_SEEDS.map(lambda seed: random_program(seed, max_ops=4)))
+def test_generated_programs_match_jax(program):
+    """CI profile: a fixed sample of uniformly drawn programs (hypothesis' own draws favour the
+    simplest ones): every transform under jit and vmap of grad; eagerly a third of the
+    transforms, picked by the program's seed (eager evaluation is the slow part)."""
+    _check(program, eager=TRANSFORMS[program.seed % 3 :: 3])
+
+
+@pytest.mark.slow
+@settings(settings.get_profile("autodiff-programs-long"))
+@given(st.one_of(programs(), _SEEDS.map(random_program)))
+def test_generated_programs_match_jax_long(program):
+    """Long profile (``make fuzz``): JAXPARADIGM_FUZZ_PROGRAMS programs of up to 6 ops, half
+    drawn by hypothesis (shrinkable), half uniformly."""
+    _check(program)
+
+
+# --- regression cases: the generator's findings on the code before issue 23, shrunk ---------------
+
+REGRESSIONS = {
+    # forward mode through an implicitly broadcasting add/sub: the (1, n) operand's tangent came
+    # back unbroadcast ("JVP rule for 'add' returned a tangent of shape (1, 3) ...")
+    "bias_hessian": (
+        Program(((3,),), (("binary", "add", "const", (5, 3)), ("unary", "tanh"))),
+        ("hessian",),
+    ),
+    "size1_sub": (Program(((1,),), (("binary", "rsub", "const", (4, 3)),)), ("jvp",)),
+    "row_plus_column": (
+        Program(((1, 3), (3, 1)), (("binary", "add", "const", (3, 1)),)),
+        ("jacfwd",),
+    ),
+    # grad-of-grad through sum pooling: our reduce_window_sum VJP emitted the generic
+    # reduce_window primitive (traced init value), which has no VJP rule
+    "pool_sum_grad_of_grad": (
+        Program(((4,),), (("structural", "pool_sum"), ("unary", "sin"))),
+        ("grad_of_grad",),
+    ),
+    # second order through a custom_jvp whose rule is not the body's derivative: the primal
+    # output was differentiated through the custom rule again instead of the rule's primal
+    # expression (jax: sin(x) -> cos(x)); silently different hessian/hvp/grad-of-grad
+    "custom_jvp_second_order": (
+        Program(((2,),), (("structural", "custom_jvp"), ("unary", "sin"))),
+        ("grad_of_grad",),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REGRESSIONS))
+def test_regression_programs(name):
+    program, transforms = REGRESSIONS[name]
+    outcomes = _check(program, transforms=transforms, eager=(), vmap=False)
+    assert all(o.cls == "equal" for o in outcomes), outcomes
+
+
+def test_issue_23_snippets_equal_jax():
+    """The two snippets of issue 23, verbatim, equal jax."""
+    from jaxparadigm.autodiff import func
+
+    x = jnp.ones((5, 3))
+    f = lambda b: jnp.sum(jnp.tanh(x + b) ** 2)
+    hessians = jax.jit(lambda b: (func.hessian(f)(b), jax.hessian(f)(b)))  # eager: 4x slower
+    np.testing.assert_allclose(*hessians(jnp.zeros(3)), rtol=1e-6, atol=1e-6)
+    x = jnp.ones((4, 3))
+    g = lambda b: b - x * 0.5
+    ours = func.jvp(g, (jnp.zeros(1),), (jnp.ones(1),))
+    ref = jax.jvp(g, (jnp.zeros(1),), (jnp.ones(1),))
+    assert _close(ours, ref, 1e-6) == ""
+
+
+def test_reverse_over_forward_max_pool():
+    """Our forward mode emits select_and_gather_add (windowed max tangent); reverse over it needs
+    its VJP (select_and_scatter_add), and reverse over that needs select_and_scatter_add's."""
+    from jax import lax
+
+    from jaxparadigm.autodiff import func
+
+    pool = lambda v: jnp.sum(jnp.sin(lax.reduce_window(v, -jnp.inf, lax.max, (2,), (1,), "VALID")))
+    rng = np.random.default_rng(0)
+    v = jnp.asarray(rng.standard_normal(4), jnp.float32)
+    t = jnp.asarray(rng.standard_normal(4), jnp.float32)
+
+    @jax.jit
+    def both(v):
+        def gg(grad, jvp):
+            inner = grad(lambda u: jvp(pool, (u,), (t,))[1])
+            return grad(lambda u: jnp.sum(inner(u) ** 2))(v)
+
+        return gg(func.grad, func.jvp), gg(jax.grad, jax.jvp)
+
+    ours, ref = both(v)
+    assert _close(ours, ref, 1e-4) == ""
+    assert np.any(np.asarray(ref) != 0)
+
+
+# --- the harness itself can fail -----------------------------------------------------------------
+
+
+def test_harness_sees_a_silently_wrong_rule():
+    """A wrong JVP rule for sin (cos(x) + 0.5) must be classed ``different``, not ``equal``."""
+    original = get_jvp("sin")
+
+    def wrong(primals, tangents, **params):
+        out, t = original(primals, tangents, **params)
+        return out, t * 1.5
+
+    program = Program(((3,),), (("unary", "sin"),))
+    register_jvp("sin", overwrite=True)(wrong)
+    try:
+        outcomes = compare_program(program, transforms=("jvp",), eager=("jvp",), vmap=False)
+    finally:
+        register_jvp("sin", overwrite=True)(original)
+    assert [o.cls for o in outcomes] == ["different", "different"]
+    assert compare_program(program, transforms=("jvp",), eager=(), vmap=False)[0].cls == "equal"
+
+
+def test_close_classifies_shapes_dtypes_and_values():
+    a = jnp.ones(3)
+    assert _close(a, a, 1e-6) == ""
+    assert "max abs error" in _close(a + 1e-3, a, 1e-6)
+    assert "vs jax's" in _close(a[None], a, 1e-6)
+    assert "vs jax's" in _close(a.astype(jnp.bfloat16), a, 1e-6)
+    assert "non-finite" in _close(a.at[0].set(jnp.nan), a, 1e-6)
+    assert "tree" in _close((a, a), [a, a], 1e-6)
+
+
+def test_documented_refusals_are_named():
+    """The suite's accepted refusals are listed by name with a reason (complex inputs)."""
+    assert DOCUMENTED_REFUSALS
+    for (kind, fragment), reason in DOCUMENTED_REFUSALS.items():
+        assert kind.endswith("Error") and fragment and reason
+    assert set(TRANSFORMS) >= {"grad", "jacrev", "jacfwd", "hessian", "hvp", "jvp", "vjp"}
