@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _worker(job):
-    worker, workers, n, seed, max_ops = job
+    worker, workers, n, seed, max_ops, deadline = job
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     os.environ["XLA_FLAGS"] = (
         os.environ.get("XLA_FLAGS", "")
@@ -42,6 +42,8 @@ def _worker(job):
 
     def run():
         for k in range(n):
+            if deadline is not None and time.time() > deadline:
+                break  # --max-seconds: the programs run so far are reported
             program = random_program(seed + worker + k * workers, max_ops=max_ops)
             programs_run[0] += 1
             for o in compare_program(program):
@@ -81,11 +83,15 @@ def main(argv=None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-ops", type=int, default=6)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--max-seconds", type=float, default=None, help="stop starting new programs after this"
+    )
     a = ap.parse_args(argv)
     if a.programs < 1 or a.workers < 1:
         raise SystemExit(f"--programs={a.programs} and --workers={a.workers} must be >= 1")
     shares = [a.programs // a.workers + (w < a.programs % a.workers) for w in range(a.workers)]
-    jobs = [(w, a.workers, n, a.seed, a.max_ops) for w, n in enumerate(shares)]
+    deadline = None if a.max_seconds is None else time.time() + a.max_seconds
+    jobs = [(w, a.workers, n, a.seed, a.max_ops, deadline) for w, n in enumerate(shares)]
     load_before, t0 = _load(), time.perf_counter()
     if a.workers == 1:
         results = [_worker(jobs[0])]
@@ -103,6 +109,7 @@ def main(argv=None) -> dict:
             failures.setdefault(sig, [0, example])[0] += k
     record = {
         "programs": n_programs,
+        "programs_requested": a.programs,
         "comparisons": sum(counts.values()),
         "classes": dict(counts),
         "per_transform": {k: dict(v) for k, v in sorted(per_transform.items())},

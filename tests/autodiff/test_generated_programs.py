@@ -187,6 +187,14 @@ def test_close_classifies_shapes_dtypes_and_values():
     assert "tree" in _close((a, a), [a, a], 1e-6)
 
 
+def test_complex_inputs_are_a_documented_refusal():
+    """jax differentiates complex inputs; we refuse them (deliberately): ``refused``, not
+    ``raised``, and the refusal is recognised by the listed name."""
+    program = Program(((3,),), (("unary", "sin"),), dtype="complex64")
+    outcomes = compare_program(program, transforms=("jvp",), eager=(), vmap=False)
+    assert [o.cls for o in outcomes] == ["refused"], outcomes
+
+
 def test_documented_refusals_are_named():
     """The suite's accepted refusals are listed by name with a reason (complex inputs)."""
     assert DOCUMENTED_REFUSALS
