@@ -10,7 +10,8 @@ so ``h`` can grow. Inputs and constants are drawn away from kinks and poles: mag
 
 The strategies (``programs()``) draw ops from ``UNARY``, ``BINARY`` and ``STRUCTURAL`` (reductions
 with and without keepdims, reshapes, transposes, slices, gathers, scatters, sort, cumsum, dot,
-reduce_window pooling, lax.cond/switch/scan/fori_loop/while_loop, custom_jvp, custom_vjp,
+reduce_window pooling, cumprod/cummax, top_k, argmax + take_along_axis, dynamic_update_slice, a 1-D
+convolution, lax.cond/switch/scan/fori_loop/while_loop, custom_jvp, custom_vjp,
 jax.checkpoint, an inner jax.jit), and dtypes float32, float64 (run under ``jax.enable_x64``) and
 bfloat16 (elementwise ops only, loose tolerance).
 """
@@ -163,6 +164,24 @@ STRUCTURAL = {
     "outer": (1, lambda h, c: jnp.einsum("...i,...j->...ij", h, jnp.sin(h))),
     "pool_sum": (1, lambda h, c: _pool(h, lax.add, 0.0) if h.shape[-1] > 1 else h),
     "pool_max": (1, lambda h, c: _pool(h, lax.max, -jnp.inf) if h.shape[-1] > 1 else h),
+    "cumprod": (1, lambda h, c: jnp.cumprod(h, axis=-1)),
+    "cummax": (1, lambda h, c: lax.cummax(h, axis=h.ndim - 1)),
+    "min": (1, lambda h, c: jnp.min(h, axis=0)),
+    "argmax_take": (
+        1,
+        lambda h, c: jnp.take_along_axis(h, jnp.argmax(h, axis=-1, keepdims=True), axis=-1),
+    ),
+    "top_k": (1, lambda h, c: lax.top_k(h, min(2, h.shape[-1]))[0]),
+    "update_slice": (
+        1,
+        lambda h, c: lax.dynamic_update_slice_in_dim(
+            h, c * h[..., :1], h.shape[-1] - 1, h.ndim - 1
+        ),
+    ),
+    "conv": (
+        1,
+        lambda h, c: jnp.convolve(h, jnp.array([c, -0.5, 0.25]), mode="same") if h.ndim == 1 else h,
+    ),
     "cond": (
         0,
         lambda h, c: lax.cond(
