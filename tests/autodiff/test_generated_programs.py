@@ -201,3 +201,58 @@ def test_documented_refusals_are_named():
     for (kind, fragment), reason in DOCUMENTED_REFUSALS.items():
         assert kind.endswith("Error") and fragment and reason
     assert set(TRANSFORMS) >= {"grad", "jacrev", "jacfwd", "hessian", "hvp", "jvp", "vjp"}
+
+
+# --- every primitive our own derivative programs emit has rules of its own ----------------------
+
+
+def _float_primitives(jaxpr, acc):
+    """Names of the primitives in ``jaxpr`` (and its sub-jaxprs) with a float output."""
+    from jax.extend import core as jcore
+
+    for eqn in jaxpr.eqns:
+        if any(jnp.issubdtype(getattr(v.aval, "dtype", int), jnp.inexact) for v in eqn.outvars):
+            acc.add(eqn.primitive.name)
+        for p in eqn.params.values():
+            for sub in p if isinstance(p, (tuple, list)) else (p,):
+                if isinstance(sub, (jcore.ClosedJaxpr, jcore.Jaxpr)):
+                    _float_primitives(getattr(sub, "jaxpr", sub), acc)
+    return acc
+
+
+def test_every_primitive_our_derivatives_emit_has_rules():
+    """Issue 23: any order of transforms composes only if every (float) primitive that our
+    backward pass (grad) and our forward mode (jvp) emit has a VJP and a JVP rule itself. Traced
+    (not run) over issue 12's rule-coverage cases; before the fix, sum pooling's VJP emitted the
+    generic ``reduce_window`` and max pooling's JVP ``select_and_gather_add`` (no VJP rules)."""
+    from jaxparadigm.autodiff import func, grad
+    from jaxparadigm.autodiff.registry import has_jvp, has_vjp
+    from tests.autodiff.test_rule_coverage import CASES
+
+    missing, traced = {}, 0
+    for name, (f, args) in CASES.items():
+        args = tuple(jnp.asarray(x) for x in args)
+        wrt = tuple(i for i, x in enumerate(args) if jnp.issubdtype(x.dtype, jnp.floating))
+        if not wrt:
+            continue
+
+        def loss(*a, f=f):
+            outs = jax.tree_util.tree_leaves(f(*a))
+            return sum(jnp.sum(jnp.sin(o)) for o in outs if jnp.issubdtype(o.dtype, jnp.floating))
+
+        def tangent(x):
+            if jnp.issubdtype(x.dtype, jnp.floating):
+                return jnp.ones_like(x)
+            return np.zeros(x.shape, jax.dtypes.float0)
+
+        programs_ = (
+            jax.make_jaxpr(grad(loss, wrt))(*args),
+            jax.make_jaxpr(lambda *a, loss=loss: func.jvp(loss, a, tuple(map(tangent, a))))(*args),
+        )
+        for jp in programs_:
+            traced += 1
+            for p in _float_primitives(jp.jaxpr, set()):
+                if not (has_vjp(p) and has_jvp(p)):
+                    missing.setdefault(p, []).append(name)
+    assert traced > 100, traced
+    assert missing == {}, f"primitives without a VJP or JVP rule (case names): {missing}"
