@@ -25,7 +25,14 @@ import numpy as np
 from jaxparadigm.autodiff import func
 from tests.autodiff.program_generator import Program, build
 
-__all__ = ["CLASSES", "DOCUMENTED_REFUSALS", "TRANSFORMS", "Outcome", "compare_program"]
+__all__ = [
+    "CLASSES",
+    "DOCUMENTED_REFUSALS",
+    "TRANSFORMS",
+    "Outcome",
+    "compare_function",
+    "compare_program",
+]
 
 CLASSES = ("equal", "different", "raised", "refused", "oracle_raised")
 TOL = {"float32": 2e-4, "float64": 1e-9, "bfloat16": 6e-2, "complex64": 2e-4}
@@ -50,20 +57,32 @@ def _argnums(n):
     return 0 if n == 1 else tuple(range(n))
 
 
-def _pair(f, args, rng, dtype):
-    """(ours, jax's) zero-argument callables for every transform of ``f`` at ``args``."""
+def _like(tree, rng):
+    """Random normal values with the structure, shapes and dtypes of ``tree``'s leaves."""
+    return jax.tree_util.tree_map(
+        lambda x: jnp.asarray(rng.standard_normal(np.shape(x)), jnp.result_type(x)), tree
+    )
+
+
+def _dot(tree, weights):
+    leaves = zip(jax.tree_util.tree_leaves(tree), jax.tree_util.tree_leaves(weights), strict=True)
+    return sum(jnp.sum(o * w) for o, w in leaves)
+
+
+def _pair(f, args, rng):
+    """(ours, jax's, arguments) for every transform of ``f`` at ``args`` (pytrees allowed)."""
     n = len(args)
     nums = _argnums(n)
     out = jax.eval_shape(f, *args)
-    w = jnp.asarray(rng.standard_normal(out.shape), dtype)
-    loss = lambda *a: jnp.sum(f(*a) * w)
-    ts = tuple(jnp.asarray(rng.standard_normal(np.shape(a)), dtype) for a in args)
-    ct = jnp.asarray(rng.standard_normal(out.shape), dtype)
-    w0 = jnp.asarray(rng.standard_normal(np.shape(args[0])), dtype)
-    stacked = tuple(jnp.stack([a, 0.9 * a]) for a in args)
+    w = _like(out, rng)
+    loss = lambda *a: _dot(f(*a), w)
+    ts = tuple(_like(a, rng) for a in args)
+    ct = _like(out, rng)
+    w0 = _like(args[0], rng)
+    stacked = jax.tree_util.tree_map(lambda a: jnp.stack([a, 0.9 * a]), args)
 
     def gg(grad):
-        return grad(lambda *a: jnp.sum(grad(loss)(*a) * w0))
+        return grad(lambda *a: _dot(grad(loss)(*a), w0))  # d/d args[0] of d/d args[0]
 
     return {
         "grad": (func.grad(loss, nums), jax.grad(loss, nums), args),
@@ -136,23 +155,28 @@ def _refusal(exc) -> str | None:
 
 
 def compare_program(program: Program, transforms=TRANSFORMS, eager=TRANSFORMS, vmap=True):
-    """Outcomes of every transform under ``jax.jit``, of those in ``eager`` eagerly, and of
-    ``vmap_grad``. jax's answers are computed once, under jit, for both of ours; all jitted
-    transforms of one side share one compilation (per-transform only when that one raises)."""
+    """``compare_function`` on the generated program (float64 under ``jax.enable_x64``)."""
     ctx = jax.enable_x64(True) if program.dtype == "float64" else contextlib.nullcontext()
     with ctx:
         f, args = build(program)
-        rng = np.random.default_rng(program.seed + 1)
-        pairs = _pair(f, args, rng, jnp.dtype(program.dtype))
-        names = list(dict.fromkeys([*transforms, *eager])) + (["vmap_grad"] if vmap else [])
         tol = TOL[program.dtype]
-        refs = _jitted_all({n: pairs[n][1] for n in names}, {n: pairs[n][2] for n in names})
-        jitted = [n for n in names if n in transforms or n == "vmap_grad"]
-        ours_jit = _jitted_all({n: pairs[n][0] for n in jitted}, {n: pairs[n][2] for n in jitted})
-        out = [_classify(n, True, refs[n], ours_jit[n], tol) for n in jitted]
-        for n in eager:
-            out.append(_classify(n, False, refs[n], _attempt(pairs[n][0], pairs[n][2]), tol))
-        return out
+        return compare_function(f, args, tol, program.seed + 1, transforms, eager, vmap)
+
+
+def compare_function(f, args, tol, seed=0, transforms=TRANSFORMS, eager=TRANSFORMS, vmap=True):
+    """Outcomes of every transform of ``f`` (differentiated in all of ``args``, pytrees allowed)
+    under ``jax.jit``, of those in ``eager`` eagerly, and of ``vmap_grad``. jax's answers are
+    computed once, under jit, for both of ours; all jitted transforms of one side share one
+    compilation (per-transform only when that one raises)."""
+    pairs = _pair(f, args, np.random.default_rng(seed))
+    names = list(dict.fromkeys([*transforms, *eager])) + (["vmap_grad"] if vmap else [])
+    refs = _jitted_all({n: pairs[n][1] for n in names}, {n: pairs[n][2] for n in names})
+    jitted = [n for n in names if n in transforms or n == "vmap_grad"]
+    ours_jit = _jitted_all({n: pairs[n][0] for n in jitted}, {n: pairs[n][2] for n in jitted})
+    out = [_classify(n, True, refs[n], ours_jit[n], tol) for n in jitted]
+    for n in eager:
+        out.append(_classify(n, False, refs[n], _attempt(pairs[n][0], pairs[n][2]), tol))
+    return out
 
 
 def _attempt(fn, args):

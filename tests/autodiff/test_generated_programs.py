@@ -24,11 +24,13 @@ from hypothesis import strategies as st
 
 from jaxparadigm.autodiff import register_jvp
 from jaxparadigm.autodiff.registry import get_jvp
+from tests.autodiff import programs as model_programs
 from tests.autodiff.program_differential import (
     CLASSES,
     DOCUMENTED_REFUSALS,
     TRANSFORMS,
     _close,
+    compare_function,
     compare_program,
 )
 from tests.autodiff.program_generator import Program, programs, random_program
@@ -39,7 +41,7 @@ _COMMON = dict(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile(
-    "autodiff-programs-ci", derandomize=True, max_examples=5, phases=[Phase.generate], **_COMMON
+    "autodiff-programs-ci", derandomize=True, max_examples=4, phases=[Phase.generate], **_COMMON
 )
 settings.register_profile(
     "autodiff-programs-long",
@@ -77,6 +79,22 @@ def test_generated_programs_match_jax_long(program):
     """Long profile (``make fuzz``): JAXPARADIGM_FUZZ_PROGRAMS programs of up to 6 ops, half
     drawn by hypothesis (shrinkable), half uniformly."""
     _check(program)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=() if n == "layer_norm" else pytest.mark.slow)
+        for n in model_programs.CASES
+    ],
+)
+def test_model_programs_match_jax(name):
+    """The hand-written model losses of ``programs.py`` (pytree parameters: MLP, softmax
+    cross-entropy, layer norm, attention) through the same differential harness, under jit."""
+    loss, params, batch = model_programs.make_case(name)
+    outcomes = compare_function(lambda p: loss(p, batch), (params,), 2e-4, eager=())
+    bad = [o for o in outcomes if o.cls != "equal"]
+    assert not bad, bad
 
 
 # --- regression cases: the generator's findings on the code before issue 23, shrunk ---------------
