@@ -118,3 +118,11 @@ clean:
 # of HEAD that reuses this venv (tests/test_readme.py says how); CI runs it before `make test`.
 readme-test: $(STAMP)
 	JAXPARADIGM_README_VENV=$(abspath $(VENV)) $(BIN)/python -m pytest -q -m readme tests/test_readme.py
+
+# Generated autodiff programs (issue 23; not part of CI): the long hypothesis profile of
+# tests/autodiff/test_generated_programs.py, FUZZ_PROGRAMS programs.
+.PHONY: fuzz
+FUZZ_PROGRAMS ?= 10000
+fuzz: $(STAMP)
+	JAXPARADIGM_FUZZ_PROGRAMS=$(FUZZ_PROGRAMS) nice $(BIN)/python -m pytest -q -m slow \
+		tests/autodiff/test_generated_programs.py

@@ -49,21 +49,39 @@ def _live_equations(jaxpr) -> list[bool]:
     return live
 
 
-def _fit_tangent(t, var, name: str):
-    """Check a rule's tangent against its output var: same shape (a rank-0 tangent broadcasts),
-    cast to the primal dtype; ``None`` for integer outputs."""
+def _fit_tangent(t, var, name: str, operand_shapes=()):
+    """Check a rule's tangent against its output var, cast to the primal dtype; ``None`` for
+    integer outputs.
+
+    Primitives broadcast implicitly: a rank-0 operand, or (jax >= 0.7) a same-rank operand with
+    size-1 dimensions (``add f32[5,3] f32[1,3]``). A rule that passes such an operand's tangent
+    through (``d(x + y) = dx`` when ``dy`` is zero) returns it in the operand's shape; its value
+    is constant along the broadcast dimensions, so it is broadcast to the output here, once for
+    every rule. Any other shape is a rule bug and raises.
+    """
     if t is None or not is_float(var.aval):
         return None
     shape = tuple(var.aval.shape)
-    if tuple(jnp.shape(t)) != shape:
-        if jnp.ndim(t) != 0:
+    t_shape = tuple(jnp.shape(t))
+    if t_shape != shape:
+        if not (jnp.ndim(t) == 0 or _implicit_broadcast(t_shape, shape, operand_shapes)):
             raise ValueError(
-                f"JVP rule for {name!r} returned a tangent of shape {jnp.shape(t)} for an output "
+                f"JVP rule for {name!r} returned a tangent of shape {t_shape} for an output "
                 f"of shape {shape}"
             )
         t = jnp.broadcast_to(t, shape)
     dtype = var.aval.dtype
     return t if jnp.result_type(t) == dtype else jnp.asarray(t).astype(dtype)
+
+
+def _implicit_broadcast(t_shape, shape, operand_shapes) -> bool:
+    """Whether ``t_shape`` is an operand's shape that the primitive broadcast to ``shape``:
+    the same rank, every dimension either 1 or the output's."""
+    return (
+        t_shape in operand_shapes
+        and len(t_shape) == len(shape)
+        and all(a in (1, b) for a, b in zip(t_shape, shape, strict=True))
+    )
 
 
 def eval_jvp(jaxpr, consts: Sequence, primals: Sequence, tangents: Sequence):
@@ -100,8 +118,9 @@ def eval_jvp(jaxpr, consts: Sequence, primals: Sequence, tangents: Sequence):
                     f"JVP rule for {name!r} returned {len(outs)} primals and {len(out_tans)} "
                     f"tangents for {len(eqn.outvars)} outputs"
                 )
+            shapes = {tuple(a.aval.shape) for a in eqn.invars}
             out_tans = [
-                _fit_tangent(t, v, name) for t, v in zip(out_tans, eqn.outvars, strict=True)
+                _fit_tangent(t, v, name, shapes) for t, v in zip(out_tans, eqn.outvars, strict=True)
             ]
         for v, o, t in zip(eqn.outvars, outs, out_tans, strict=True):
             if isinstance(v, jcore.DropVar):

@@ -29,6 +29,7 @@ from jax.dtypes import float0
 from jax.extend import core as jcore
 
 from jaxparadigm.autodiff.graph import Graph, Saved
+from jaxparadigm.autodiff.jvp_interpreter import eval_jvp
 from jaxparadigm.autodiff.registry import register_forward, register_vjp
 from jaxparadigm.autodiff.rules.control_flow_jvp import custom_rule_jvp_program
 
@@ -66,6 +67,55 @@ def _remat_vjp(cts, *primals, jaxpr, prevent_cse=True, **params):
     return _inner_vjp(jaxpr, cts, primals)
 
 
+@register_forward("custom_jvp_call")
+def _custom_jvp_call_forward(
+    *primals, call_jaxpr, jvp_jaxpr_fun, num_consts, symbolic_zeros, **params
+):
+    """The primal outputs as the function's OWN JVP rule computes them, as jax's linearize does.
+
+    Same values as the body (for a consistent rule), but a derivative of higher order then
+    differentiates the rule's primal expression, not the body again through the custom rule:
+    with ``f = custom_jvp(sin)`` whose rule says ``2 cos(x) t``, ``grad(grad(sin . f))`` uses
+    ``d sin(x) = cos(x)`` for the primal, as jax does. With closed-over values (differentiated
+    through the body, below) the primitive is bound as it is. Nothing is kept (the VJP rule
+    recomputes its program).
+    """
+    if num_consts:
+        outs = _bind_custom_jvp(
+            primals, call_jaxpr, jvp_jaxpr_fun, num_consts, symbolic_zeros, params
+        )
+        return outs, None
+    floats = [jnp.issubdtype(jnp.result_type(a), jnp.inexact) for a in primals]
+    jaxpr, consts, out_zeros, flags = custom_rule_jvp_program(
+        primals, jvp_jaxpr_fun, symbolic_zeros, floats
+    )
+    primal_only = jaxpr.replace(outvars=jaxpr.outvars[: len(out_zeros)])
+    tangents = _zero_tangents(primals, floats, flags)
+    outs, _ = eval_jvp(primal_only, consts, [*primals, *tangents], [None] * len(jaxpr.invars))
+    return list(outs), None
+
+
+def _bind_custom_jvp(primals, call_jaxpr, jvp_jaxpr_fun, num_consts, symbolic_zeros, params):
+    from jax._src.custom_derivatives import custom_jvp_call_p
+
+    eqn_params = dict(
+        params,
+        call_jaxpr=call_jaxpr,
+        jvp_jaxpr_fun=jvp_jaxpr_fun,
+        num_consts=num_consts,
+        symbolic_zeros=symbolic_zeros,
+    )
+    return custom_jvp_call_p.bind(*primals, **custom_jvp_call_p.get_bind_params(eqn_params))
+
+
+def _zero_tangents(args, floats, flags):
+    return [
+        jnp.zeros(jnp.shape(a), jnp.result_type(a)) if fl else np.zeros(np.shape(a), float0)
+        for a, fl, f in zip(args, floats, flags, strict=True)
+        if f
+    ]
+
+
 @register_vjp("custom_jvp_call")
 def _custom_jvp_call_vjp(
     cts, *primals, call_jaxpr, jvp_jaxpr_fun, num_consts, symbolic_zeros, **params
@@ -83,11 +133,7 @@ def _custom_jvp_call_vjp(
     jaxpr, consts, out_zeros, flags = custom_rule_jvp_program(
         args, jvp_jaxpr_fun, symbolic_zeros, floats
     )
-    tangents = [
-        jnp.zeros(jnp.shape(a), jnp.result_type(a)) if fl else np.zeros(np.shape(a), float0)
-        for a, fl, f in zip(args, floats, flags, strict=True)
-        if f
-    ]
+    tangents = _zero_tangents(args, floats, flags)
     wrt = [False] * len(args) + [fl for fl, f in zip(floats, flags, strict=True) if f]
     nz_cts = [c for c, z in zip(cts, out_zeros, strict=True) if not z]
     graph = Graph(jcore.ClosedJaxpr(jaxpr, consts))

@@ -22,6 +22,7 @@ import functools
 import itertools
 
 import jax
+import jax.extend.core.primitives as P
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -100,13 +101,13 @@ def _reduce_window_sum_vjp(
     after = [a + r - 1 - o - b for a, r, o, b in zip(lhs, rhs, out, before, strict=True)]
     config = [(b, a, s - 1) for b, a, s in zip(before, after, window_strides, strict=True)]
     padded = lax.pad(ct, jnp.zeros((), ct.dtype), config)
-    dx = lax.reduce_window(
+    # bound directly: lax.reduce_window with a traced init (under jit) would emit the generic
+    # ``reduce_window`` primitive, and the next derivative would need a rule for that
+    dx = P.reduce_window_sum_p.bind(
         padded,
-        jnp.zeros((), ct.dtype),
-        lax.add,
-        tuple(window_dimensions),
-        tuple(base_dilation),
-        [(0, 0)] * len(in_shape),
+        window_dimensions=tuple(window_dimensions),
+        window_strides=tuple(base_dilation),
+        padding=((0, 0),) * len(in_shape),
         base_dilation=(1,) * len(in_shape),
         window_dilation=tuple(window_dilation),
     )
@@ -155,6 +156,65 @@ def _reduce_window_min_vjp(ct, x, **params):
     return _reduce_window_chooser_vjp(ct, x, params, lambda a, b: a < b, jnp.inf)
 
 
+@register_vjp(P.select_and_gather_add_p.name)
+def _select_and_gather_add_vjp(
+    ct,
+    tangents,
+    operand,
+    *,
+    select_prim,
+    window_dimensions,
+    window_strides,
+    padding,
+    base_dilation,
+    window_dilation,
+    **params,
+):
+    """Our forward mode's windowed max/min tangent (``reduce_window_max`` JVP) is linear in the
+    tangents; its transpose scatters ct back to each window's selected element
+    (``select_and_scatter_add``), as jax's ``_select_and_gather_add_transpose``. The operand only
+    selects: no cotangent. Window dilation is refused as in jax."""
+    if any(d != 1 for d in window_dilation):
+        raise NotImplementedError(
+            f"select_and_gather_add VJP: window_dilation={window_dilation}; expected all 1 "
+            "(jax has no VJP for dilated max-pool windows either)"
+        )
+    if any(d != 1 for d in base_dilation):
+        ident = -jnp.inf if select_prim is P.ge_p else jnp.inf
+        config = tuple((0, 0, d - 1) for d in base_dilation)
+        operand = lax.pad(operand, jnp.asarray(ident, operand.dtype), config)
+    dt = P.select_and_scatter_add_p.bind(
+        ct,
+        operand,
+        select_prim=select_prim,
+        window_dimensions=tuple(window_dimensions),
+        window_strides=tuple(window_strides),
+        padding=tuple(padding),
+    )
+    if any(d != 1 for d in base_dilation):
+        dt = lax.slice(dt, (0,) * dt.ndim, dt.shape, tuple(base_dilation))
+    return dt, None
+
+
+@register_vjp(P.select_and_scatter_add_p.name)
+def _select_and_scatter_add_vjp(
+    ct, source, operand, *, select_prim, window_dimensions, window_strides, padding, **params
+):
+    """The transpose of ``select_and_gather_add``: each window reads ct at its selected element."""
+    ones = (1,) * len(window_dimensions)
+    d_source = P.select_and_gather_add_p.bind(
+        ct,
+        operand,
+        select_prim=select_prim,
+        window_dimensions=tuple(window_dimensions),
+        window_strides=tuple(window_strides),
+        padding=tuple(padding),
+        base_dilation=ones,
+        window_dilation=ones,
+    )
+    return d_source, None
+
+
 @register_vjp("cumsum")
 def _cumsum_vjp(ct, x, *, axis, reverse, **params):
     """The transpose of a running sum is the running sum in the other direction."""
@@ -201,8 +261,8 @@ def _tree_reduce(graph, init_values, axes, shape):
     for _ in range(len(non_axes) + 1):
         reducer = jax.vmap(reducer)
 
-    def tree(*xs):
-        xs = [lax.reshape(x, new_shape, perm) for x in xs]
+    def tree(*operands):
+        xs = [lax.reshape(x, new_shape, perm) for x in operands]
         while xs[0].shape[0] > 1:
             m = xs[0].shape[0]
             n1 = (m + 1) // 2

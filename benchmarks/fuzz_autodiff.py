@@ -1,0 +1,134 @@
+"""Generated autodiff programs (issue 23): run N random programs, count comparisons per class.
+
+    python benchmarks/fuzz_autodiff.py --programs 10000 --workers 16 [--seed 0] [--json out.json]
+
+Program ``k`` is ``tests/autodiff/program_generator.random_program(seed + k)`` (the generator's
+program space drawn uniformly), so a run is reproducible and workers split the seeds. Every
+transform of ours is compared with
+jax's (``tests/autodiff/program_differential.compare_program``: 8 transforms under jit and eagerly,
+plus vmap of grad). Prints programs, comparisons, counts per class and per transform, seconds, the
+CPU model and load, and one example program per distinct non-equal outcome (class, transform, message).
+XLA compiles at its lowest optimisation level (every program runs once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import multiprocessing as mp
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _worker(job):
+    worker, workers, n, seed, max_ops, deadline = job
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "")
+        + " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+    ).strip()
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))  # after PYTHONPATH: another jaxparadigm may be measured
+    from tests.autodiff.program_differential import compare_program
+    from tests.autodiff.program_generator import random_program
+
+    counts, per_transform, failures, programs_run = collections.Counter(), {}, {}, [0]
+
+    def run():
+        for k in range(n):
+            if deadline is not None and time.time() > deadline:
+                break  # --max-seconds: the programs run so far are reported
+            program = random_program(seed + worker + k * workers, max_ops=max_ops)
+            programs_run[0] += 1
+            for o in compare_program(program):
+                counts[o.cls] += 1
+                key = f"{o.transform}{'/jit' if o.jit else ''}"
+                per_transform.setdefault(key, collections.Counter())[o.cls] += 1
+                if o.cls != "equal":  # failures, refusals and jax's own refusals, by cause
+                    sig = f"{o.cls} | {o.transform} | {o.detail[:120]}"
+                    failures.setdefault(sig, [0, repr(program)])[0] += 1
+
+    if n > 0:
+        run()
+    return programs_run[0], counts, per_transform, failures
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--programs", type=int, default=100)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-ops", type=int, default=6)
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--max-seconds", type=float, default=None, help="stop starting new programs after this"
+    )
+    a = ap.parse_args(argv)
+    if a.programs < 1 or a.workers < 1:
+        raise SystemExit(f"--programs={a.programs} and --workers={a.workers} must be >= 1")
+    shares = [a.programs // a.workers + (w < a.programs % a.workers) for w in range(a.workers)]
+    deadline = None if a.max_seconds is None else time.time() + a.max_seconds
+    jobs = [(w, a.workers, n, a.seed, a.max_ops, deadline) for w, n in enumerate(shares)]
+    load_before, t0 = _load(), time.perf_counter()
+    if a.workers == 1:
+        results = [_worker(jobs[0])]
+    else:
+        with mp.get_context("spawn").Pool(a.workers) as pool:
+            results = pool.map(_worker, jobs)
+    seconds = time.perf_counter() - t0
+    counts, per_transform, failures, n_programs = collections.Counter(), {}, {}, 0
+    for n, c, pt, fl in results:
+        n_programs += n
+        counts.update(c)
+        for k, v in pt.items():
+            per_transform.setdefault(k, collections.Counter()).update(v)
+        for sig, (k, example) in fl.items():
+            failures.setdefault(sig, [0, example])[0] += k
+    record = {
+        "programs": n_programs,
+        "programs_requested": a.programs,
+        "comparisons": sum(counts.values()),
+        "classes": dict(counts),
+        "per_transform": {k: dict(v) for k, v in sorted(per_transform.items())},
+        "failures": failures,
+        "seconds": round(seconds, 1),
+        "workers": a.workers,
+        "seed": a.seed,
+        "cpu": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "load_before": load_before,
+        "load_after": _load(),
+    }
+    print(json.dumps({k: v for k, v in record.items() if k != "failures"}, indent=1))
+    for sig, (k, example) in sorted(failures.items(), key=lambda kv: -kv[1][0]):
+        print(f"{k:5d}  {sig}\n       {example}")
+    if a.json:
+        a.json.write_text(json.dumps(record, indent=1))
+    return record
+
+
+if __name__ == "__main__":
+    main()
