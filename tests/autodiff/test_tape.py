@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from jaxparadigm.autodiff import tape
@@ -78,6 +78,7 @@ def test_random_programs_many_shapes(m, k, n, c_row, seed):
     st.lists(st.booleans(), min_size=3, max_size=3),
     st.integers(0, 2),
 )
+@example(shape=[3, 3, 3], ones=[True, True, True], drop=0)  # 27 terms summing to ~0 (2e-6 off)
 def test_broadcast_gradients_reduce_to_operand_shape(shape, ones, drop):
     a_shape = tuple(shape)
     b_shape = tuple(1 if o else d for d, o in zip(a_shape, ones, strict=False))[drop:]
@@ -91,7 +92,8 @@ def test_broadcast_gradients_reduce_to_operand_shape(shape, ones, drop):
     expected_b = expected_b.sum(axis=tuple(range(lead)))
     axes = tuple(i for i, d in enumerate(b_shape) if d == 1 and a_shape[lead + i] != 1)
     expected_b = expected_b.sum(axis=axes, keepdims=True)
-    np.testing.assert_allclose(b.grad, expected_b, rtol=1e-5, atol=1e-6)
+    # a sum of up to 27 float32 terms that cancel to ~0: float32 rounding grows with the count
+    np.testing.assert_allclose(b.grad, expected_b, rtol=1e-5, atol=1e-6 * a.value.size)
 
 
 def test_matmul_node_names_and_grads():
