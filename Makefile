@@ -27,13 +27,15 @@ RUN_ARGS ?=
 demo: $(STAMP)
 	$(BIN)/jaxparadigm run configs/default.yaml $(RUN_ARGS)
 
+# The default run spreads over every core (pytest-xdist; PYTEST_WORKERS=0 runs in one process).
 PYTEST_ARGS ?=
+PYTEST_WORKERS ?= auto
 test: $(STAMP)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The tests moved out of the default run for its speed (tests/ci_full_selection.py); CI runs them.
 test-ci-full: $(STAMP)
-	$(BIN)/python -m pytest -q -m 'ci_full and not slow'
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m 'ci_full and not slow'
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q -m ''
