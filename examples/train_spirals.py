@@ -3,6 +3,7 @@
 python examples/train_spirals.py
 """
 
+from jaxparadigm.app.train_plots import plot_training
 from jaxparadigm.build import train_from_config as train
 from jaxparadigm.config import config_from_dict
 
@@ -15,6 +16,6 @@ cfg = config_from_dict(
         "train": {"steps": 600, "eval_every": 100},
     }
 )
-result = train(cfg)
+result = train(cfg, plot=plot_training)  # the library draws nothing unless given a plot function
 print(f"final eval: {result.final_eval}")
 print(f"throughput: {result.steps_per_second:.0f} steps/s; metrics + plots in {result.run_dir}")
