@@ -8,10 +8,12 @@ claims C3.2/C3.3 (the transforms' conventions).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = ["normalize_argnums", "resolve_argnums"]
 
 
-def normalize_argnums(argnums, fn_name: str = "grad") -> tuple[int, ...] | int:
+def normalize_argnums(argnums: int | Sequence[int], fn_name: str = "grad") -> tuple[int, ...] | int:
     """Validate ``argnums`` (an int or a non-empty sequence of distinct ints) before any tracing.
 
     Returns the int unchanged or the sequence as a tuple; ``TypeError`` for any other type (bools
@@ -28,7 +30,9 @@ def normalize_argnums(argnums, fn_name: str = "grad") -> tuple[int, ...] | int:
     return argnums
 
 
-def resolve_argnums(argnums, n_args: int, fn_name: str = "grad") -> tuple[int, ...]:
+def resolve_argnums(
+    argnums: int | tuple[int, ...], n_args: int, fn_name: str = "grad"
+) -> tuple[int, ...]:
     """Positions ``a % n_args`` of a normalised ``argnums`` for a call with ``n_args`` arguments.
 
     ``ValueError`` naming the range ``[-n_args, n_args)`` when an entry falls outside it; entries

@@ -15,6 +15,7 @@ materialised either.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -23,7 +24,7 @@ from jax import lax
 __all__ = ["check_chunk_size", "map_rows"]
 
 
-def check_chunk_size(chunk_size, fn_name: str):
+def check_chunk_size(chunk_size: object, fn_name: str) -> int | None:
     """``None`` or a positive int; ``ValueError``/``TypeError`` naming the value otherwise."""
     if chunk_size is None:
         return None
@@ -34,7 +35,7 @@ def check_chunk_size(chunk_size, fn_name: str):
     return chunk_size
 
 
-def map_rows(fn: Callable, n: int, chunk_size: int | None = None):
+def map_rows(fn: Callable, n: int, chunk_size: int | None = None) -> Any:
     """``stack([fn(k) for k in range(n)])`` (a pytree), vmapped whole or in chunks of ``chunk_size``."""
     idx = jnp.arange(n, dtype=jnp.int32)
     if chunk_size is None or chunk_size >= n:

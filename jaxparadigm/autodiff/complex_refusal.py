@@ -8,6 +8,9 @@ and silently dropping the imaginary part is the one outcome we rule out).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import jax.numpy as jnp
 
 __all__ = ["COMPLEX_REFUSED", "refuse_complex"]
@@ -19,7 +22,7 @@ COMPLEX_REFUSED = (
 )
 
 
-def refuse_complex(leaves, what: str, fn_name: str) -> None:
+def refuse_complex(leaves: Iterable[Any], what: str, fn_name: str) -> None:
     """``TypeError`` ``"{fn_name}: {what} has dtype complex..."`` if any leaf is complex.
 
     ``leaves`` are arrays, Python numbers, avals or dtypes; with several leaves the message also

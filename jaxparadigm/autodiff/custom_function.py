@@ -9,7 +9,8 @@ forward and backward, nothing else. ``MyFn.residual_report(*args)`` measures the
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -44,9 +45,9 @@ class FunctionCtx:
     """
 
     def __init__(self):
-        self._saved = ()
+        self._saved: tuple = ()
 
-    def save_for_backward(self, *arrays) -> None:
+    def save_for_backward(self, *arrays: jax.Array | np.ndarray | None) -> None:
         """Keep ``arrays`` for backward; they become the custom VJP's residuals. C2.2."""
         for i, a in enumerate(arrays):
             if a is not None and not _is_array(a):
@@ -60,14 +61,16 @@ class FunctionCtx:
     def saved_tensors(self) -> tuple:
         return self._saved
 
-    def tree_flatten(self):
+    def tree_flatten(self) -> tuple[tuple[tuple, dict[str, Any]], tuple[tuple[str, Any], ...]]:
         attrs = {k: v for k, v in vars(self).items() if k != "_saved"}
         arrays = {k: v for k, v in attrs.items() if _is_array(v)}
         static = tuple(sorted((k, v) for k, v in attrs.items() if k not in arrays))
         return (self._saved, arrays), static
 
     @classmethod
-    def tree_unflatten(cls, static, children):
+    def tree_unflatten(
+        cls, static: Iterable[tuple[str, Any]], children: tuple[Iterable[Any], dict[str, Any]]
+    ) -> FunctionCtx:
         ctx = cls.__new__(cls)
         saved, arrays = children
         ctx._saved = tuple(saved)
@@ -94,13 +97,13 @@ class Function:
     """
 
     @staticmethod
-    def forward(ctx: FunctionCtx, *args):
+    def forward(ctx: FunctionCtx, *args: Any) -> Any:
         raise NotImplementedError(
             "Function subclasses must define @staticmethod forward(ctx, *args)"
         )
 
     @staticmethod
-    def backward(ctx: FunctionCtx, *grads):
+    def backward(ctx: FunctionCtx, *grads: Any) -> Any:
         raise NotImplementedError(
             "Function subclasses must define @staticmethod backward(ctx, *grads)"
         )
@@ -152,14 +155,14 @@ class Function:
         return fn, fwd
 
     @classmethod
-    def apply(cls, *args):
+    def apply(cls, *args: Any) -> Any:
         """Run ``forward``; differentiating the result calls ``backward``. C2.2."""
         dyn, static = cls._split(args)
         fn, _ = cls._build(len(args), dyn, static)
         return fn(*(args[i] for i in dyn))
 
     @classmethod
-    def residual_report(cls, *args) -> Residuals:
+    def residual_report(cls, *args: Any) -> Residuals:
         """Count and bytes of what the forward keeps for backward (its residual pytree). C2.2."""
         dyn, static = cls._split(args)
         _, fwd = cls._build(len(args), dyn, static)

@@ -13,7 +13,7 @@ Integer inputs take ``float0`` tangents and integer outputs get ``float0`` tange
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -97,7 +97,9 @@ def _run(f, args, flat_tangents, has_aux, fn_name):
     return unflat(outs), unflat(touts), aux
 
 
-def jvp(f: Callable, primals, tangents, has_aux: bool = False):
+def jvp(
+    f: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False
+) -> tuple[Any, ...]:
     """``(f(*primals), J(primals) @ tangents)`` by our forward mode. Claims C3.2, C3.3.
 
     JAX's conventions: ``primals``/``tangents`` are tuples or lists of matching pytrees, same
@@ -139,7 +141,13 @@ def _unravel_columns(col, wrt_leaves, wrt_tree, out_shape):
     return jax.tree_util.tree_unflatten(wrt_tree, blocks)
 
 
-def jacfwd(f: Callable, argnums=0, has_aux: bool = False, *, chunk_size: int | None = None):
+def jacfwd(
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    *,
+    chunk_size: int | None = None,
+) -> Callable[..., Any]:
     """``J[o][i] = d out_o / d args[i]`` (shape ``out_o.shape + args[i].shape``) by forward mode.
 
     One JVP per input coordinate, vmapped; ``chunk_size`` computes them ``chunk_size`` at a time

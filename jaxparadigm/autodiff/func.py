@@ -10,7 +10,8 @@ torch.func does) and ``hvp(f, primals, tangents) = jvp(grad(f), primals, tangent
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -22,12 +23,14 @@ from jaxparadigm.autodiff.chunked_map import check_chunk_size, map_rows
 __all__ = ["grad", "grad_and_value", "hessian", "hvp", "jacfwd", "jacrev", "jvp", "vjp", "vmap"]
 
 
-def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
+def grad(func: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """torch.func.grad: d func / d args[argnums] via our engine; ``(grad, aux)`` with has_aux. C3.2."""
     return reverse_mode.grad(func, argnums, has_aux)
 
 
-def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
+def grad_and_value(
+    func: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable:
     """torch.func.grad_and_value: ``(grad, value)``; with has_aux ``(grad, (value, aux))``. C3.2."""
     vg = reverse_mode.value_and_grad(func, argnums, has_aux)
 
@@ -38,12 +41,14 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
     return grad_and_value_f
 
 
-def vjp(func: Callable, *primals, has_aux: bool = False):
+def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """torch.func.vjp: ``(out, vjp_fn[, aux])``; ``vjp_fn(ct)`` returns one cotangent per primal. C3.2."""
     return reverse_mode.vjp(func, *primals, has_aux=has_aux)
 
 
-def jvp(func: Callable, primals, tangents, *, has_aux: bool = False):
+def jvp(
+    func: Callable, primals: tuple[Any, ...], tangents: tuple[Any, ...], *, has_aux: bool = False
+) -> tuple[Any, ...]:
     """torch.func.jvp: ``(out, J @ tangents[, aux])`` by our forward mode (``forward_mode.jvp``). C3.3."""
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise TypeError(
@@ -67,7 +72,13 @@ def _select(args: tuple, argnums) -> tuple[tuple[int, ...], Callable]:
     return nums, rebuild
 
 
-def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int | None = None):
+def jacrev(
+    func: Callable,
+    argnums: int | Sequence[int] = 0,
+    *,
+    has_aux: bool = False,
+    chunk_size: int | None = None,
+) -> Callable[..., Any]:
     """torch.func.jacrev: Jacobian by reverse mode -- our vjp, vmapped over output basis vectors.
 
     ``J[o][i] = d out_o / d args[i]`` with shape ``out_o.shape + args[i].shape``. With
@@ -106,7 +117,13 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
     return jac_fn
 
 
-def jacfwd(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int | None = None):
+def jacfwd(
+    func: Callable,
+    argnums: int | Sequence[int] = 0,
+    *,
+    has_aux: bool = False,
+    chunk_size: int | None = None,
+) -> Callable[..., Any]:
     """torch.func.jacfwd: ``J[:, k] = J @ e_k`` by our forward mode (``forward_mode.jacfwd``).
 
     ``chunk_size`` computes the columns that many at a time (an extension: torch.func.jacfwd
@@ -115,7 +132,9 @@ def jacfwd(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
     return forward_mode.jacfwd(func, argnums, has_aux, chunk_size=chunk_size)
 
 
-def hessian(func: Callable, argnums=0, *, chunk_size: int | None = None) -> Callable:
+def hessian(
+    func: Callable, argnums: int | Sequence[int] = 0, *, chunk_size: int | None = None
+) -> Callable:
     """torch.func.hessian: forward-over-reverse ``jacfwd(jacrev(func))``, both on our engine. C3.3.
 
     ``chunk_size`` bounds how many Hessian rows (outer JVPs, and inner VJPs) run at once.
@@ -132,7 +151,7 @@ def hessian(func: Callable, argnums=0, *, chunk_size: int | None = None) -> Call
     return hessian_f
 
 
-def hvp(f: Callable, primals: tuple, tangents: tuple):
+def hvp(f: Callable, primals: tuple, tangents: tuple) -> Any:
     """Hessian-vector product ``H(primals) @ tangents`` = ``jvp(grad(f), primals, tangents)[1]``. C3.3.
 
     Forward-over-reverse (JAX docs' convention), our forward mode over our ``grad``. One primal
@@ -149,7 +168,7 @@ def hvp(f: Callable, primals: tuple, tangents: tuple):
     return forward_mode.jvp(reverse_mode.grad(f, argnums), primals, tangents)[1]
 
 
-def vmap(func: Callable, in_dims=0, out_dims=0) -> Callable:
+def vmap(func: Callable, in_dims: int | None | Sequence[Any] = 0, out_dims: Any = 0) -> Callable:
     """torch.func.vmap: ``out[i] = func(x[i])`` over ``in_dims``.
 
     This one is JAX's own ``jax.vmap`` (batching, not differentiation); it batches our VJP and

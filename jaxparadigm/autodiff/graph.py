@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
 import jax
@@ -53,7 +53,7 @@ class Node:
         return f"Node({self.index}: {outs} = {self.name} {ins})"
 
 
-def topological_order(jaxpr) -> list[Node]:
+def topological_order(jaxpr: jcore.Jaxpr) -> list[Node]:
     """Kahn's algorithm over a jaxpr's equations: inputs first, each node after its producers. C3.1.
 
     Ready equations are taken first-in first-out: the initially ready ones in equation order, then
@@ -108,7 +108,7 @@ def _read(env: dict, atom):
     return env[atom]
 
 
-def count_equations(jaxpr) -> int:
+def count_equations(jaxpr: jcore.Jaxpr | jcore.ClosedJaxpr) -> int:
     """Number of equations in a jaxpr, counting those inside nested jaxprs (jit, custom calls). C3.3."""
     jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
     total = 0
@@ -268,7 +268,9 @@ class Graph:
         keys.update((node, None) for node in self.nodes if has_forward(node.name))
         return tuple(keys)
 
-    def vjp(self, flat_args: Sequence, wrt: Sequence[bool] | None = None):
+    def vjp(
+        self, flat_args: Sequence, wrt: Sequence[bool] | None = None
+    ) -> tuple[list, Callable[[Sequence], list]]:
         """``(flat_outputs, backward)`` where ``backward(out_cts) -> input cotangents``. C3.2."""
         env = self.forward(flat_args, wrt)
         return self.outputs_of(env), lambda out_cts: self.backward(env, out_cts, wrt)
@@ -321,7 +323,7 @@ class Saved:
         self.env = env
 
     @classmethod
-    def of(cls, graph: Graph, env: dict, drop=()) -> Saved:
+    def of(cls, graph: Graph, env: dict, drop: Iterable[Any] = ()) -> Saved:
         drop = set(drop)
         return cls(graph, {k: env[k] for k in graph.read_by_backward if k in env and k not in drop})
 
@@ -336,12 +338,12 @@ class Saved:
         """Input cotangents of the saved call given its output cotangents (``None`` = zero)."""
         return self.graph.backward(self.full_env(restored), list(cts))
 
-    def tree_flatten(self):
+    def tree_flatten(self) -> tuple[list[Any], tuple[Graph, tuple[Any, ...]]]:
         keys = tuple(self.env)
         return [self.env[k] for k in keys], (self.graph, keys)
 
     @classmethod
-    def tree_unflatten(cls, aux, children):
+    def tree_unflatten(cls, aux: tuple[Graph, tuple[Any, ...]], children: Iterable[Any]) -> Saved:
         graph, keys = aux
         return cls(graph, dict(zip(keys, children, strict=True)))
 
@@ -353,7 +355,7 @@ def flat_trace(
     has_aux: bool = False,
     *,
     cache_as: tuple | None = None,
-):
+) -> tuple[Graph, list[Any], int, jax.tree_util.PyTreeDef]:
     """Trace ``f(*args, **kwargs)`` to a ``Graph`` over flat leaves; also return the aux tree.
 
     Returns ``(graph, flat_args, n_main_outputs, aux_tree)``; the graph's outputs are the main
@@ -392,7 +394,7 @@ def flat_trace(
     return graph, flat_args, trees["out"].num_leaves, trees["aux"]
 
 
-def trace(f: Callable, *example_args, **example_kwargs) -> Graph:
+def trace(f: Callable, *example_args: Any, **example_kwargs: Any) -> Graph:
     """Declare the program ``f`` on example inputs: a ``Graph`` in topological order. C3.1.
 
     ``trace(f, x).nodes`` are the primitive applications (Kahn order); ``trace(f, x)(x) == f(x)``.

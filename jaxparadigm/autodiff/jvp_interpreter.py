@@ -14,23 +14,24 @@ feeds dead code (e.g. the primal ``custom_vjp_call`` of a reverse pass) cannot s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import jax.numpy as jnp
 from jax.extend import core as jcore
 
-from jaxparadigm.autodiff.graph import _read
+from jaxparadigm.autodiff.graph import _read, _shaped
 from jaxparadigm.autodiff.registry import get_jvp
 
 __all__ = ["apply_equation", "eval_jvp", "eval_jvp_closed", "is_float", "nonzero_outputs"]
 
 
-def is_float(aval_or_dtype) -> bool:
+def is_float(aval_or_dtype: Any) -> bool:
     """Whether a value of this aval/dtype carries a tangent (float or complex dtype)."""
     dtype = getattr(aval_or_dtype, "dtype", aval_or_dtype)
     return jnp.issubdtype(dtype, jnp.inexact)
 
 
-def apply_equation(eqn, invals: Sequence) -> list:
+def apply_equation(eqn: jcore.JaxprEqn, invals: Sequence) -> list:
     """Bind ``eqn``'s primitive on ``invals``; always a list of outputs."""
     params = eqn.primitive.get_bind_params(eqn.params)
     outs = eqn.primitive.bind(*invals, **params)
@@ -84,7 +85,9 @@ def _implicit_broadcast(t_shape, shape, operand_shapes) -> bool:
     )
 
 
-def eval_jvp(jaxpr, consts: Sequence, primals: Sequence, tangents: Sequence):
+def eval_jvp(
+    jaxpr: jcore.Jaxpr, consts: Sequence, primals: Sequence, tangents: Sequence
+) -> tuple[list[Any], list[Any]]:
     """Run an open ``jaxpr`` forward with tangents: ``(primal_outs, tangent_outs)`` lists. C3.2.
 
     ``consts`` feed ``jaxpr.constvars`` (zero tangent); ``tangents[i] is None`` is a zero tangent.
@@ -118,7 +121,7 @@ def eval_jvp(jaxpr, consts: Sequence, primals: Sequence, tangents: Sequence):
                     f"JVP rule for {name!r} returned {len(outs)} primals and {len(out_tans)} "
                     f"tangents for {len(eqn.outvars)} outputs"
                 )
-            shapes = {tuple(a.aval.shape) for a in eqn.invars}
+            shapes = {tuple(_shaped(a).shape) for a in eqn.invars}
             out_tans = [
                 _fit_tangent(t, v, name, shapes) for t, v in zip(out_tans, eqn.outvars, strict=True)
             ]
@@ -132,14 +135,16 @@ def eval_jvp(jaxpr, consts: Sequence, primals: Sequence, tangents: Sequence):
     return primal_outs, [read_t(a) for a in jaxpr.outvars]
 
 
-def eval_jvp_closed(closed_jaxpr, primals: Sequence, tangents: Sequence):
+def eval_jvp_closed(
+    closed_jaxpr: jcore.ClosedJaxpr | jcore.Jaxpr, primals: Sequence, tangents: Sequence
+) -> tuple[list[Any], list[Any]]:
     """``eval_jvp`` on a ``ClosedJaxpr`` (or an open one without constvars)."""
     if isinstance(closed_jaxpr, jcore.ClosedJaxpr):
         return eval_jvp(closed_jaxpr.jaxpr, closed_jaxpr.consts, primals, tangents)
     return eval_jvp(closed_jaxpr, (), primals, tangents)
 
 
-def nonzero_outputs(jaxpr, nonzero_in: Sequence[bool]) -> list[bool]:
+def nonzero_outputs(jaxpr: jcore.Jaxpr, nonzero_in: Sequence[bool]) -> list[bool]:
     """Which outputs can carry a nonzero tangent given which inputs do (activity analysis).
 
     Conservative: an equation's float outputs are active when any input is. ``eval_jvp`` never

@@ -36,6 +36,7 @@ All three tables are instances of one mechanism, :class:`RuleTable`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 __all__ = [
     "JVPRule",
@@ -59,6 +60,8 @@ __all__ = [
 ]
 
 VJPRule = Callable[..., tuple]
+# A rule a ``register_*`` decorator hands back unchanged.
+_Rule = TypeVar("_Rule", bound=Callable[..., Any])
 JVPRule = Callable[..., tuple]
 
 
@@ -105,7 +108,9 @@ class RuleTable:
     def __len__(self) -> int:
         return len(self.rules)
 
-    def register(self, primitive_name: str, *aliases: str, overwrite: bool = False):
+    def register(
+        self, primitive_name: str, *aliases: str, overwrite: bool = False
+    ) -> Callable[[_Rule], _Rule]:
         """Decorator adding a rule under ``primitive_name`` (and ``aliases``).
 
         Registering a name twice raises ``ValueError`` unless ``overwrite=True``; every name is
@@ -117,7 +122,7 @@ class RuleTable:
             if not isinstance(name, str) or not name:
                 raise TypeError(f"{fn}: primitive_name={name!r}; expected a non-empty str")
 
-        def decorate(rule):
+        def decorate(rule: _Rule) -> _Rule:
             if not callable(rule):
                 raise TypeError(f"{fn}({primitive_name!r}): rule={rule!r} is not callable")
             for name in names:
@@ -132,7 +137,7 @@ class RuleTable:
 
         return decorate
 
-    def get(self, primitive_name: str):
+    def get(self, primitive_name: str) -> Callable[..., tuple]:
         """The rule registered for ``primitive_name``; the table's ``missing`` error if none."""
         if not isinstance(primitive_name, str):
             raise TypeError(
@@ -157,7 +162,9 @@ VJP_RULES = RuleTable("VJP", MissingVJPRule)
 JVP_RULES = RuleTable("JVP", MissingJVPRule)
 
 
-def register_vjp(primitive_name: str, *aliases: str, overwrite: bool = False):
+def register_vjp(
+    primitive_name: str, *aliases: str, overwrite: bool = False
+) -> Callable[[_Rule], _Rule]:
     """Decorator adding ``rule`` to the VJP registry under ``primitive_name`` (and ``aliases``). C3.2.
 
     ``rule(ct, *primals, **params)`` returns one cotangent per primal (``None`` for zero).
@@ -186,7 +193,9 @@ def unregister_vjp(primitive_name: str) -> None:
     VJP_RULES.unregister(primitive_name)
 
 
-def register_jvp(primitive_name: str, *aliases: str, overwrite: bool = False):
+def register_jvp(
+    primitive_name: str, *aliases: str, overwrite: bool = False
+) -> Callable[[_Rule], _Rule]:
     """Decorator adding ``rule`` to the JVP registry under ``primitive_name`` (and ``aliases``). C3.2.
 
     ``rule(primals, tangents, **params)`` returns ``(primal_out, tangent_out)``; a ``None``
@@ -219,7 +228,9 @@ def unregister_jvp(primitive_name: str) -> None:
 FORWARD_RULES = RuleTable("forward", NotImplementedError)
 
 
-def register_forward(primitive_name: str, *aliases: str, overwrite: bool = False):
+def register_forward(
+    primitive_name: str, *aliases: str, overwrite: bool = False
+) -> Callable[[_Rule], _Rule]:
     """Decorator adding a forward rule ``rule(*primals, **params) -> (outputs, residuals)``. C2.2.
 
     The graph's forward sweep keeps ``residuals`` and passes them to the primitive's VJP rule as
@@ -228,7 +239,7 @@ def register_forward(primitive_name: str, *aliases: str, overwrite: bool = False
     return FORWARD_RULES.register(primitive_name, *aliases, overwrite=overwrite)
 
 
-def get_forward(primitive_name: str):
+def get_forward(primitive_name: str) -> Callable[..., tuple]:
     """The forward rule of ``primitive_name`` (``NotImplementedError`` if none). C2.2/C3.2."""
     return FORWARD_RULES.get(primitive_name)
 

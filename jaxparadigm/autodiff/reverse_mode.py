@@ -15,7 +15,8 @@ dropping the imaginary part is the one outcome we rule out.)
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -79,7 +80,9 @@ def _grads_for(args, argnums, flat_args, wrt, in_cts, float0_for_rest=False):
     return per_arg
 
 
-def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
+def value_and_grad(
+    f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable:
     """``(f(x), df/dx)`` via our graph + registry, for scalar float ``f``. Claims C3.2, C3.3.
 
     Same conventions as ``jax.value_and_grad``: ``argnums`` int or tuple; with ``has_aux`` f
@@ -107,7 +110,8 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
             return f(*full, **kwargs)
 
         if nums == tuple(range(len(args))) and not kwargs:
-            static = ()  # f_wrt is f itself: share the entry of f's own trace (jvp, vjp)
+            # f_wrt is f itself: share the entry of f's own trace (jvp, vjp)
+            static: Hashable | None = ()
         else:
             static = static_key((nums, [a for i, a in enumerate(args) if i not in nums], kwargs))
         graph, flat_args, n_out, aux_tree = flat_trace(
@@ -140,7 +144,7 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     return value_and_grad_f
 
 
-def grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
+def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """``df/dx`` through our graph + VJP registry (not ``jax.grad``). Claims C3.2, C3.3.
 
     ``grad(grad(lambda x: (x**3).sum()))(2.0) == 12.0``: the inner backward is itself traced.
@@ -158,7 +162,7 @@ def grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     return grad_f
 
 
-def vjp(f: Callable, *primals, has_aux: bool = False):
+def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """``(f(*primals), vjp_fn)``; ``vjp_fn(ct)`` is the tuple of input cotangents. C3.2.
 
     Uses our engine: ``vjp_fn(ct) = (ct^T df/dx_1, ..., ct^T df/dx_n)``. With ``has_aux``

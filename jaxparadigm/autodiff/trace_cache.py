@@ -22,11 +22,15 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from typing import NamedTuple
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import numpy as np
 from jax._src import config as jax_config
+
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr
 
 __all__ = [
     "TraceCache",
@@ -58,7 +62,7 @@ class TraceCache:
         self._entries: OrderedDict = OrderedDict()
         self.hits = self.misses = 0
 
-    def get(self, key):
+    def get(self, key: Hashable | None) -> Any:
         """The entry for ``key`` (marked most recently used), or ``None``; counts hits/misses."""
         if key is None or key not in self._entries:
             self.misses += 1
@@ -67,7 +71,7 @@ class TraceCache:
         self._entries.move_to_end(key)
         return self._entries[key]
 
-    def put(self, key, value) -> None:
+    def put(self, key: Hashable | None, value: Any) -> None:
         if key is None:
             return
         self._entries[key] = value
@@ -79,7 +83,7 @@ class TraceCache:
         self._entries.clear()
         self.hits = self.misses = 0
 
-    def drop_function(self, ref) -> None:
+    def drop_function(self, ref: weakref.ref[Any]) -> None:
         """Remove the entries keyed on the (now dead) weak reference ``ref``."""
         for key in [k for k in list(self._entries) if k[0] is ref]:
             self._entries.pop(key, None)
@@ -91,7 +95,14 @@ class TraceCache:
 TRACES = TraceCache()
 
 
-def trace_key(f, flat_args, in_tree, kwargs: dict | None, has_aux: bool, static=()):
+def trace_key(
+    f: Callable,
+    flat_args: Sequence[Any],
+    in_tree: jax.tree_util.PyTreeDef,
+    kwargs: dict | None,
+    has_aux: bool,
+    static: Hashable | None = (),
+) -> tuple[Any, ...] | None:
     """The cache key of a trace, or ``None`` when some part is unhashable (then never cached).
 
     ``static`` is a hashable description of values ``f`` closes over (``static_key``); ``None``
@@ -100,7 +111,7 @@ def trace_key(f, flat_args, in_tree, kwargs: dict | None, has_aux: bool, static=
     if static is None:
         return None
     try:
-        f_key = weakref.ref(f, TRACES.drop_function)
+        f_key: object = weakref.ref(f, TRACES.drop_function)
     except TypeError:  # not weakly referenceable: keep it (bounded by maxsize)
         f_key = f
     try:
@@ -116,7 +127,7 @@ def trace_key(f, flat_args, in_tree, kwargs: dict | None, has_aux: bool, static=
 _SCALARS = (bool, int, float, complex, str, bytes, np.generic)
 
 
-def static_key(values):
+def static_key(values: Any) -> tuple[jax.tree_util.PyTreeDef, tuple[tuple[type, str], ...]] | None:
     """A hashable key for values a traced closure holds *by value*, or ``None`` (do not cache).
 
     ``(tree structure, (type, repr) of every leaf)``: the repr tells ``-0.0`` from ``0.0`` and
@@ -129,7 +140,7 @@ def static_key(values):
     return treedef, tuple((type(x), repr(x)) for x in leaves)
 
 
-def closes_over_tracers(closed_jaxpr) -> bool:
+def closes_over_tracers(closed_jaxpr: ClosedJaxpr) -> bool:
     """Whether a traced program's constants include tracers of an enclosing transformation."""
     return any(isinstance(c, jax.core.Tracer) for c in closed_jaxpr.consts)
 

@@ -5,12 +5,15 @@ Used by the graph engine's elementwise VJP rules and by the define-by-run tape a
 
 from __future__ import annotations
 
+from typing import Any
+
+import jax
 import jax.numpy as jnp
 
 __all__ = ["unbroadcast"]
 
 
-def unbroadcast(ct, like):
+def unbroadcast(ct: jax.Array, like: Any) -> jax.Array:
     """Sum ``ct`` over the dims that broadcasting added to ``like``; cast to its dtype. C2.4/C3.2.
 
     ``like`` (an array, a scalar or a ``jax.ShapeDtypeStruct``) has shape ``s``; ``ct`` has the

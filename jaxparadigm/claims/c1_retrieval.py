@@ -38,7 +38,7 @@ def _metrics(ranks):
     "C1.1",
     "Substring matching is brittle; MiniLM embeddings retrieve the relevant doc for a paraphrase (doc 0 or 2).",
 )
-def c1_1():
+def c1_1() -> dict[str, Any]:
     seed = seed_example(minilm_encoder())
     names, texts, index = pydoc_index()
     queries = [q for q in PYDOC_QUERIES if set(q.targets) & set(names)]
@@ -166,7 +166,7 @@ def _(ev):
     "C1.2",
     "np.dot(query_emb, doc_embs.T) is 'an approximation of cosine similarity' for these embeddings.",
 )
-def c1_2():
+def c1_2() -> dict[str, Any]:
     _, texts = read_corpus("pydoc")
     index = SemanticIndex(minilm_encoder()).add(texts[:16])
     return dot_vs_cosine(index, [q.text for q in PYDOC_QUERIES[:16]], n_raw=16)

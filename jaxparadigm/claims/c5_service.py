@@ -10,6 +10,8 @@ thresholds default to the article's numbers: P99 <= 350 ms, QPS >= 12,000, trace
 
 from __future__ import annotations
 
+from typing import Any
+
 from jaxparadigm.claims.corpus_index import pydoc_index
 from jaxparadigm.claims.evidence.load_generator import plan_requests, run_load
 from jaxparadigm.claims.evidence.pydoc_queries import PYDOC_QUERIES
@@ -25,7 +27,7 @@ from jaxparadigm.retrieval.service import SearchService
     "A service is ready when measured against hard numbers: P99 latency, QPS, trace completeness.",
     config="c5_2",
 )
-def c5_2(cfg: ServiceReadinessConfig):
+def c5_2(cfg: ServiceReadinessConfig) -> dict[str, Any]:
     _, _, index = pydoc_index()
     queries = [q.text for q in PYDOC_QUERIES]
     index.encoder.encode(queries, batch_size=1)  # compile every length bucket before measuring

@@ -9,16 +9,17 @@ import functools
 
 from jaxparadigm.retrieval import SemanticIndex, load_minilm
 from jaxparadigm.retrieval.pydoc_corpus import read_corpus
+from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
 
 
 @functools.cache
-def minilm_encoder():
+def minilm_encoder() -> SentenceEncoder:
     """The all-MiniLM-L6-v2 ``SentenceEncoder`` from the installed weights package."""
     return load_minilm()
 
 
 @functools.cache
-def pydoc_index():
+def pydoc_index() -> tuple[list[str], list[str], SemanticIndex]:
     """(names, texts, SemanticIndex) of the pydoc topics (first 256 tokens of each)."""
     names, texts = read_corpus("pydoc")
     return names, texts, SemanticIndex(minilm_encoder()).add(texts)

@@ -19,6 +19,9 @@ public construct so the result keeps its structure:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import jax
 import numpy as np
 from jax import lax
@@ -164,7 +167,9 @@ def _float0_zeros(x):
     return np.zeros(np.shape(x), jax.dtypes.float0)
 
 
-def custom_rule_jvp_program(args, jvp_jaxpr_fun, symbolic_zeros: bool, nonzero):
+def custom_rule_jvp_program(
+    args: Sequence[Any], jvp_jaxpr_fun: Any, symbolic_zeros: bool, nonzero: Sequence[bool]
+) -> tuple[Any, Any, list[bool], list[bool]]:
     """The user's custom JVP rule as a jaxpr over ``(*args, *tangents)``. C3.2.
 
     Returns ``(jaxpr, consts, out_zeros, tangent_flags)``: the rule's program (outputs: primal

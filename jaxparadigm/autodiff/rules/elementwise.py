@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 
@@ -261,7 +262,7 @@ def _select_n_vjp(ct, which, *cases, **params):
     zeros = jnp.zeros_like(ct)
     if jnp.shape(which) != ct.shape:
         which = jnp.broadcast_to(which, ct.shape)
-    out = [None]
+    out: list[jax.Array | None] = [None]
     for i, case in enumerate(cases):
         picked = [zeros] * len(cases)
         picked[i] = ct

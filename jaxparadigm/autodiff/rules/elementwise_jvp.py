@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import jax.extend.core.primitives as P
 import jax.numpy as jnp
 from jax import lax
@@ -175,7 +176,7 @@ register_jvp(P.sub_p.name)(_additive_rule(P.sub_p, -1.0))
 register_jvp(P.mul_p.name)(bilinear_rule(P.mul_p))
 
 
-def balanced_eq(x, z, y):
+def balanced_eq(x: jax.Array, z: jax.Array, y: jax.Array) -> jax.Array:
     """1 where x attains z, halved where y attains it too (jax's tie convention)."""
     dtype = jnp.result_type(z)
     return jnp.where(x == z, 1.0, 0.0).astype(dtype) / jnp.where(y == z, 2.0, 1.0).astype(dtype)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.extend.core.primitives as P
 import jax.numpy as jnp
 import numpy as np
@@ -64,7 +65,7 @@ def _scatter_jvp(primals, tangents, **params):
     return out, lax.scatter_add(t_kept, idx, t_won, **kw)
 
 
-def products_of_others(u, slot):
+def products_of_others(u: jax.Array, slot: jax.Array) -> jax.Array:
     """``out_j = prod_{k != j, slot_k == slot_j} u_k``: the product of the other entries that
     share entry j's slot, by exclusive segmented products over the entries sorted by slot.
 

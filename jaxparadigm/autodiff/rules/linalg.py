@@ -32,6 +32,9 @@ carries a tangent, so it needs no rule.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -45,7 +48,7 @@ __all__ = ["mT", "transpose_jvp"]
 _HI = lax.Precision.HIGHEST
 
 
-def mT(x):
+def mT(x: jax.Array) -> jax.Array:
     """Swap the last two axes: the transpose of every matrix in a batch (used by the C3.2 rules)."""
     return jnp.swapaxes(x, -1, -2)
 
@@ -54,7 +57,9 @@ def _mm(a, b):
     return jnp.matmul(a, b, precision=_HI)
 
 
-def transpose_jvp(jvp_rule, ct, primals, params: dict) -> tuple:
+def transpose_jvp(
+    jvp_rule: Callable[..., Any], ct: Any, primals: Sequence[Any], params: dict
+) -> tuple:
     """VJP from a JVP rule: ``J(a)^T ct`` by our reverse sweep over ``t -> jvp_rule(a, t)``. C3.2.
 
     ``ct`` is one cotangent or a list (``None`` = zero) matching the primitive's outputs; integer

@@ -11,12 +11,33 @@ rules (which update won a slot).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from jax import lax
 
 __all__ = ["inverse_gather", "inverse_scatter"]
 
 
-def inverse_gather(dnums, operand_shape, updates_shape):
+class ScatterDims(Protocol):
+    """A ``lax.ScatterDimensionNumbers`` as a jaxpr's params hold it: every field a tuple (jax types
+    the fields as ``Sequence[int]``, but ``GatherDimensionNumbers`` needs hashable tuples)."""
+
+    @property
+    def update_window_dims(self) -> tuple[int, ...]: ...
+    @property
+    def inserted_window_dims(self) -> tuple[int, ...]: ...
+    @property
+    def scatter_dims_to_operand_dims(self) -> tuple[int, ...]: ...
+    @property
+    def operand_batching_dims(self) -> tuple[int, ...]: ...
+    @property
+    def scatter_indices_batching_dims(self) -> tuple[int, ...]: ...
+
+
+def inverse_gather(
+    dnums: ScatterDims, operand_shape: Sequence[int], updates_shape: Sequence[int]
+) -> tuple[lax.GatherDimensionNumbers, tuple[int, ...]]:
     """The gather that reads back, for each update, the operand window a scatter wrote.
 
     Returns ``(GatherDimensionNumbers, slice_sizes)``: window dims of the update keep their size,
@@ -39,7 +60,7 @@ def inverse_gather(dnums, operand_shape, updates_shape):
     return gather_dnums, tuple(slice_sizes)
 
 
-def inverse_scatter(dnums):
+def inverse_scatter(dnums: lax.GatherDimensionNumbers) -> lax.ScatterDimensionNumbers:
     """The ``ScatterDimensionNumbers`` writing back the windows a gather with ``dnums`` read."""
     return lax.ScatterDimensionNumbers(
         update_window_dims=dnums.offset_dims,

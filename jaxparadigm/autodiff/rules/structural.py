@@ -6,6 +6,9 @@ per primal (``None`` = zero), written with differentiable ``lax``/``jnp`` ops (c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -173,7 +176,7 @@ def _slice_vjp(ct, x, *, start_indices, limit_indices, strides, **params):
     return (lax.pad(ct, jnp.zeros((), ct.dtype), pads),)
 
 
-def unpad(ct, padding_config):
+def unpad(ct: jax.Array, padding_config: Sequence[tuple[int, int, int]]) -> jax.Array:
     """Transpose of ``lax.pad(x, v, padding_config)`` w.r.t. x: cut the edges, then the interior (C3.2).
 
     Negative padding removed edges of x, which get zero cotangent; interior padding ``i`` is

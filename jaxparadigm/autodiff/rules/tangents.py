@@ -14,8 +14,11 @@ a zero tangent (see ``registry``). Most primitives fall in one of four shapes, a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
+import jax
 import jax.numpy as jnp
+from jax.extend import core as jcore
 
 __all__ = [
     "add_tangents",
@@ -28,14 +31,14 @@ __all__ = [
 ]
 
 
-def instantiate(t, primal):
+def instantiate(t: jax.Array | None, primal: Any) -> jax.Array:
     """A concrete tangent: ``t``, or zeros shaped like ``primal`` when ``t`` is a symbolic zero."""
     if t is not None:
         return t
     return jnp.zeros(jnp.shape(primal), jnp.result_type(primal))
 
 
-def add_tangents(*ts):
+def add_tangents(*ts: jax.Array | None) -> jax.Array | None:
     """Sum of the non-zero tangents (broadcasting rank-0 ones); ``None`` if all are zero."""
     present = [t for t in ts if t is not None]
     if not present:
@@ -50,7 +53,7 @@ def _bind(prim, args, params):
     return prim.bind(*args, **params)
 
 
-def zero_rule(prim) -> Callable:
+def zero_rule(prim: jcore.Primitive) -> Callable:
     """Piecewise-constant or integer-valued primitive: the output tangent is zero."""
 
     def rule(primals, tangents, **params):
@@ -62,7 +65,7 @@ def zero_rule(prim) -> Callable:
     return rule
 
 
-def linear_rule(prim, linear: Sequence[int] | None = None) -> Callable:
+def linear_rule(prim: jcore.Primitive, linear: Sequence[int] | None = None) -> Callable:
     """Primitive linear in the operands at positions ``linear`` (all when ``None``).
 
     ``out_dot = prim(*args)`` where ``args[i]`` is operand i's tangent (zeros if symbolic) for
@@ -85,7 +88,7 @@ def linear_rule(prim, linear: Sequence[int] | None = None) -> Callable:
     return rule
 
 
-def bilinear_rule(prim) -> Callable:
+def bilinear_rule(prim: jcore.Primitive) -> Callable:
     """``d prim(x, y) = prim(dx, y) + prim(x, dy)`` with the same parameters (mul, dot, conv).
 
     Binding ``prim`` itself keeps its parameters (``out_dtype``, ``precision``,
@@ -104,7 +107,7 @@ def bilinear_rule(prim) -> Callable:
     return rule
 
 
-def unary_rule(prim, deriv: Callable) -> Callable:
+def unary_rule(prim: jcore.Primitive, deriv: Callable) -> Callable:
     """``y = prim(x)``; ``out_dot = deriv(t, x, y, **params)`` (the chain rule ``t * f'(x)``)."""
 
     def rule(primals, tangents, **params):
@@ -116,7 +119,7 @@ def unary_rule(prim, deriv: Callable) -> Callable:
     return rule
 
 
-def partials_rule(prim, *partials: Callable | None) -> Callable:
+def partials_rule(prim: jcore.Primitive, *partials: Callable | None) -> Callable:
     """``y = prim(*xs)``; ``out_dot = sum_i partials[i](t_i, *xs, y)`` over non-zero ``t_i``.
 
     A ``None`` partial marks an operand that is never differentiated (an index, an exponent

@@ -18,7 +18,7 @@ module is the public face: the functional ops, ``saved_tensors_report`` and ``gr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import jax.numpy as jnp
 
@@ -92,7 +92,7 @@ def saved_tensors_report(root: Var) -> SavedTensors:
     return saved_tensors_below(root.grad_fn)
 
 
-def grad(f: Callable, argnums=0) -> Callable:
+def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     """``tape.grad(f)(x)``: run ``f`` on leaf Vars, backward, return the leaves' ``.grad``. C3.1."""
     if not callable(f):
         raise TypeError(f"tape.grad: f={f!r} is not callable")

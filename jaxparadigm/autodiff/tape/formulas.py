@@ -34,24 +34,27 @@ SAVE_OTHER = lambda need_a, need_b: (need_b, need_a)
 SAVE_BOTH = lambda need_a, need_b: (True, True)
 DIV_SAVE = lambda need_a, need_b: (need_b, True)
 
+# (gradient of a, gradient of b); None where that operand needs none.
+Grads = tuple[jax.Array | None, jax.Array | None]
 
-def add_backward(g, a, b, need_a, need_b):
+
+def add_backward(g: jax.Array, a: jax.Array, b: jax.Array, need_a: bool, need_b: bool) -> Grads:
     return (g if need_a else None), (g if need_b else None)
 
 
-def sub_backward(g, a, b, need_a, need_b):
+def sub_backward(g: jax.Array, a: jax.Array, b: jax.Array, need_a: bool, need_b: bool) -> Grads:
     return (g if need_a else None), (-g if need_b else None)
 
 
-def mul_backward(g, a, b, need_a, need_b):
+def mul_backward(g: jax.Array, a: jax.Array, b: jax.Array, need_a: bool, need_b: bool) -> Grads:
     return (g * b if need_a else None), (g * a if need_b else None)
 
 
-def div_backward(g, a, b, need_a, need_b):
+def div_backward(g: jax.Array, a: jax.Array, b: jax.Array, need_a: bool, need_b: bool) -> Grads:
     return (g / b if need_a else None), (-g * a / (b * b) if need_b else None)
 
 
-def pow_backward(g, a, b, need_a, need_b):
+def pow_backward(g: jax.Array, a: jax.Array, b: jax.Array, need_a: bool, need_b: bool) -> Grads:
     """d/da a**b = b a**(b-1) (0 where b == 0); d/db a**b = log(a) a**b, as PyTorch computes it.
 
     PyTorch masks the exponent gradient to 0 only where ``a == 0 and b >= 0`` (there
@@ -66,7 +69,15 @@ def pow_backward(g, a, b, need_a, need_b):
     return da, db
 
 
-def matmul_backward(g, a, b, need_a, need_b, a_shape, b_shape):
+def matmul_backward(
+    g: jax.Array,
+    a: jax.Array,
+    b: jax.Array,
+    need_a: bool,
+    need_b: bool,
+    a_shape: tuple[int, ...],
+    b_shape: tuple[int, ...],
+) -> Grads:
     """d(a@b): ga = g @ b^T, gb = a^T @ g, with 1-d operands promoted as numpy does."""
     a2_shape = (1, *a_shape) if len(a_shape) == 1 else a_shape
     b2_shape = (*b_shape, 1) if len(b_shape) == 1 else b_shape

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
+import jax
+
 __all__ = [
     "SECOND_BACKWARD_MESSAGE",
     "AccumulateGrad",
@@ -52,7 +54,7 @@ class BackwardNode:
         """Drop the saved tensors (what ``backward`` does when ``retain_graph=False``)."""
         self._saved = None
 
-    def apply(self, g) -> tuple:
+    def apply(self, g: jax.Array) -> tuple:
         """Gradients for each entry of ``next_functions`` given the output gradient ``g``."""
         if self._saved is None and self._had_saved:
             raise RuntimeError(SECOND_BACKWARD_MESSAGE)
@@ -80,7 +82,7 @@ class AccumulateGrad(BackwardNode):
         super().__init__("AccumulateGrad", (), lambda g: (), ())
         self.variable = variable
 
-    def accumulate(self, g) -> None:
+    def accumulate(self, g: jax.Array) -> None:
         v = self.variable
         v.grad = g if v.grad is None else v.grad + g
 

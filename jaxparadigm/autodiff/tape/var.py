@@ -11,9 +11,11 @@ Broadcast operands get their gradient summed back over the broadcast dims (``unb
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxparadigm.autodiff.tape.formulas import (
     DIV_SAVE,
@@ -68,7 +70,7 @@ class Var:
         return tuple(self.value.shape)
 
     @property
-    def dtype(self):
+    def dtype(self) -> np.dtype:
         return self.value.dtype
 
     @property
@@ -91,7 +93,9 @@ class Var:
         return (self._accumulator, 0)
 
     # -- backward ------------------------------------------------------------------------------
-    def backward(self, grad=None, retain_graph: bool = False) -> None:
+    def backward(
+        self, grad: Var | jax.typing.ArrayLike | None = None, retain_graph: bool = False
+    ) -> None:
         """Reverse sweep from this Var; fills ``.grad`` of leaves (accumulating). C3.1, C2.2."""
         if not self.requires_grad:
             raise RuntimeError(
@@ -166,39 +170,39 @@ class Var:
     def __neg__(self):
         return _unary("NegBackward", self, jnp.negative, lambda g: (-g,), save=None)
 
-    def exp(self):
+    def exp(self) -> Var:
         return _unary("ExpBackward", self, jnp.exp, lambda g, out: (g * out,), save="out")
 
-    def log(self):
+    def log(self) -> Var:
         return _unary("LogBackward", self, jnp.log, lambda g, x: (g / x,), save="in")
 
-    def sin(self):
+    def sin(self) -> Var:
         return _unary("SinBackward", self, jnp.sin, lambda g, x: (g * jnp.cos(x),), save="in")
 
-    def cos(self):
+    def cos(self) -> Var:
         return _unary("CosBackward", self, jnp.cos, lambda g, x: (-g * jnp.sin(x),), save="in")
 
-    def tanh(self):
+    def tanh(self) -> Var:
         return _unary("TanhBackward", self, jnp.tanh, lambda g, t: (g * (1 - t * t),), save="out")
 
-    def sigmoid(self):
+    def sigmoid(self) -> Var:
         return _unary(
             "SigmoidBackward", self, jax.nn.sigmoid, lambda g, s: (g * s * (1 - s),), save="out"
         )
 
-    def relu(self):
+    def relu(self) -> Var:
         return _unary(
             "ReluBackward", self, jax.nn.relu, lambda g, r: (jnp.where(r > 0, g, 0),), save="out"
         )
 
-    def sum(self, axis=None):
+    def sum(self, axis: int | Sequence[int] | None = None) -> Var:
         shape = self.shape
         axes = _normalize_axes(axis, len(shape))
         kept = tuple(d for d in range(len(shape)) if d not in axes)
         back = lambda g: (jax.lax.broadcast_in_dim(g, shape, kept),)
         return _unary("SumBackward", self, lambda x: jnp.sum(x, axis=axes), back, save=None)
 
-    def mean(self, axis=None):
+    def mean(self, axis: int | Sequence[int] | None = None) -> Var:
         shape = self.shape
         axes = _normalize_axes(axis, len(shape))
         kept = tuple(d for d in range(len(shape)) if d not in axes)
@@ -208,7 +212,7 @@ class Var:
         back = lambda g: (jax.lax.broadcast_in_dim(g / n, shape, kept),)
         return _unary("MeanBackward", self, lambda x: jnp.mean(x, axis=axes), back, save=None)
 
-    def reshape(self, *shape):
+    def reshape(self, *shape: int | Sequence[int]) -> Var:
         shape = (
             tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         )
@@ -222,7 +226,7 @@ class Var:
         )
 
     @property
-    def T(self):
+    def T(self) -> Var:
         perm = tuple(reversed(range(self.ndim)))
         return _unary(
             "PermuteBackward",

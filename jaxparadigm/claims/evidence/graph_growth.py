@@ -36,7 +36,7 @@ def _nest(grad_fn: Callable, f: Callable, k: int) -> Callable:
     return g
 
 
-def graph_growth(f: Callable, order: int, x=1.0) -> list[GrowthRow]:
+def graph_growth(f: Callable, order: int, x: jax.typing.ArrayLike = 1.0) -> list[GrowthRow]:
     """Equation count of grad^k(f) for k = 0..order, ours vs jax.grad (claim C3.3).
 
     ``f`` maps an array ``x`` (default the scalar 1.0) to an array; level k differentiates the sum
