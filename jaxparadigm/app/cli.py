@@ -1,4 +1,4 @@
-"""Command line: parses arguments and calls the library; nothing else lives here.
+"""Command line: parses arguments and calls the library; nothing else lives here. Usage::
 
     jaxparadigm run CONFIG [key.path=value ...]     run an experiment config (train, retrieval, ...)
         [--num-processes N [--devices-per-process K]]  as N local jax.distributed processes

@@ -15,8 +15,6 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from jaxparadigm.claims.platform_record import platform_record
 from jaxparadigm.claims.verdict import Verdict
 from jaxparadigm.config import ClaimsConfig
@@ -121,10 +119,14 @@ def run_claims(
     unknown = [i for i in ids if i not in table]
     if unknown:
         raise InputError(f"claim id {unknown[0]!r}: unknown; expected one of {', '.join(table)}")
+    if not progress:
+        return [table[claim_id].run(config) for claim_id in ids]
+    # imported here, not at module import: tqdm.auto warns inside a notebook kernel without
+    # ipywidgets, and the docs' pages import the claims package with progress off
+    from tqdm.auto import tqdm
+
+    bar = tqdm(ids, desc="claims", disable=None, leave=False)  # None: a TTY only
     out = []
-    bar = tqdm(
-        ids, desc="claims", disable=None if progress else True, leave=False
-    )  # None: a TTY only
     for claim_id in bar:
         bar.set_postfix_str(claim_id)
         out.append(table[claim_id].run(config))

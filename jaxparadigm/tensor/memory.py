@@ -250,7 +250,7 @@ class Memory:
     def fill_(self, h: Handle, value: Any) -> Memory:
         """Every element of ``h`` set to the scalar ``value``, seen by every alias (C2.5).
 
-        As PyTorch's ``fill_``, an overlapping view (``expand``ed) is filled too: every write to a
+        As PyTorch's ``fill_``, an overlapping view (made by ``expand``) is filled too: every write to a
         shared storage element writes the same value, so the result is defined.
         """
         if jnp.ndim(value) != 0:

@@ -36,3 +36,8 @@ def __getattr__(name: str) -> Any:
 
         return train
     raise AttributeError(f"module 'jaxparadigm.train' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names plus the lazily loaded ``train`` (so autodoc and ``dir`` list it)."""
+    return sorted({*globals(), "train"})
