@@ -170,8 +170,21 @@ def test_help_texts_are_for_users(capsys):
     assert "rescored in float32) (default: float32)" in " ".join(search.split())
 
 
+def test_bench_finds_this_checkouts_scripts(capsys):
+    """`bench` looks in <repo>/benchmarks (it once looked in jaxparadigm/benchmarks after the CLI
+    moved to jaxparadigm/app/, and refused every bench of a checkout)."""
+    from jaxparadigm.app import cli as app_cli
+
+    assert app_cli.BENCHMARKS_DIR == ROOT / "benchmarks"
+    assert cli.main(["bench", "no_such_thing"]) == 2
+    err = capsys.readouterr().err
+    assert "expected one of" in err and "optim" in err and "source checkout, not" not in err
+
+
 def test_bench_outside_a_source_checkout_says_so(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(cli, "__file__", str(tmp_path / "site-packages" / "jaxparadigm" / "cli.py"))
+    from jaxparadigm.app import cli as app_cli
+
+    monkeypatch.setattr(app_cli, "BENCHMARKS_DIR", tmp_path / "site-packages" / "benchmarks")
     assert cli.main(["bench", "optim"]) == 2
     err = capsys.readouterr().err
     assert "source checkout" in err and "Traceback" not in err

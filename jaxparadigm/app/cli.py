@@ -52,6 +52,10 @@ exit status: 0 done; 2 bad input (one stderr line per problem); 3 a training run
 JAXPARADIGM_DEBUG=1 shows the traceback of input errors; TQDM_DISABLE=1 (or run --no-progress)
 turns progress output off."""
 
+#: Where a source checkout keeps its benchmark scripts: ``<repo>/benchmarks`` beside the package
+#: (this file is ``<repo>/jaxparadigm/app/cli.py``); absent from an installed wheel.
+BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
+
 #: Benchmarks of a source checkout (benchmarks/NAME_bench.py), for `bench --help`.
 BENCHES = {
     "tensor": "strided views vs copies, host<->device transfers",
@@ -188,7 +192,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    root = Path(__file__).resolve().parent.parent / "benchmarks"
+    root = BENCHMARKS_DIR
     script = root / f"{args.name}_bench.py"
     if not root.is_dir():
         raise InputError(
