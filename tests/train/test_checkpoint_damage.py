@@ -15,13 +15,12 @@ import chex
 import numpy as np
 import optax
 import pytest
-import yaml
 
 from jaxparadigm.config import config_from_dict
 from jaxparadigm.errors import InputError
 from jaxparadigm.train.checkpoint import Checkpointer, CheckpointError, CheckpointSignatureError
 from jaxparadigm.train.step import init_train_state
-from tests.train.conftest import tiny_regression_raw
+from tests.train.conftest import damaged_checkpoint_run
 
 CFG = config_from_dict({"name": "damage"})
 
@@ -156,16 +155,7 @@ def test_only_the_optimiser_state_tampered_is_refused(tmp_path):
 def test_cli_refusal_of_a_damaged_checkpoint_is_one_line(tmp_path):
     """A deleted state file used to print the right line, then ~20 'Event loop is closed'
     tracebacks (2 runs of 3)."""
-    from jaxparadigm.build import train_from_config as train
-
-    raw = tiny_regression_raw(tmp_path, "dm", steps=4, checkpoint={"every": 4})
-    train(config_from_dict(raw), progress=False)
-    for d in (tmp_path / "dm" / "checkpoints" / "4" / "state").rglob("d"):
-        for f in d.iterdir():
-            f.unlink()
-    path = tmp_path / "dm.yaml"
-    path.write_text(yaml.safe_dump({**raw, "train": {**raw["train"], "steps": 8}}))
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(Path.cwd())}
+    path, env = damaged_checkpoint_run(tmp_path)
     out = subprocess.run(
         [sys.executable, "-m", "jaxparadigm", "run", str(path)],
         env=env,

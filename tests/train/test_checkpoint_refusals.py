@@ -14,14 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from orbax.checkpoint._src import asyncio_utils
 
 from jaxparadigm.build import train_from_config as train
 from jaxparadigm.config import config_from_dict
 from jaxparadigm.train.checkpoint import Checkpointer, CheckpointError
 from jaxparadigm.train.orbax_loop import draining_event_loops, run_until_drained
-from tests.train.conftest import tiny_regression_raw
+from tests.train.conftest import damaged_checkpoint_run, tiny_regression_raw
 
 CFG = config_from_dict({"name": "refusals"})
 
@@ -130,14 +129,7 @@ def test_a_failed_call_drains_its_reads_before_the_loop_closes():
 @pytest.mark.slow
 def test_twenty_cli_refusals_print_no_event_loop_traceback(tmp_path):
     """Issue 24 #18 / 25: 3 of 6 refusals printed 37-67 lines of 'Event loop is closed'."""
-    raw = tiny_regression_raw(tmp_path, "dm", steps=4, checkpoint={"every": 4})
-    train(config_from_dict(raw), progress=False)
-    for d in (tmp_path / "dm" / "checkpoints" / "4" / "state").rglob("d"):
-        for f in d.iterdir():
-            f.unlink()
-    path = tmp_path / "dm.yaml"
-    path.write_text(yaml.safe_dump({**raw, "train": {**raw["train"], "steps": 8}}))
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(Path.cwd())}
+    path, env = damaged_checkpoint_run(tmp_path)
     noisy, lines = 0, set()
     for _ in range(20):
         out = subprocess.run(
