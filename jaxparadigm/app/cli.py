@@ -326,8 +326,9 @@ def _add_serve(sub) -> None:
         help="serve an index over HTTP until Ctrl-C",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Load an index built by `jaxparadigm index build` once and answer "
-        'POST /search {"query": "...", "k": 5} with {"hits": [[row, cosine], ...]}, traced with '
-        "OpenTelemetry; repeated queries cost milliseconds. Ctrl-C (or SIGTERM) stops it.",
+        'POST /search {"query": "...", "k": 5} with {"hits": [[row, cosine], ...], "passages": '
+        '[{"source", "start", "end", "text"}, ...]}, traced with OpenTelemetry; repeated '
+        "queries cost milliseconds. Ctrl-C (or SIGTERM) stops it.",
     )
     p.add_argument("--index", required=True, metavar="DIR", help="an index directory")
     p.add_argument("--host", default="127.0.0.1", help="bind address (loopback only)")
