@@ -1,6 +1,7 @@
 """Generated autodiff programs (issue 23): run N random programs, count comparisons per class.
 
     python benchmarks/fuzz_autodiff.py --programs 10000 --workers 16 [--seed 0] [--json out.json]
+        [--eager all|third|none] [--log run.jsonl]
 
 Program ``k`` is ``tests/autodiff/program_generator.random_program(seed + k)`` (the generator's
 program space drawn uniformly), so a run is reproducible and workers split the seeds. Every
@@ -9,6 +10,14 @@ jax's (``tests/autodiff/program_differential.compare_program``: 8 transforms und
 plus vmap of grad). Prints programs, comparisons, counts per class and per transform, seconds, the
 CPU model and load, and one example program per distinct non-equal outcome (class, transform, message).
 XLA compiles at its lowest optimisation level (every program runs once).
+
+Eager evaluation is the slow part (each primitive of our interpreter is dispatched, and compiled,
+one by one: ~75% of a program's time). ``--eager third`` checks eagerly the third of the
+transforms the program's seed picks (as ``tests/autodiff/test_generated_programs.py`` does), so
+every transform is checked eagerly on a third of the programs; ``--eager none`` checks only
+under jit. ``--log FILE`` appends one JSON line per program (seed, counts per class, non-equal
+outcomes) as it finishes, so an interrupted run keeps what it measured (``--summarize FILE``
+totals such a log).
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _worker(job):
-    worker, workers, n, seed, max_ops, deadline = job
+    worker, workers, n, seed, max_ops, deadline, eager, log = job
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     os.environ["XLA_FLAGS"] = (
         os.environ.get("XLA_FLAGS", "")
@@ -35,7 +44,7 @@ def _worker(job):
     ).strip()
     if str(ROOT) not in sys.path:
         sys.path.append(str(ROOT))  # after PYTHONPATH: another jaxparadigm may be measured
-    from tests.autodiff.program_differential import compare_program
+    from tests.autodiff.program_differential import TRANSFORMS, compare_program
     from tests.autodiff.program_generator import random_program
 
     counts, per_transform, failures, programs_run = collections.Counter(), {}, {}, [0]
@@ -46,7 +55,28 @@ def _worker(job):
                 break  # --max-seconds: the programs run so far are reported
             program = random_program(seed + worker + k * workers, max_ops=max_ops)
             programs_run[0] += 1
-            for o in compare_program(program):
+            picked = {
+                "all": TRANSFORMS,
+                "third": TRANSFORMS[program.seed % 3 :: 3],
+                "none": (),
+            }[eager]
+            t0 = time.process_time()
+            outcomes = compare_program(program, eager=picked)
+            if log is not None:
+                line = {
+                    "seed": program.seed,
+                    "cpu_s": round(time.process_time() - t0, 3),
+                    "classes": dict(collections.Counter(o.cls for o in outcomes)),
+                    "not_equal": [
+                        [o.cls, o.transform, o.jit, o.detail[:200]]
+                        for o in outcomes
+                        if o.cls != "equal"
+                    ],
+                    "program": repr(program),
+                }
+                with open(log, "a") as fh:
+                    fh.write(json.dumps(line) + "\n")
+            for o in outcomes:
                 counts[o.cls] += 1
                 key = f"{o.transform}{'/jit' if o.jit else ''}"
                 per_transform.setdefault(key, collections.Counter())[o.cls] += 1
@@ -86,12 +116,20 @@ def main(argv=None) -> dict:
     ap.add_argument(
         "--max-seconds", type=float, default=None, help="stop starting new programs after this"
     )
+    ap.add_argument("--eager", choices=("all", "third", "none"), default="all")
+    ap.add_argument("--log", type=Path, default=None, help="append one JSON line per program")
+    ap.add_argument("--summarize", type=Path, default=None, help="total a --log file and exit")
     a = ap.parse_args(argv)
+    if a.summarize is not None:
+        return summarize(a.summarize)
     if a.programs < 1 or a.workers < 1:
         raise SystemExit(f"--programs={a.programs} and --workers={a.workers} must be >= 1")
     shares = [a.programs // a.workers + (w < a.programs % a.workers) for w in range(a.workers)]
     deadline = None if a.max_seconds is None else time.time() + a.max_seconds
-    jobs = [(w, a.workers, n, a.seed, a.max_ops, deadline) for w, n in enumerate(shares)]
+    log = None if a.log is None else str(a.log)
+    jobs = [
+        (w, a.workers, n, a.seed, a.max_ops, deadline, a.eager, log) for w, n in enumerate(shares)
+    ]
     load_before, t0 = _load(), time.perf_counter()
     if a.workers == 1:
         results = [_worker(jobs[0])]
@@ -116,6 +154,7 @@ def main(argv=None) -> dict:
         "failures": failures,
         "seconds": round(seconds, 1),
         "workers": a.workers,
+        "eager": a.eager,
         "seed": a.seed,
         "cpu": _cpu_model(),
         "cpus": os.cpu_count(),
@@ -127,6 +166,34 @@ def main(argv=None) -> dict:
         print(f"{k:5d}  {sig}\n       {example}")
     if a.json:
         a.json.write_text(json.dumps(record, indent=1))
+    return record
+
+
+def summarize(path: Path) -> dict:
+    """Totals of a ``--log`` file: programs, comparisons per class, CPU seconds, and each
+    distinct non-equal outcome (class, transform, message) with its count and one program."""
+    counts, failures, n, cpu, seeds = collections.Counter(), {}, 0, 0.0, set()
+    for text in path.read_text().splitlines():
+        line = json.loads(text)
+        if line["seed"] in seeds:
+            continue  # a resumed run may repeat a seed; count each program once
+        seeds.add(line["seed"])
+        n += 1
+        cpu += line["cpu_s"]
+        counts.update(line["classes"])
+        for cls, transform, jit, detail in line["not_equal"]:
+            sig = f"{cls} | {transform}{'/jit' if jit else ''} | {detail[:120]}"
+            failures.setdefault(sig, [0, line["program"]])[0] += 1
+    record = {
+        "programs": n,
+        "seeds": [min(seeds), max(seeds)] if seeds else [],
+        "comparisons": sum(counts.values()),
+        "classes": dict(counts),
+        "cpu_seconds": round(cpu, 1),
+    }
+    print(json.dumps(record, indent=1))
+    for sig, (k, example) in sorted(failures.items(), key=lambda kv: -kv[1][0]):
+        print(f"{k:5d}  {sig}\n       {example}")
     return record
 
 
