@@ -64,6 +64,7 @@ BENCHES = {
     "retrieval": "MiniLM encode throughput, bfloat16 and packing (sentence-transformers if there)",
     "train": "train-step throughput; --sharding modes; --num-processes groups",
     "index": "persistent-index search vs FAISS (faiss-cpu if installed), build and encode rates",
+    "search": "exact search per dtype as fractions of measured read bandwidth and peak FLOP/s",
 }
 
 

@@ -91,6 +91,22 @@ def test_ties_go_to_the_lower_row_whatever_the_layout():
         np.testing.assert_array_equal(s.search(q, 10).ids, want)
 
 
+def test_a_tie_at_the_kth_score_goes_to_the_lower_row_across_groups():
+    """The kernel keeps one maximum per 8-row group and picks the k best groups; a group picked
+    for its high maximum (rows 8-15: 0.875, and 0.25 at row 9) must not win the tie at the k-th
+    score (0.25) over a lower row (row 1) whose group was picked last (its maximum is 0.25)."""
+    values = np.full(32, -0.5, np.float32)
+    values[[1, 9, 20]] = [0.25, 0.25, 0.75]
+    values[8] = 0.875
+    x = np.stack([values, np.sqrt(1 - values**2)], axis=1).astype(np.float32)
+    q = np.array([[1.0, 0.0]], np.float32)  # scores are exactly ``values``
+    for block, devices in [(16, 1), (32, 1), (8, 2)]:
+        s = VectorSearcher(split(x, []), devices=jax.devices()[:devices], block_rows=block)
+        got = s.search(q, 3)
+        np.testing.assert_array_equal(got.ids, [[8, 20, 1]])
+        np.testing.assert_array_equal(got.scores, [[0.875, 0.75, 0.25]])
+
+
 @pytest.mark.parametrize("dtype, min_recall", [("bfloat16", 0.99), ("int8", 0.99)])
 def test_compact_dtypes_rescored_in_float32(dtype, min_recall):
     rng = np.random.default_rng(1)
