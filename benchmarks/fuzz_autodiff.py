@@ -53,7 +53,8 @@ def _worker(job):
         for k in range(n):
             if deadline is not None and time.time() > deadline:
                 break  # --max-seconds: the programs run so far are reported
-            program = random_program(seed + worker + k * workers, max_ops=max_ops)
+            index = seed + worker + k * workers
+            program = random_program(index, max_ops=max_ops)
             programs_run[0] += 1
             picked = {
                 "all": TRANSFORMS,
@@ -64,6 +65,7 @@ def _worker(job):
             outcomes = compare_program(program, eager=picked)
             if log is not None:
                 line = {
+                    "index": index,  # random_program(index) is this program
                     "seed": program.seed,
                     "cpu_s": round(time.process_time() - t0, 3),
                     "classes": dict(collections.Counter(o.cls for o in outcomes)),
@@ -172,12 +174,13 @@ def main(argv=None) -> dict:
 def summarize(path: Path) -> dict:
     """Totals of a ``--log`` file: programs, comparisons per class, CPU seconds, and each
     distinct non-equal outcome (class, transform, message) with its count and one program."""
-    counts, failures, n, cpu, seeds = collections.Counter(), {}, 0, 0.0, set()
+    counts, failures, n, cpu, seen = collections.Counter(), {}, 0, 0.0, set()
     for text in path.read_text().splitlines():
         line = json.loads(text)
-        if line["seed"] in seeds:
-            continue  # a resumed run may repeat a seed; count each program once
-        seeds.add(line["seed"])
+        if "index" in line:
+            if line["index"] in seen:
+                continue  # a rerun of the same program index: count each program once
+            seen.add(line["index"])
         n += 1
         cpu += line["cpu_s"]
         counts.update(line["classes"])
@@ -186,7 +189,7 @@ def summarize(path: Path) -> dict:
             failures.setdefault(sig, [0, line["program"]])[0] += 1
     record = {
         "programs": n,
-        "seeds": [min(seeds), max(seeds)] if seeds else [],
+        "indexes": [min(seen), max(seen)] if seen else "not logged",
         "comparisons": sum(counts.values()),
         "classes": dict(counts),
         "cpu_seconds": round(cpu, 1),
