@@ -139,6 +139,7 @@ class SentenceEncoder:
         pack_length: int = 128,
         dtype: str = "float32",
         pack: bool = False,
+        devices: Sequence[jax.Device] | None = None,
     ) -> None:
         if not isinstance(model, BertEncoder):
             raise TypeError(f"model: got {type(model).__name__}, expected a BertEncoder")
@@ -172,6 +173,25 @@ class SentenceEncoder:
         self._packed = jax.jit(_packed_forward, static_argnums=(0, 5, 6))
         self.compiled_shapes: set[tuple[int, int]] = set()
         self.compiled_variants: set[tuple[str, bool, int, int, int]] = set()
+        self.devices = devices  # the setter checks and copies
+
+    @property
+    def devices(self) -> list[jax.Device]:
+        """Devices the micro-batches go to in turn (micro-batch ``b`` on ``devices[b % D]``, ``D``
+        forwards in flight). One device (the default) unless the caller gives more: the
+        application chooses, e.g. one CPU device per core so that XLA:CPU's single-threaded
+        elementwise loops (GELU, softmax, LayerNorm) of two micro-batches run side by side."""
+        return list(self._devices)
+
+    @devices.setter
+    def devices(self, devices: Sequence[jax.Device] | None) -> None:
+        if devices is None:
+            self._devices = [jax.local_devices()[0]]
+            return
+        devices = list(devices)
+        if not devices or not all(isinstance(d, jax.Device) for d in devices):
+            raise InputError(f"devices: got {devices!r}, expected a non-empty list of jax devices")
+        self._devices = devices
 
     # -- tokenisation -------------------------------------------------------------------------
 
@@ -248,10 +268,23 @@ class SentenceEncoder:
             self._states[dtype] = _cast_floats(self._state, jnp.dtype(dtype))
         return self._states[dtype]
 
-    def _padded_batches(self, ids, step, state, dtype, normalize):
+    def _placed(self, dtype: str) -> list:
+        """``[(device, state on it)]`` for each of ``devices`` (copies cached per dtype/device)."""
+        if len(self._devices) == 1:
+            return [(None, self._state_in(dtype))]  # uncommitted: jit places it as before
+        out = []
+        for d in self._devices:
+            key = f"{dtype}@{d.id}@{d.platform}"
+            if key not in self._states:
+                self._states[key] = jax.device_put(self._state_in(dtype), d)
+            out.append((d, self._states[key]))
+        return out
+
+    def _padded_batches(self, ids, step, placed, dtype, normalize):
         """Length-sorted micro-batches, one sentence per row: ``(dest, pooled, picks)``."""
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
-        for start in range(0, len(order), step):
+        for b, start in enumerate(range(0, len(order), step)):
+            device, state = placed[b % len(placed)]
             rows = order[start : start + step]
             length = self._bucket(max(len(ids[i]) for i in rows))
             n_rows = row_bucket(len(rows), step)
@@ -264,19 +297,21 @@ class SentenceEncoder:
                 self.compiled_shapes.add((n_rows, length))
             else:
                 self.compiled_variants.add((dtype, False, n_rows, length, 1))
+            input_ids, mask = _put((input_ids, mask), device)
             pooled = self._forward(self._graphdef, state, input_ids, mask, normalize)
             yield rows, pooled, np.arange(len(rows))
 
-    def _packed_batches(self, ids, step, state, dtype, normalize):
+    def _packed_batches(self, ids, step, placed, dtype, normalize):
         """Micro-batches of packed rows (several sentences per row): ``(dest, pooled, picks)``."""
         rows = pack_rows([len(x) for x in ids], self.pack_length, MAX_PACKED_SEGMENTS)
         rows.sort(key=lambda row: -sum(len(ids[i]) for i in row))
-        for start in range(0, len(rows), step):
+        for b, start in enumerate(range(0, len(rows), step)):
+            device, state = placed[b % len(placed)]
             group = rows[start : start + step]
             length = self._bucket(max(sum(len(ids[i]) for i in row) for row in group))
             n_rows = row_bucket(len(group), step)
             segments = row_bucket(max(len(row) for row in group), MAX_PACKED_SEGMENTS)
-            arrays = packed_arrays(group, ids, n_rows, length, self.pad_id)
+            arrays = _put(packed_arrays(group, ids, n_rows, length, self.pad_id), device)
             self.compiled_variants.add((dtype, True, n_rows, length, segments))
             pooled = self._packed(self._graphdef, state, *arrays, segments, normalize)
             dest = [i for row in group for i in row]
@@ -310,20 +345,28 @@ class SentenceEncoder:
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         step = min(batch_size, self.micro_batch)
         make = self._packed_batches if pack else self._padded_batches
-        batches = make(ids, step, self._state_in(dtype), dtype, bool(normalize))
+        placed = self._placed(dtype)
+        batches = make(ids, step, placed, dtype, bool(normalize))
         if show_progress_bar:
             from tqdm import tqdm
 
             batches = tqdm(batches, desc="encode", unit="micro-batch")
-        pending = None  # one forward in flight: pad the next micro-batch while it runs
+        # one forward in flight per device: pad the next micro-batch while they run
+        pending: list = []
         for batch in batches:
-            if pending is not None:
-                out[pending[0]] = np.asarray(pending[1])[pending[2]]
-            pending = batch
-        if pending is not None:
-            out[pending[0]] = np.asarray(pending[1])[pending[2]]
+            if len(pending) == len(placed):
+                dest, pooled, picks = pending.pop(0)
+                out[dest] = np.asarray(pooled)[picks]
+            pending.append(batch)
+        for dest, pooled, picks in pending:
+            out[dest] = np.asarray(pooled)[picks]
         chex.assert_tree_all_finite(out)
         return out[0] if single else out
+
+
+def _put(arrays, device):
+    """``arrays`` committed to ``device`` (``None``: left to jit, as on one device)."""
+    return arrays if device is None else tuple(jax.device_put(a, device) for a in arrays)
 
 
 def _max_seq_length(model_dir: Path) -> int:

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval import SentenceEncoder, load_minilm
 from jaxparadigm.retrieval.length_buckets import length_buckets
 from jaxparadigm.retrieval.length_buckets import row_bucket as _row_bucket
@@ -254,3 +255,29 @@ def test_encoder_level_defaults(encoder):
         bf.encode(SHORT[:2], dtype="float32", pack=False), encoder.encode(SHORT[:2])
     )
     assert {v[:2] for v in bf.compiled_variants} == {("bfloat16", True)}
+
+
+def test_micro_batches_round_robin_over_devices_give_the_same_embeddings(encoder):
+    """``devices`` (issue 26): micro-batch ``b`` runs on ``devices[b % D]``; the numbers do not
+    depend on it (same program, same CPU), padded and packed alike."""
+    import jax
+
+    sents = [s + " " + "word " * (i % 7) for i, s in enumerate(SHORT * 3)]  # 18 sentences
+    one = SentenceEncoder(encoder.model, encoder.tokenizer, micro_batch=4)
+    two = SentenceEncoder(
+        encoder.model, encoder.tokenizer, micro_batch=4, devices=jax.devices()[:2]
+    )
+    seen = []
+    forward = two._forward
+    two._forward = lambda g, state, ids, *a: (
+        seen.append(ids.devices()) or forward(g, state, ids, *a)
+    )
+    want = one.encode(sents)
+    np.testing.assert_array_equal(two.encode(sents), want)
+    assert seen == [{jax.devices()[b % 2]} for b in range(5)]  # 18 rows in 5 micro-batches of 4
+    np.testing.assert_array_equal(two.encode(sents, pack=True), one.encode(sents, pack=True))
+    assert one.devices == [jax.local_devices()[0]] and two.devices == jax.devices()[:2]
+    with pytest.raises(InputError, match="devices: got"):
+        SentenceEncoder(encoder.model, encoder.tokenizer, devices=[])
+    with pytest.raises(InputError, match="devices: got"):
+        SentenceEncoder(encoder.model, encoder.tokenizer, devices=["cpu:0"])
