@@ -16,6 +16,7 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -64,6 +65,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[32])
     parser.add_argument("--results", help="append a '## retrieval' section to this markdown file")
     parser.add_argument(
+        "--cpu-devices",
+        type=int,
+        default=1,
+        help="K > 1: the process gets K CPU devices (XLA_FLAGS, before jax starts) and a second "
+        "row, ours with micro-batches over the K devices in turn, is measured interleaved",
+    )
+    parser.add_argument(
         "--full",
         action="store_true",
         help="RESULTS.md's size: --n 1024 --repeats 3 --queries 100 --batch-sizes 32 128",
@@ -80,7 +88,17 @@ def main(argv: list[str] | None = None) -> dict:
         flush=True,
     )
 
-    from jaxparadigm.retrieval import load_minilm
+    if args.cpu_devices < 1:
+        raise SystemExit(f"--cpu-devices: got {args.cpu_devices}, expected an int >= 1")
+    if args.cpu_devices > 1:
+        if "jax" in sys.modules:
+            raise SystemExit("--cpu-devices: jax is already imported in this process")
+        flags = os.environ.get("XLA_FLAGS", "")
+        if "xla_force_host_platform_device_count" not in flags:
+            os.environ["XLA_FLAGS"] = (
+                f"{flags} --xla_force_host_platform_device_count={args.cpu_devices}".strip()
+            )
+    from jaxparadigm.retrieval import SentenceEncoder, load_minilm
 
     load_before = os.getloadavg()[0]
     sents = make_sentences(args.n)
@@ -90,6 +108,14 @@ def main(argv: list[str] | None = None) -> dict:
     load_s = time.perf_counter() - t0
     st = _load_st()
     impls = {"jaxparadigm": ours.encode}
+    if args.cpu_devices > 1:
+        import jax
+
+        devices = jax.devices()[: args.cpu_devices]
+        if len(devices) < args.cpu_devices:
+            raise SystemExit(f"--cpu-devices {args.cpu_devices}: jax sees {len(jax.devices())}")
+        spread = SentenceEncoder(ours.model, ours.tokenizer, ours.max_seq_length, devices=devices)
+        impls[f"jaxparadigm ({len(devices)} devices)"] = spread.encode
     if st is not None:
         impls["sentence-transformers"] = lambda s, **kw: st.encode(s, **kw)
 
@@ -145,16 +171,20 @@ def main(argv: list[str] | None = None) -> dict:
         )
     if st is not None:
         ref = rows["sentence-transformers"]
-        ratios = ", ".join(
-            f"batch {b}: {rows['jaxparadigm'][f'sent/s@{b}'] / ref[f'sent/s@{b}']:.2f}x"
-            for b in args.batch_sizes
+        for name in (n for n in rows if n.startswith("jaxparadigm")):
+            ratios = ", ".join(
+                f"batch {b}: {rows[name][f'sent/s@{b}'] / ref[f'sent/s@{b}']:.2f}x"
+                for b in args.batch_sizes
+            )
+            lines += [
+                "",
+                f"Throughput ratio {name} / sentence-transformers: {ratios}; P50 latency ratio "
+                f"{ref['p50_ms'] / rows[name]['p50_ms']:.2f}x.",
+            ]
+        lines.append(
+            f"Min cosine between ours and sentence-transformers on 128 of these "
+            f"sentences: {parity:.7f}."
         )
-        lines += [
-            "",
-            f"Throughput ratio jaxparadigm / sentence-transformers: {ratios}; P50 latency ratio "
-            f"{ref['p50_ms'] / rows['jaxparadigm']['p50_ms']:.2f}x. Min cosine between the two "
-            f"on 128 of these sentences: {parity:.7f}.",
-        ]
     else:
         lines += ["", "sentence-transformers not installed: no reference row."]
     lines.append(
