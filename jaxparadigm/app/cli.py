@@ -61,9 +61,9 @@ BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 BENCHES = {
     "tensor": "strided views vs copies, host<->device transfers",
     "autodiff": "our reverse/forward mode vs jax.grad: run time, compile time, graph growth",
-    "optim": "our Adam and clip+schedule chain vs optax (and torch when installed)",
+    "optim": "our Adam and clip+schedule chain vs optax (and torch when installed); --cpu-devices",
     "retrieval": "MiniLM encode throughput, bfloat16 and packing (sentence-transformers if there)",
-    "train": "train-step throughput; --sharding modes; --num-processes groups",
+    "train": "train-step throughput; --sharding modes; --num-processes groups; --cpu-devices",
     "index": "persistent-index search vs FAISS (faiss-cpu if installed), build and encode rates",
 }
 

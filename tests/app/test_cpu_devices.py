@@ -413,3 +413,58 @@ def test_charlm_100_steps_on_two_devices_equals_one_device(tmp_path):
         if key == "['blocks'][0]['attn']['qkv']['bias']":
             a, b = np.delete(a, np.s_[d : 2 * d]), np.delete(b, np.s_[d : 2 * d])
         np.testing.assert_allclose(b, a, rtol=0, atol=1e-5, err_msg=key)
+
+
+# --- the benches' switch (benchmarks/cpu_devices_rounds.py) --------------------------------------
+
+
+def _rounds_module():
+    import importlib.util
+
+    path = Path(ROOT) / "benchmarks" / "cpu_devices_rounds.py"
+    spec = importlib.util.spec_from_file_location("cpu_devices_rounds", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_rounds_rotate_the_order_and_collect_per_runner(monkeypatch):
+    rounds = _rounds_module()
+    monkeypatch.setattr(rounds, "SETTLE_S", 0.0)
+    calls = []
+
+    class Fake:
+        def __init__(self, names):
+            self.names = names
+
+        def run(self, name, n):
+            calls.append(name)
+            return {"seconds": [0.5] * n, "check": float(len(calls))}
+
+    got = rounds.alternate([Fake(["a", "b"]), Fake(["t"])], rounds=3, n=2)
+    assert calls == ["a", "b", "t", "b", "t", "a", "t", "a", "b"]
+    assert got["a"] == {"seconds": [0.5] * 6, "checks": [1.0, 6.0, 8.0]}
+    assert rounds.parse_counts("1,2,2,auto") == list(dict.fromkeys([1, 2, cd.usable_cores()]))
+    with pytest.raises(InputError, match=r"^--cpu-devices: got '0'"):
+        rounds.parse_counts("1,0")
+
+
+@pytest.mark.slow  # two worker processes (JAX start + compile each)
+def test_optim_bench_on_one_and_two_devices_agrees(capsys):
+    from types import SimpleNamespace
+
+    rounds = _rounds_module()
+    args = SimpleNamespace(
+        cpu_devices="1,2", xla_flags=None, no_torch=True, params=3001, leaves=3, reps=2
+    )
+    result = rounds.optim_rounds(args)
+    assert result["params"] == 3000  # three leaves of 1000: each a multiple of 2 devices
+    names = {
+        "ours adam @1 device",
+        "ours triad @1 device",
+        "ours adam @2 devices",
+        "ours triad @2 devices",
+    }
+    assert set(result["median_ms"]) == names
+    assert result["max_relative_params_sum_difference_vs_first"]["ours adam @2 devices"] < 1e-6
+    assert "ours adam @2 devices" in capsys.readouterr().out
