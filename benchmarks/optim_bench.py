@@ -247,7 +247,9 @@ def main(argv: list[str] | None = None) -> dict:
         "fused Adam: each in its own process, interleaved rounds (benchmarks/cpu_devices_rounds.py)",
     )
     parser.add_argument(
-        "--xla-flags", metavar="FLAGS", help="with --cpu-devices: also each K with these XLA flags"
+        "--xla-flags",
+        metavar="FLAGS",
+        help="with --cpu-devices: also each K with these XLA flags (write --xla-flags='--a=1 --b')",
     )
     args = parser.parse_args(argv)
     if args.full:

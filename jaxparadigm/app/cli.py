@@ -244,13 +244,15 @@ def _add_run(sub) -> None:
         metavar="K",
         help="with --num-processes: K forced CPU devices per process",
     )
+    from jaxparadigm.app.cpu_devices import DEFAULT_CPU_DEVICES, ENV_CPU_DEVICES  # no JAX
+
     p.add_argument(
         "--cpu-devices",
         metavar="N|auto",
-        help="CPU devices this process asks XLA for (auto: one per usable core; default "
-        "JAXPARADIGM_CPU_DEVICES, else 1); with N > 1, task train splits each batch over them "
-        "(train.sharding.mode=data) unless the config sets train.sharding.mode. A count in "
-        "XLA_FLAGS wins",
+        help=f"CPU devices this process asks XLA for (auto: one per usable core; default "
+        f"{ENV_CPU_DEVICES}, else {DEFAULT_CPU_DEVICES}); with N > 1, task train splits each "
+        "batch over them (train.sharding.mode=data) unless the config sets train.sharding.mode. "
+        "A count in XLA_FLAGS wins",
     )
     p.add_argument(
         "--no-progress",

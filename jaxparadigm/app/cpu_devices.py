@@ -39,7 +39,6 @@ from typing import NamedTuple
 
 from jaxparadigm.config import Config, apply_override, load_config, parse_yaml
 from jaxparadigm.errors import InputError
-from jaxparadigm.train.distributed import ENV_COORDINATOR
 
 __all__ = [
     "CPU_XLA_FLAGS",
@@ -274,6 +273,8 @@ def prepare_cpu_devices(
     """``jaxparadigm run``'s step before JAX starts: plan (:func:`plan_cpu_devices`), apply
     (:func:`apply_cpu_plan`), and ``(cfg, notes)`` with ``train.sharding.mode=data`` added when the
     plan says so and JAX's default backend is the CPU (C5.2)."""
+    from jaxparadigm.train.distributed import ENV_COORDINATOR  # imports JAX (no backend yet)
+
     environ = os.environ if environ is None else environ
     single = cfg.train.distributed.coordinator_address is None and not environ.get(ENV_COORDINATOR)
     plan = plan_cpu_devices(
