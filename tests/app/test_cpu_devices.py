@@ -291,20 +291,16 @@ def test_a_child_asking_for_two_gets_two_cpu_devices_and_the_data_layout():
     ]
 
 
-def test_cli_refuses_a_count_that_does_not_divide_the_batch():
-    out = subprocess.run(
-        [sys.executable, "-m", "jaxparadigm", "run", str(CHARLM), "--cpu-devices", "3"],
-        env=_clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 2, out.stderr[-3000:]
-    assert out.stderr.strip() == (
+def test_cli_refuses_a_count_that_does_not_divide_the_batch(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("XLA_FLAGS")  # no user count; JAX not started yet, as in a new process
+    monkeypatch.setattr(cd, "running_cpu_devices", lambda: None)
+    assert cli.main(["run", str(CHARLM), "--cpu-devices", "3", f"out_dir={tmp_path}"]) == 2
+    assert capsys.readouterr().err.strip() == (
         "jaxparadigm run: error: --cpu-devices 3: data.batch_size=32 cannot be split over 3 "
         "devices (a run of several CPU devices splits the batch, train.sharding.mode=data); "
         "expected a divisor of 32, or set train.sharding.mode=none"
     )
+    assert "XLA_FLAGS" not in os.environ  # refused before anything was set
 
 
 # --- N devices, one device's numbers ----------------------------------------------------------
