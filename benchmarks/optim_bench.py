@@ -14,8 +14,13 @@ parameters held as one flat buffer by the caller, and inside ``optax.flatten`` (
 concatenates the leaves every step); our ``chain_for`` (clip + warmup-cosine + adam) and optax's
 equivalent; ``torch.optim.Adam(fused=True)`` and torch's ``clip_grad_norm_`` + fused Adam.
 
+``--cpu-devices 1,2`` (issue 26) instead runs our ``adam`` with the parameters split over K CPU
+devices for each K, and torch's fused Adam, each in its own process, in interleaved rounds
+(benchmarks/cpu_devices_rounds.py).
+
 Usage: python benchmarks/optim_bench.py [--params N] [--leaves L] [--reps R] [--runs K]
        [--short] [--no-torch] [--json PATH]     (or: jaxparadigm bench optim ...)
+       python benchmarks/optim_bench.py --cpu-devices 1,2 [--xla-flags FLAGS] [--params N] ...
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ import platform
 import random
 import re
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -233,6 +240,17 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--json", default=None, help="also write the results here")
+    parser.add_argument(
+        "--cpu-devices",
+        metavar="K,...",
+        help="our adam (and a triad) on K CPU devices for each K, e.g. 1,2 or 1,auto, vs torch "
+        "fused Adam: each in its own process, interleaved rounds (benchmarks/cpu_devices_rounds.py)",
+    )
+    parser.add_argument(
+        "--xla-flags",
+        metavar="FLAGS",
+        help="with --cpu-devices: also each K with these XLA flags (write --xla-flags='--a=1 --b')",
+    )
     args = parser.parse_args(argv)
     if args.full:
         parser.set_defaults(params=10_000_000, leaves=50, reps=25)
@@ -248,6 +266,14 @@ def main(argv: list[str] | None = None) -> dict:
     )
     if args.params < args.leaves or args.leaves < 1 or args.reps < 1 or args.runs < 1:
         parser.error("need --leaves >= 1, --params >= --leaves, --reps >= 1, --runs >= 1")
+    if args.cpu_devices:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))  # for ``jaxparadigm bench``
+        from cpu_devices_rounds import optim_rounds
+
+        result = optim_rounds(args)
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=2))
+        return result
 
     load_start = os.getloadavg()
     n, sizes = args.params, _leaf_sizes(args.params, args.leaves)

@@ -26,9 +26,14 @@ config through ``jaxparadigm run --num-processes N`` (N processes x K/N devices)
 of K devices, alternately, ``--rounds`` times each, and compares the steps/s the runs measured
 and their loss curves (max relative difference over the steps).
 
+``--cpu-devices 1,2`` (issue 26) instead runs ours on K CPU devices (the ``data`` layout, as
+``jaxparadigm run --cpu-devices K`` trains) for each K and torch eager, each in its own process,
+in interleaved rounds (benchmarks/cpu_devices_rounds.py), and compares the losses of ours@K.
+
 Usage: python benchmarks/train_bench.py [--rounds R] [--steps S] [--no-torch] [--json PATH]
        python benchmarks/train_bench.py --sharding [--devices 8] [--mode fsdp ...]
        python benchmarks/train_bench.py --num-processes 2 [--devices 4] [--mode fsdp]
+       python benchmarks/train_bench.py --cpu-devices 1,2 [--xla-flags FLAGS] [--rounds R]
 """
 
 from __future__ import annotations
@@ -79,21 +84,22 @@ def _optax_chain(cfg) -> optax.GradientTransformation:
     )
 
 
-def _jax_runner(cfg, dataset, tx, batches, guard: bool = True) -> Callable[[int], None]:
+def _jax_runner(cfg, dataset, tx, batches, guard: bool = True) -> Callable[[int], float]:
     graphdef, variables = nnx.split(build_model(cfg.model, dataset, cfg.train.seed))
     state = init_train_state(nnx.to_pure_dict(variables), tx, cfg.train.seed)
     return _stepper(make_train_step(graphdef, next_byte_loss, tx, guard=guard), state, batches)
 
 
-def _stepper(step, state, batches) -> Callable[[int], None]:
-    """``run(n)``: ``n`` steps from the current state over ``batches`` in turn, then block."""
+def _stepper(step, state, batches) -> Callable[[int], float]:
+    """``run(n)``: ``n`` steps from the current state over ``batches`` in turn, then block;
+    returns the last step's loss."""
     box = {"state": state, "i": 0}
 
-    def run(n: int) -> None:
+    def run(n: int) -> float:
         for _ in range(n):
             box["state"], metrics = step(box["state"], batches[box["i"] % len(batches)])
             box["i"] += 1
-        jax.block_until_ready(metrics["loss"])
+        return float(jax.block_until_ready(metrics["loss"]))
 
     return run
 
@@ -111,7 +117,7 @@ def _interleaved(runners: dict, rounds: int, steps: int) -> tuple[dict[str, floa
     return {k: statistics.median(v) for k, v in per_round.items()}, load
 
 
-def _torch_runner(cfg, batches) -> Callable[[int], None] | None:
+def _torch_runner(cfg, batches) -> Callable[[int], float] | None:
     try:
         import torch
         from torch import nn
@@ -171,7 +177,7 @@ def _torch_runner(cfg, batches) -> Callable[[int], None] | None:
     tbatches = [torch.from_numpy(np.asarray(b["tokens"], np.int64)) for b in batches]
     box = {"i": 0}
 
-    def run(n: int) -> None:
+    def run(n: int) -> float:
         for _ in range(n):
             tokens = tbatches[box["i"] % len(tbatches)]
             logits = model(tokens[:, :-1])
@@ -184,7 +190,7 @@ def _torch_runner(cfg, batches) -> Callable[[int], None] | None:
             opt.step()
             sched.step()
             box["i"] += 1
-        float(loss.detach())
+        return float(loss.detach())
 
     return run
 
@@ -203,17 +209,22 @@ def _force_devices(k: int | None) -> None:
         os.environ["XLA_FLAGS"] = " ".join([*flags, f"--xla_force_host_platform_device_count={k}"])
 
 
+def _benchmarks_on_path() -> None:
+    """Put benchmarks/ on sys.path (``jaxparadigm bench`` runs this file without it there)."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+
+
 def _cpu_info() -> str:
     """CPU model, core count and SIMD flags, as benchmarks/index_bench.py reports them."""
-    here = str(Path(__file__).resolve().parent)
-    if here not in sys.path:  # ``jaxparadigm bench`` runs this file without benchmarks/ on the path
-        sys.path.insert(0, here)
+    _benchmarks_on_path()
     from index_bench import cpu_info
 
     return cpu_info()
 
 
-def _sharded_runner(cfg, dataset, mode: str, batches) -> tuple[Callable[[int], None], dict]:
+def _sharded_runner(cfg, dataset, mode: str, batches) -> tuple[Callable[[int], float], dict]:
     """A stepping closure for ``mode`` over all devices, and its layout_figures (or None)."""
     graphdef, variables = nnx.split(build_model(cfg.model, dataset, cfg.train.seed))
     tx = chain_for(cfg.optim)
@@ -373,6 +384,17 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--num-processes", type=int, metavar="N", help="N processes vs one")
     parser.add_argument("--devices", type=int, default=None, metavar="K", help="devices in all")
     parser.add_argument("--mode", nargs="+", default=None, help="sharding modes to run")
+    parser.add_argument(
+        "--cpu-devices",
+        metavar="K,...",
+        help="ours on K CPU devices (data layout) for each K, e.g. 1,2 or 1,auto, vs torch eager: "
+        "each in its own process, interleaved rounds (benchmarks/cpu_devices_rounds.py)",
+    )
+    parser.add_argument(
+        "--xla-flags",
+        metavar="FLAGS",
+        help="with --cpu-devices: also each K with these XLA flags (write --xla-flags='--a=1 --b')",
+    )
     args = parser.parse_args(argv)
     if args.full:
         parser.set_defaults(rounds=7, steps=20)
@@ -383,6 +405,14 @@ def main(argv: list[str] | None = None) -> dict:
         "--full` (same options plus --full; a few minutes on 2 cores, under 2 GB of memory)",
         flush=True,
     )
+    if args.cpu_devices:
+        _benchmarks_on_path()
+        from cpu_devices_rounds import train_rounds
+
+        results = train_rounds(args)
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=2))
+        return results
     if args.sharding or args.num_processes:
         run = _num_processes_bench if args.num_processes else _sharding_bench
         results = run(args)

@@ -2,6 +2,7 @@
 
     jaxparadigm run CONFIG [key.path=value ...]     run an experiment config (train, retrieval, ...)
         [--num-processes N [--devices-per-process K]]  as N local jax.distributed processes
+        [--cpu-devices N|auto]                       N CPU devices (JAXPARADIGM_CPU_DEVICES)
     jaxparadigm claims [--only ID ...] [--json] [--report DIR] [--config FILE] [claims.key=value ...]
     jaxparadigm search "query" [--corpus FILE|pydoc] [--top-k 5]
     jaxparadigm search "query" --index DIR [--top-k 5] [--dtype float32|bfloat16|int8] [--approx]
@@ -60,9 +61,9 @@ BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 BENCHES = {
     "tensor": "strided views vs copies, host<->device transfers",
     "autodiff": "our reverse/forward mode vs jax.grad: run time, compile time, graph growth",
-    "optim": "our Adam and clip+schedule chain vs optax (and torch when installed)",
+    "optim": "our Adam and clip+schedule chain vs optax (and torch when installed); --cpu-devices",
     "retrieval": "MiniLM encode throughput, bfloat16 and packing (sentence-transformers if there)",
-    "train": "train-step throughput; --sharding modes; --num-processes groups",
+    "train": "train-step throughput; --sharding modes; --num-processes groups; --cpu-devices",
     "index": "persistent-index search vs FAISS (faiss-cpu if installed), build and encode rates",
     "search": "exact search per dtype as fractions of measured read bandwidth and peak FLOP/s",
 }
@@ -83,11 +84,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from jaxparadigm.app.cpu_devices import cpu_request, prepare_cpu_devices
     from jaxparadigm.build import finished_run_for
     from jaxparadigm.config import load_config
 
+    request = cpu_request(args.cpu_devices, os.environ)  # a bad value fails before anything loads
     if args.devices_per_process is not None and args.num_processes is None:
         raise InputError("--devices-per-process: given without --num-processes")
+    if args.devices_per_process is not None and args.cpu_devices is not None:
+        raise InputError(
+            f"--cpu-devices {args.cpu_devices}: given with --devices-per-process "
+            f"{args.devices_per_process}; expected one of them (with --num-processes both set "
+            "each worker's CPU devices)"
+        )
     cfg = load_config(args.config, args.overrides)
     done = finished_run_for(cfg)
     if done is not None:  # one line, nothing started, nothing written
@@ -96,13 +105,19 @@ def _run(args: argparse.Namespace) -> int:
     if args.num_processes is not None:  # workers print the report line (process 0's terminal)
         from jaxparadigm.app.train_launch import launch
 
+        per_process = args.devices_per_process  # else --cpu-devices / JAXPARADIGM_CPU_DEVICES
+        if per_process is None and request.explicit:
+            per_process = request.devices
         launch(
             args.config,
             args.overrides,
             num_processes=args.num_processes,
-            devices_per_process=args.devices_per_process,
+            devices_per_process=per_process,
         )
         return 0
+    cfg, notes = prepare_cpu_devices(request, args.config, args.overrides, cfg)
+    for note in notes:
+        print(f"jaxparadigm run: {note}", file=sys.stderr)
     from jaxparadigm.app.tasks import TASKS  # the tasks' libraries load only for ``run``
 
     report = TASKS[cfg.task](cfg)
@@ -229,6 +244,16 @@ def _add_run(sub) -> None:
         type=int,
         metavar="K",
         help="with --num-processes: K forced CPU devices per process",
+    )
+    from jaxparadigm.app.cpu_devices import DEFAULT_CPU_DEVICES, ENV_CPU_DEVICES  # no JAX
+
+    p.add_argument(
+        "--cpu-devices",
+        metavar="N|auto",
+        help=f"CPU devices this process asks XLA for (auto: one per usable core; default "
+        f"{ENV_CPU_DEVICES}, else {DEFAULT_CPU_DEVICES}); with N > 1, task train splits each "
+        "batch over them (train.sharding.mode=data) unless the config sets train.sharding.mode. "
+        "A count in XLA_FLAGS wins",
     )
     p.add_argument(
         "--no-progress",

@@ -1,0 +1,296 @@
+"""How many CPU (host) devices a ``jaxparadigm run`` process asks XLA for, chosen before JAX
+starts (issue 26, C5.2).
+
+Why: one XLA:CPU device runs a small training step's elementwise loops one at a time (XLA splits
+only loops of more than ~512 KB, into ``ceil(sqrt(cores))`` parts), so a 2-core machine keeps a
+core idle where PyTorch eager uses both. ``N`` host devices with the batch split over them (the
+``data`` layout of :mod:`jaxparadigm.train.sharding`) run ``N`` programs at once.
+
+The request, first that is set::
+
+    --cpu-devices N|auto   (jaxparadigm run)
+    JAXPARADIGM_CPU_DEVICES=N|auto   (environment)
+    DEFAULT_CPU_DEVICES    (this module)
+
+``auto`` is this process's usable cores (``len(os.sched_getaffinity(0))``). It is applied by
+appending ``--xla_force_host_platform_device_count=N`` (and :data:`CPU_XLA_FLAGS`) to
+``XLA_FLAGS``, which XLA reads when JAX starts its CPU backend. Rules, in order:
+
+1. a count the user gave XLA or JAX (``--xla_force_host_platform_device_count`` in ``XLA_FLAGS``,
+   or ``JAX_NUM_CPU_DEVICES``) wins: nothing changes, and a different explicit request is
+   reported in a note;
+2. in a process of a multi-process group the default does not apply (``--devices-per-process``
+   sets the workers' count);
+3. task ``train`` with ``N > 1`` devices and no ``train.sharding.mode`` in the config or its
+   overrides trains with ``train.sharding.mode=data``; a ``data.batch_size`` that ``N`` does not
+   divide is an error for an explicit ``N``, and lowers ``auto`` (or the default) to the largest
+   divisor of the batch size not above ``N``;
+4. JAX's backend already running in this process (a library caller) cannot change: an explicit
+   request for another count is an error, the default is left unapplied with a note.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, MutableMapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from jaxparadigm.config import Config, apply_override, load_config, parse_yaml
+from jaxparadigm.errors import InputError
+
+__all__ = [
+    "CPU_XLA_FLAGS",
+    "DEFAULT_CPU_DEVICES",
+    "DEVICE_COUNT_FLAG",
+    "ENV_CPU_DEVICES",
+    "CpuPlan",
+    "CpuRequest",
+    "apply_cpu_plan",
+    "config_sets_sharding_mode",
+    "cpu_request",
+    "parse_cpu_devices",
+    "plan_cpu_devices",
+    "prepare_cpu_devices",
+    "running_cpu_devices",
+    "usable_cores",
+    "user_device_count",
+    "with_cpu_devices",
+]
+
+#: The count a run gets when neither ``--cpu-devices`` nor ``JAXPARADIGM_CPU_DEVICES`` is given:
+#: an int >= 1 or ``"auto"`` (one device per usable core). Decided by measurement (issue 26).
+DEFAULT_CPU_DEVICES: int | str = 1
+#: The environment variable read by ``jaxparadigm run`` (values as ``--cpu-devices``).
+ENV_CPU_DEVICES = "JAXPARADIGM_CPU_DEVICES"
+#: The XLA flag that sets the number of host (CPU) devices.
+DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+#: JAX's own setting of the CPU device count (``jax_num_cpu_devices``); it beats the XLA flag.
+ENV_JAX_CPU_DEVICES = "JAX_NUM_CPU_DEVICES"
+#: Further XLA:CPU flags applied with the count (none: no flag measured faster, see issue 26).
+CPU_XLA_FLAGS: tuple[str, ...] = ()
+
+_EXPECTED = "expected an integer >= 1 or 'auto' (one device per usable core"
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: ``len(os.sched_getaffinity(0))`` where the OS has it
+    (a ``taskset`` or container limit counts), else ``os.cpu_count()``, at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def parse_cpu_devices(value: object, where: str) -> int:
+    """The device count of ``value``: an integer >= 1 (int or digits) or ``"auto"``
+    (:func:`usable_cores`); anything else is an :class:`InputError` naming ``where``."""
+    text = str(value).strip()
+    if text.lower() == "auto":
+        return usable_cores()
+    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
+        raise InputError(f"{where}: got {value!r}, {_EXPECTED}: {usable_cores()} here)")
+    return int(text)
+
+
+class CpuRequest(NamedTuple):
+    """A requested device count, where it came from (``--cpu-devices``,
+    ``JAXPARADIGM_CPU_DEVICES`` or ``DEFAULT_CPU_DEVICES``) and the value as given (``"2"``,
+    ``"auto"``)."""
+
+    devices: int
+    source: str
+    text: str
+
+    @property
+    def explicit(self) -> bool:
+        """Whether the user asked (option or environment) rather than the default."""
+        return self.source != "DEFAULT_CPU_DEVICES"
+
+    @property
+    def exact(self) -> bool:
+        """Whether the count must be honoured as given: an explicit number, not ``auto``."""
+        return self.explicit and self.text.strip().lower() != "auto"
+
+    def __str__(self) -> str:
+        sep = "=" if self.source != "--cpu-devices" else " "
+        return f"{self.source}{sep}{self.text}"
+
+
+def cpu_request(option: str | None, environ: Mapping[str, str]) -> CpuRequest:
+    """The request of ``--cpu-devices`` (``option``), else of ``JAXPARADIGM_CPU_DEVICES`` in
+    ``environ``, else :data:`DEFAULT_CPU_DEVICES`; a bad value is an :class:`InputError`."""
+    if option is not None:
+        return CpuRequest(parse_cpu_devices(option, "--cpu-devices"), "--cpu-devices", option)
+    if environ.get(ENV_CPU_DEVICES, "").strip():
+        text = environ[ENV_CPU_DEVICES]
+        return CpuRequest(
+            parse_cpu_devices(text, f"environment variable {ENV_CPU_DEVICES}"),
+            ENV_CPU_DEVICES,
+            text,
+        )
+    text = str(DEFAULT_CPU_DEVICES)
+    return CpuRequest(parse_cpu_devices(text, "DEFAULT_CPU_DEVICES"), "DEFAULT_CPU_DEVICES", text)
+
+
+def user_device_count(environ: Mapping[str, str]) -> tuple[str, int] | None:
+    """``(where, count)`` of a CPU device count the user already set (``JAX_NUM_CPU_DEVICES``,
+    which JAX prefers, else the last ``--xla_force_host_platform_device_count`` in ``XLA_FLAGS``),
+    or None. A malformed value is named in an :class:`InputError`."""
+    if environ.get(ENV_JAX_CPU_DEVICES, "").strip() not in ("", "-1"):
+        text = environ[ENV_JAX_CPU_DEVICES]
+        return ENV_JAX_CPU_DEVICES, parse_cpu_devices(text, ENV_JAX_CPU_DEVICES)
+    found = None
+    for flag in environ.get("XLA_FLAGS", "").split():
+        name, _, value = flag.partition("=")
+        if name == DEVICE_COUNT_FLAG:
+            found = (
+                f"XLA_FLAGS {DEVICE_COUNT_FLAG}",
+                parse_cpu_devices(value, f"XLA_FLAGS {name}"),
+            )
+    return found
+
+
+def running_cpu_devices() -> int | None:
+    """The CPU device count of JAX's backend if it already runs in this process, else None
+    (JAX not imported, or imported with no backend started: the count can still be chosen)."""
+    if "jax" not in sys.modules:
+        return None
+    from jax._src import xla_bridge  # backends_are_initialized has no public name in jax 0.10
+
+    if not xla_bridge.backends_are_initialized():
+        return None
+    import jax
+
+    try:
+        return len(jax.local_devices(backend="cpu"))
+    except RuntimeError:  # no CPU backend (JAX_PLATFORMS without cpu)
+        return None
+
+
+class CpuPlan(NamedTuple):
+    """What a run does: ``devices`` CPU devices asked of XLA (None: left to the user's setting or a
+    running backend), ``data_layout``: train with ``train.sharding.mode=data``; ``notes``: lines
+    for stderr."""
+
+    devices: int | None
+    data_layout: bool
+    notes: tuple[str, ...]
+
+
+def plan_cpu_devices(
+    request: CpuRequest,
+    cfg: Config,
+    *,
+    mode_set: bool,
+    single_process: bool,
+    user_count: tuple[str, int] | None = None,
+    running: int | None = None,
+) -> CpuPlan:
+    """The :class:`CpuPlan` of ``request`` for ``cfg`` by the module docstring's four rules
+    (``mode_set``: the config or its overrides set ``train.sharding.mode``; ``user_count``: from
+    :func:`user_device_count`; ``running``: from :func:`running_cpu_devices`) (C5.2)."""
+    if user_count is not None:
+        where, count = user_count
+        differs = request.explicit and request.devices != count
+        note = f"{request}: not applied, {where} already sets {count} (the user's setting wins)"
+        return CpuPlan(None, False, (note,) if differs else ())
+    if not single_process and not request.explicit:
+        return CpuPlan(None, False, ())
+    n, notes = request.devices, []
+    promote = n > 1 and cfg.task == "train" and single_process and not mode_set
+    batch = cfg.data.batch_size
+    if promote and batch % n:
+        if request.exact:
+            raise InputError(
+                f"{request}: data.batch_size={batch} cannot be split over {n} devices (a run of "
+                f"several CPU devices splits the batch, train.sharding.mode=data); expected a "
+                f"divisor of {batch}, or set train.sharding.mode=none"
+            )
+        lower = max(d for d in range(1, n + 1) if batch % d == 0)
+        notes.append(
+            f"{request}: {lower} CPU devices, not {n}: data.batch_size={batch} splits "
+            f"evenly over {lower}"
+        )
+        n, promote = lower, lower > 1
+    if running is not None and running != n:
+        if request.explicit:
+            raise InputError(
+                f"{request}: JAX already runs in this process with {running} CPU device(s), and "
+                "the count is chosen before JAX starts; expected a new process (the command line)"
+            )
+        return CpuPlan(
+            None,
+            False,
+            (*notes, f"{request}: not applied, JAX already runs with {running} CPU device(s)"),
+        )
+    if promote:
+        notes.append(
+            f"{n} CPU devices ({request}): train.sharding.mode=data, the batch split "
+            "over them (set train.sharding.mode to choose another layout)"
+        )
+    return CpuPlan(n, promote, tuple(notes))
+
+
+def with_cpu_devices(environ: Mapping[str, str], count: int) -> dict[str, str]:
+    """A copy of ``environ`` whose ``XLA_FLAGS`` ask for ``count`` CPU devices (and
+    :data:`CPU_XLA_FLAGS`): an earlier count flag and ``JAX_NUM_CPU_DEVICES`` are dropped, other
+    flags kept. For a child process (the benchmarks' workers)."""
+    env = {k: v for k, v in environ.items() if k != ENV_JAX_CPU_DEVICES}
+    flags = [
+        f for f in env.get("XLA_FLAGS", "").split() if f.partition("=")[0] != DEVICE_COUNT_FLAG
+    ]
+    extra = [f for f in CPU_XLA_FLAGS if f not in flags]
+    env["XLA_FLAGS"] = " ".join([*flags, f"{DEVICE_COUNT_FLAG}={count}", *extra])
+    return env
+
+
+def apply_cpu_plan(plan: CpuPlan, environ: MutableMapping[str, str]) -> None:
+    """Set ``environ["XLA_FLAGS"]`` for ``plan.devices`` devices (nothing when it is None or JAX's
+    backend already runs with that count)."""
+    if plan.devices is not None and running_cpu_devices() is None:
+        environ["XLA_FLAGS"] = with_cpu_devices(environ, plan.devices)["XLA_FLAGS"]
+
+
+def config_sets_sharding_mode(config: str | os.PathLike, overrides: Sequence[str]) -> bool:
+    """Whether the YAML file ``config`` or one of ``overrides`` sets ``train.sharding.mode`` (a
+    file :func:`jaxparadigm.config.load_config` has already accepted)."""
+    raw = parse_yaml(Path(config).read_text(encoding="utf-8")) or {}
+    for override in overrides:
+        raw = apply_override(raw, override)
+    sharding = (raw.get("train") or {}).get("sharding")
+    return isinstance(sharding, Mapping) and "mode" in sharding
+
+
+def prepare_cpu_devices(
+    request: CpuRequest,
+    config: str | os.PathLike,
+    overrides: Sequence[str],
+    cfg: Config,
+    environ: MutableMapping[str, str] | None = None,
+) -> tuple[Config, tuple[str, ...]]:
+    """``jaxparadigm run``'s step before JAX starts: plan (:func:`plan_cpu_devices`), apply
+    (:func:`apply_cpu_plan`), and ``(cfg, notes)`` with ``train.sharding.mode=data`` added when the
+    plan says so and JAX's default backend is the CPU (C5.2)."""
+    from jaxparadigm.train.distributed import ENV_COORDINATOR  # imports JAX (no backend yet)
+
+    environ = os.environ if environ is None else environ
+    single = cfg.train.distributed.coordinator_address is None and not environ.get(ENV_COORDINATOR)
+    plan = plan_cpu_devices(
+        request,
+        cfg,
+        mode_set=config_sets_sharding_mode(config, overrides),
+        single_process=single,
+        user_count=user_device_count(environ),
+        running=running_cpu_devices(),
+    )
+    apply_cpu_plan(plan, environ)
+    if not plan.data_layout:
+        return cfg, plan.notes
+    import jax  # a single process: starting the backend here changes nothing for the run
+
+    if jax.default_backend() != "cpu":
+        note = f"{request}: the run is on {jax.default_backend()}, its layout is the config's"
+        return cfg, (note,)
+    return load_config(config, [*overrides, "train.sharding.mode=data"]), plan.notes
