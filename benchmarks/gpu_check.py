@@ -13,8 +13,9 @@ On the default backend (``--platform NAME`` picks one; ``cpu`` with ``--tiny`` i
    GPU, and at ``highest``) and bfloat16 (the same ``[m, m] @ [m, m]``, ``2 m^3`` FLOPs, median
    of 10).
 2. ``charlm``: configs/charlm_pydoc.yaml scaled up (``--charlm d_model,layers,heads,seq,batch``;
-   the default, ~100M parameters and 16,384 tokens per step, is sized so that a step takes well over
-   10 ms on an H200) with compute dtype ``--charlm-dtype``; our train step (``chain_for``: clip,
+   the default, 1024,8,16,512,32: 101.6M parameters, 16,384 tokens per step, 10.8 TFLOP per step,
+   cannot take under 10.9 ms even at an H200's datasheet 990 TFLOP/s bfloat16) with compute dtype
+   ``--charlm-dtype`` (default bfloat16); our train step (``chain_for``: clip,
    AdamW, warmup-cosine; guard on; state donated). Model FLOPs per token (train_bench's count)
 
        F = 6 N + 12 L T d     (N parameters; L layers, T = seq_len, d = d_model)
