@@ -188,7 +188,7 @@ def charlm(sizes: Sizes, dtype: str, peak: dict | None) -> dict:
     d, layers, heads, seq, batch = sizes.charlm
     _say(
         f"charlm: d_model {d}, {layers} layers, {heads} heads, seq {seq}, batch {batch}, compute "
-        f"{dtype}; {n_params / 1e6:.1f}M params, {tokens:,} tokens/step, F = 6N + 12LTd = "
+        f"{dtype}; {n_params:,} params, {tokens:,} tokens/step, F = 6N + 12LTd = "
         f"{flops_per_token / 1e6:.1f} MFLOP/token; compile + 1 step {compile_s:.1f} s"
     )
     line = (
@@ -323,7 +323,7 @@ def same_programs(sizes: Sizes) -> dict:
             else:
                 diff, rel = _differences(got, ref)
                 out[key] = {"max_abs": diff, "max_rel": rel}
-                text = f"values {np.array2string(got[:5], precision=5)}" if got.size < 10 else ""
+                text = f"values {np.array2string(got, precision=5)}" if got.size < 10 else "params"
             _say(f"same: {key} vs cpu: {text} max abs diff {diff:.3g}, max rel diff {rel:.3g}")
     return out
 
