@@ -160,13 +160,17 @@ class Memory:
         self._storage(h)
         return dataclasses.replace(h, view=h.view.view(*dims_arg(shape, "shape")))
 
-    def as_strided(self, h: Handle, shape: Any, strides: Any, offset: int = 0) -> Handle:
-        """An alias over ``h``'s storage with any strides; ``offset`` is absolute in the storage.
+    def as_strided(self, h: Handle, shape: Any, strides: Any, offset: int | None = None) -> Handle:
+        """An alias over ``h``'s storage with any strides; ``offset`` is absolute in the storage,
+        and ``None`` keeps ``h``'s own offset (``torch.as_strided``'s default).
 
         ``torch.as_strided(h, shape, strides, offset)`` (C2.1). Every addressed element must lie
-        in the storage (``ValueError`` otherwise).
+        in the storage (``ValueError`` otherwise). Two indices may address one element (an
+        overlapping view): reads see it twice; ``copy_``/``add_``/``setitem_`` refuse to write
+        through it (``fill_`` may).
         """
         storage = self._storage(h)
+        offset = h.view.offset if offset is None else as_int(offset, "offset")
         view = View(as_int_tuple(shape, "shape"), as_int_tuple(strides, "strides"), offset)
         view.check_bounds(storage.shape[0])
         return dataclasses.replace(h, view=view)
@@ -298,10 +302,12 @@ class Memory:
 
         ``source`` is a ``Handle`` (share its storage) or array values (a new storage). Without
         ``shape`` the new handle takes ``source``'s view (its shape for values); with it, the view
-        is ``View(shape, strides or row-major, offset)`` over that storage (torch's
-        ``set_(source, storage_offset, size, stride)``). Aliases of ``h``'s old storage are not
-        touched. The dtype must match (TypeError), and the view must fit the storage (PyTorch
-        would grow the storage; this model raises ValueError).
+        is ``View(shape, strides or row-major, source.offset + offset)`` over that storage, and
+        ``source`` must be contiguous (torch's ``set_(source, storage_offset, size, stride)``
+        with a tensor ``source``: the offset counts from the source's own, ``ValueError``
+        otherwise). Aliases of ``h``'s old storage are not touched. The dtype must match
+        (TypeError), and the view must fit the storage (PyTorch would grow a resizable storage;
+        this model raises ValueError, as PyTorch does for a fixed-size one).
         """
         old = self._storage(h)
         offset = as_int(offset, "offset")
@@ -325,8 +331,14 @@ class Memory:
         if shape is None:
             view = source.view
         else:
+            if not source.view.is_contiguous():
+                raise ValueError(
+                    f"set_: source (shape {source.view.shape}, strides {source.view.strides}) "
+                    "must be contiguous to be used as storage with an offset, shape and strides "
+                    "(as torch's set_(source, storage_offset, size, stride))"
+                )
             shape = as_int_tuple(shape, "shape")
             strides = contiguous_strides(shape) if strides is None else strides
-            view = View(shape, as_int_tuple(strides, "strides"), offset)
+            view = View(shape, as_int_tuple(strides, "strides"), source.view.offset + offset)
         view.check_bounds(storage.shape[0], "source storage")
         return mem, dataclasses.replace(source, view=view)

@@ -2,11 +2,11 @@
 
 Element ``(i_0, ..., i_{n-1})`` of a view lives at storage index
 ``offset + sum_d i_d * strides[d]`` (strides in elements, PyTorch's convention). Movement ops
-(``permute``, ``transpose``, ``expand``, ``slice``, ``select``, ``view``) only recompute this
-metadata, never touch data; whether a reshape can stay a view is decided by stride arithmetic alone
-(PyTorch's ``computeStride``). ``materialize`` turns the metadata into the ``jax.Array`` it denotes,
-expressed through ``lax.slice`` / ``reshape`` / ``transpose`` / ``broadcast_in_dim`` whenever the
-strides nest, and through a gather of static indices otherwise.
+(``permute``, ``transpose``, ``expand``, ``slice``, ``narrow``, ``select``, ``unsqueeze``, ``view``)
+only recompute this metadata, never touch data; whether a reshape can stay a view is decided by
+stride arithmetic alone (PyTorch's ``computeStride``). ``materialize`` turns the metadata into the
+``jax.Array`` it denotes, expressed through ``lax.slice`` / ``reshape`` / ``transpose`` /
+``broadcast_in_dim`` whenever the strides nest, and through a gather of static indices otherwise.
 
 All checks run in Python on the static metadata, before anything is traced.
 """
@@ -232,6 +232,51 @@ class View:
         shape = self.shape[:d] + (size,) + self.shape[d + 1 :]
         strides = self.strides[:d] + (self.strides[d] * step,) + self.strides[d + 1 :]
         return View(shape, strides, self.offset + lo * self.strides[d])
+
+    def narrow(self, dim: Any, start: Any, length: Any) -> View:
+        """``torch.narrow``: ``length`` entries of ``dim`` from ``start`` (C2.1).
+
+        As PyTorch: ``start`` in ``[-size, size]`` (negative counts from the end), ``length >= 0``,
+        ``start + length <= size``, and a 0-d view has nothing to narrow (``ValueError`` otherwise,
+        where ``slice`` would clamp). Then ``slice(dim, start, start + length)``.
+        """
+        if self.ndim == 0:
+            raise ValueError("narrow() cannot be applied to a 0-d view (shape ())")
+        d = self._dim(dim)
+        start, length, n = as_int(start, "start"), as_int(length, "length"), self.shape[d]
+        if not -n <= start <= n:
+            raise ValueError(
+                f"narrow start = {start} is out of range for dim {d} of size {n} "
+                f"(view shape {self.shape}); expected a start in [{-n}, {n}]"
+            )
+        if start < 0:
+            start += n
+        if length < 0 or start + length > n:
+            raise ValueError(
+                f"narrow length = {length} from start {start} does not fit dim {d} of size {n} "
+                f"(view shape {self.shape}); expected 0 <= length <= {n - start}"
+            )
+        return self.slice(d, start, start + length)
+
+    def unsqueeze(self, dim: Any) -> View:
+        """Insert a size-1 dim at ``dim`` in ``[-ndim-1, ndim]`` (``tensor[..., None, ...]``) (C2.1).
+
+        PyTorch's ``inferUnsqueezeGeometry``: its stride is ``shape[dim] * strides[dim]``, or
+        ``1`` when it becomes the last dim.
+        """
+        dim = as_int(dim, "dim")
+        if not -self.ndim - 1 <= dim <= self.ndim:
+            raise ValueError(
+                f"unsqueeze dim = {dim} is out of range for a {self.ndim}-d view of shape "
+                f"{self.shape}; expected a dim in [{-self.ndim - 1}, {self.ndim}]"
+            )
+        dim %= self.ndim + 1
+        stride = 1 if dim == self.ndim else self.shape[dim] * self.strides[dim]
+        return View(
+            self.shape[:dim] + (1,) + self.shape[dim:],
+            self.strides[:dim] + (stride,) + self.strides[dim:],
+            self.offset,
+        )
 
     def select(self, dim: Any, index: Any) -> View:
         """``tensor[..., index, ...]``: drop ``dim``, ``offset' = offset + index * strides[dim]`` (C2.1)."""

@@ -3,9 +3,9 @@
 A chain starts from a contiguous base ``(shape, offset)`` over a storage with a few spare
 elements, then applies 1-6 movement ops drawn against the current shape (tracked with an
 ``np.empty`` array, independent of the library): ``permute``, ``transpose``, ``expand``,
-``slice``, ``select``, ``view``. About one op in eight is drawn out of range on purpose (a bad
-dim, index, expand size or view shape), so refusals are compared too; numpy's refusal ends the
-drawn chain there (the refusal is the last op).
+``slice``, ``narrow``, ``select``, ``unsqueeze`` (a ``None`` dim), ``view``. About one op in eight
+is drawn out of range on purpose (a bad dim, index, start, length, expand size or view shape), so
+refusals are compared too; numpy's refusal ends the drawn chain there (the refusal is the last op).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-OPS = ("permute", "transpose", "expand", "slice", "select", "view")
+OPS = ("permute", "transpose", "expand", "slice", "narrow", "select", "unsqueeze", "view")
 
 
 def _dim(draw, ndim: int, bad: bool) -> int:
@@ -72,6 +72,23 @@ def draw_op(draw, shape: tuple[int, ...]) -> tuple:
         bound = st.one_of(st.none(), st.integers(-n - 2, n + 2))
         step = draw(st.integers(1, 3)) if not bad or ndim == 0 else draw(st.integers(-1, 0))
         return ("slice", d, draw(bound), draw(bound), step)
+    if name == "narrow":
+        d = _dim(draw, ndim, bad and draw(st.booleans()))
+        n = shape[d] if -ndim <= d < ndim else 2
+        start = draw(st.integers(-n, n))
+        length = draw(st.integers(0, n - (start + n if start < 0 else start)))
+        if bad:
+            start, length = draw(
+                st.sampled_from([(n + 1, 0), (-n - 1, 1), (start, -1), (start, n - start + 1)])
+            )
+        return ("narrow", d, start, length)
+    if name == "unsqueeze":
+        d = (
+            draw(st.integers(-ndim - 1, ndim))
+            if not bad
+            else draw(st.sampled_from([ndim + 1, -ndim - 2]))
+        )
+        return ("unsqueeze", d)
     if name == "select":
         d = _dim(draw, ndim, bad and draw(st.booleans()))
         n = shape[d] if -ndim <= d < ndim else 1
@@ -122,12 +139,26 @@ def apply_numpy(array: np.ndarray, op: tuple) -> np.ndarray:
             raise ValueError("slice: step must be positive")
         d = _normalize(d, array.ndim)
         return array[(slice(None),) * d + (slice(start, stop, step),)]
+    if name == "narrow":  # torch.narrow's documented ranges, then numpy's slice
+        d, start, length = args
+        if array.ndim == 0:
+            raise ValueError("narrow: a 0-d array")
+        d = _normalize(d, array.ndim)
+        n = array.shape[d]
+        if not -n <= start <= n:
+            raise IndexError("narrow: start out of range")
+        start = start + n if start < 0 else start
+        if length < 0 or start + length > n:
+            raise ValueError("narrow: start + length exceeds the dim")
+        return array[(slice(None),) * d + (slice(start, start + length),)]
+    if name == "unsqueeze":
+        return np.expand_dims(array, args[0])  # AxisError (a ValueError) out of range
     if name == "select":
         d, index = args
         d = _normalize(d, array.ndim)
         if not -array.shape[d] <= index < array.shape[d]:
             raise IndexError("select: index out of range")
-        return array[(slice(None),) * d + (index,)]  # basic indexing: a view, as select
+        return array[(slice(None),) * d + (index, Ellipsis)]  # "...": a view even when 0-d
     return np.reshape(array, args[0], copy=False)
 
 
