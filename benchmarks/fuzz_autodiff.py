@@ -6,8 +6,8 @@
 Program ``k`` is ``tests/autodiff/program_generator.random_program(seed + k)`` (the generator's
 program space drawn uniformly), so a run is reproducible and workers split the seeds. Every
 transform of ours is compared with
-jax's (``tests/autodiff/program_differential.compare_program``: 8 transforms under jit and eagerly,
-plus vmap of grad). Prints programs, comparisons, counts per class and per transform, seconds, the
+jax's (``tests/autodiff/program_differential.compare_program``: 8 plain transforms and 12 with
+options -- has_aux, argnums subsets, chunk_size -- under jit and eagerly, plus vmap of grad). Prints programs, comparisons, counts per class and per transform, seconds, the
 CPU model and load, and one example program per distinct non-equal outcome (class, transform, message).
 XLA compiles at its lowest optimisation level (every program runs once).
 

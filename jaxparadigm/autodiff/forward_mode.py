@@ -113,19 +113,32 @@ def jvp(
     return (out, tout, aux) if has_aux else (out, tout)
 
 
-def _basis_tangents(k, leaves, wrt_leaf):
-    """The ``k``-th standard basis vector of the differentiated leaves, one slice per leaf."""
+def _basis_tangents(k, leaves, offsets):
+    """The ``k``-th standard basis vector of the differentiated leaves, one slice per leaf: leaf
+    ``j`` holds coordinates ``offsets[j] .. offsets[j] + size - 1`` (``None``: not differentiated)."""
     tangents: list[jax.Array | None] = []
-    offset = 0
-    for leaf, wrt in zip(leaves, wrt_leaf, strict=True):
-        if not wrt:
+    for leaf, offset in zip(leaves, offsets, strict=True):
+        if offset is None:
             tangents.append(None)
             continue
-        size = int(np.size(leaf))
-        hot = (jnp.arange(size) + offset == k).astype(jnp.result_type(leaf))
+        hot = (jnp.arange(int(np.size(leaf))) + offset == k).astype(jnp.result_type(leaf))
         tangents.append(jnp.reshape(hot, np.shape(leaf)))
-        offset += size
     return tangents
+
+
+def _coordinate_offsets(args, nums):
+    """Per leaf of ``args``, where its coordinates start in the Jacobian's input axis, numbered
+    in ``argnums`` order (``(2, 0)``: argument 2's coordinates first, as ``_unravel_columns``
+    reads them); ``None`` for leaves not differentiated. Returns ``(offsets, total)``."""
+    per_arg = [jax.tree_util.tree_leaves(a) for a in args]
+    starts = np.cumsum([0] + [len(leaves) for leaves in per_arg])
+    offsets: list[int | None] = [None] * int(starts[-1])
+    total = 0
+    for i in nums:
+        for j, leaf in enumerate(per_arg[i]):
+            offsets[int(starts[i]) + j] = total
+            total += int(np.size(leaf))
+    return offsets, total
 
 
 def _unravel_columns(col, wrt_leaves, wrt_tree, out_shape):
@@ -175,13 +188,10 @@ def jacfwd(
                         f"np.floating), but got {jnp.result_type(leaf)} in argument {i}."
                     )
         leaves = jax.tree_util.tree_leaves(args)
-        wrt_leaf = []
-        for i, arg in enumerate(args):
-            wrt_leaf += [i in nums] * len(jax.tree_util.tree_leaves(arg))
-        n = sum(int(np.size(x)) for x in wrt_leaves)
+        offsets, n = _coordinate_offsets(args, nums)
 
         def column(k):
-            return _run(f, args, _basis_tangents(k, leaves, wrt_leaf), has_aux, "jacfwd")[1]
+            return _run(f, args, _basis_tangents(k, leaves, offsets), has_aux, "jacfwd")[1]
 
         cols = map_rows(column, n, chunk_size)
         jac = jax.tree_util.tree_map(

@@ -1,9 +1,11 @@
 """Every transform of ours against jax's on one generated program, classified (issue 23).
 
 ``compare_program(program)`` runs each transform of ``jaxparadigm.autodiff.func`` -- grad,
-jacrev, jacfwd, hessian, hvp, jvp, vjp, grad-of-grad -- eagerly and under ``jax.jit``, and
-``jax.vmap`` of our grad, next to the same transform of jax, and returns one ``Outcome`` per
-comparison, classed as
+jacrev, jacfwd, hessian, hvp, jvp, vjp, grad-of-grad (``PLAIN``), and with their options
+(``OPTIONS``: has_aux for grad/jacrev/jacfwd/vjp/jvp, a subset of argnums for
+grad/jacrev/jacfwd/hessian, chunk_size for jacrev/jacfwd/hessian against jax's unchunked
+transform) -- eagerly and under ``jax.jit``, and ``jax.vmap`` of our grad, next to the same
+transform of jax, and returns one ``Outcome`` per comparison, classed as
 
 * ``equal``: same tree, shapes and dtypes, values within the dtype's tolerance;
 * ``different``: jax answered and we answered something else (must never happen);
@@ -28,6 +30,8 @@ from tests.autodiff.program_generator import Program, build
 __all__ = [
     "CLASSES",
     "DOCUMENTED_REFUSALS",
+    "OPTIONS",
+    "PLAIN",
     "TRANSFORMS",
     "Outcome",
     "compare_function",
@@ -57,6 +61,15 @@ def _argnums(n):
     return 0 if n == 1 else tuple(range(n))
 
 
+def _argnums_subset(n):
+    """A proper or reshaped choice of inputs: ``(0,)`` (a tuple of one), ``1`` (an int, the
+    second of two), ``(2, 0)`` (unsorted, of three)."""
+    return {1: (0,), 2: 1}.get(n, (2, 0))
+
+
+CHUNK = 3  # rows per chunk: Jacobians of 1..16 rows give one chunk, several, and a remainder
+
+
 def _like(tree, rng):
     """Random normal values with the structure, shapes and dtypes of ``tree``'s leaves."""
     return jax.tree_util.tree_map(
@@ -84,7 +97,7 @@ def _pair(f, args, rng):
     def gg(grad):
         return grad(lambda *a: _dot(grad(loss)(*a), w0))  # d/d args[0] of d/d args[0]
 
-    return {
+    plain = {
         "grad": (func.grad(loss, nums), jax.grad(loss, nums), args),
         "jacrev": (func.jacrev(f, nums), jax.jacrev(f, nums), args),
         "jacfwd": (func.jacfwd(f, nums), jax.jacfwd(f, nums), args),
@@ -111,9 +124,72 @@ def _pair(f, args, rng):
             stacked,
         ),
     }
+    return {**plain, **_with_options(f, args, loss, ts, ct)}
 
 
-TRANSFORMS = ("grad", "jacrev", "jacfwd", "hessian", "hvp", "jvp", "vjp", "grad_of_grad")
+def _with_options(f, args, loss, ts, ct):
+    """The transforms' options: ``has_aux`` (an aux pytree next to the output), a subset of
+    ``argnums`` (``_argnums_subset``), ``chunk_size`` (against jax's unchunked transform)."""
+    nums, sub = _argnums(len(args)), _argnums_subset(len(args))
+
+    def with_aux(*a):
+        out = f(*a)
+        return out, {"out": out, "sum": jnp.sum(out)}
+
+    loss_aux = lambda *a: (loss(*a), {"out": f(*a)})
+
+    def vjp_aux(vjp):
+        def run(*a):
+            out, vjp_fn, aux = vjp(with_aux, *a, has_aux=True)
+            return out, vjp_fn(ct), aux
+
+        return run
+
+    def jvp_aux(jvp):
+        return lambda *a: jvp(with_aux, a, ts, has_aux=True)
+
+    pairs = {
+        "grad_aux": (
+            func.grad(loss_aux, nums, has_aux=True),
+            jax.grad(loss_aux, nums, has_aux=True),
+        ),
+        "jacrev_aux": (
+            func.jacrev(with_aux, nums, has_aux=True),
+            jax.jacrev(with_aux, nums, has_aux=True),
+        ),
+        "jacfwd_aux": (
+            func.jacfwd(with_aux, nums, has_aux=True),
+            jax.jacfwd(with_aux, nums, has_aux=True),
+        ),
+        "vjp_aux": (vjp_aux(func.vjp), vjp_aux(jax.vjp)),
+        "jvp_aux": (jvp_aux(func.jvp), jvp_aux(jax.jvp)),
+        "grad_argnums": (func.grad(loss, sub), jax.grad(loss, sub)),
+        "jacrev_argnums": (func.jacrev(f, sub), jax.jacrev(f, sub)),
+        "jacfwd_argnums": (func.jacfwd(f, sub), jax.jacfwd(f, sub)),
+        "hessian_argnums": (func.hessian(loss, sub), jax.hessian(loss, sub)),
+        "jacrev_chunk": (func.jacrev(f, nums, chunk_size=CHUNK), jax.jacrev(f, nums)),
+        "jacfwd_chunk": (func.jacfwd(f, nums, chunk_size=CHUNK), jax.jacfwd(f, nums)),
+        "hessian_chunk": (func.hessian(loss, nums, chunk_size=CHUNK), jax.hessian(loss, nums)),
+    }
+    return {name: (ours, ref, args) for name, (ours, ref) in pairs.items()}
+
+
+PLAIN = ("grad", "jacrev", "jacfwd", "hessian", "hvp", "jvp", "vjp", "grad_of_grad")
+OPTIONS = (
+    "grad_aux",
+    "jacrev_aux",
+    "jacfwd_aux",
+    "vjp_aux",
+    "jvp_aux",
+    "grad_argnums",
+    "jacrev_argnums",
+    "jacfwd_argnums",
+    "hessian_argnums",
+    "jacrev_chunk",
+    "jacfwd_chunk",
+    "hessian_chunk",
+)
+TRANSFORMS = PLAIN + OPTIONS
 
 
 def _close(ours, ref, tol) -> str:

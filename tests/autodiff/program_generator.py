@@ -3,17 +3,44 @@
 A ``Program`` is plain data -- argument shapes, a dtype, a seed and a tuple of op tuples -- so a
 shrunk failure prints as a literal that a regression test can keep. ``build(program)`` turns it
 into ``(f, args)``: ``f(*args)`` threads one value ``h`` (starting at ``args[0]``) through the ops.
-A binary op's other operand is ``args[1]``, a closed-over constant or a Python scalar literal, of a
-shape drawn to broadcast against ``h`` (scalars, ``(n,)`` vs ``(m, n)``, ``(1, n)``, ``(m, 1)``),
-so ``h`` can grow. Inputs and constants are drawn away from kinks and poles: magnitudes in
-``[0.3, 1.2]`` with random signs, denominators and logs behind ``1 + h*h``.
+A binary op's other operand is ``args[1]`` or ``args[2]``, a closed-over constant or a Python
+scalar literal, of a shape drawn to broadcast against ``h`` (scalars, ``(n,)`` vs ``(m, n)``,
+``(1, n)``, ``(m, 1)``), so ``h`` can grow. Inputs and constants are drawn away from kinks and
+poles: magnitudes in ``[0.3, 1.2]`` with random signs, denominators and logs behind ``1 + h*h``,
+special functions behind maps into their smooth domains (``program_special_ops``), matrices built
+well-conditioned (``program_matrix_ops``).
 
-The strategies (``programs()``) draw ops from ``UNARY``, ``BINARY`` and ``STRUCTURAL`` (reductions
-with and without keepdims, reshapes, transposes, slices, gathers, scatters, sort, cumsum, dot,
-reduce_window pooling, cumprod/cummax, top_k, argmax + take_along_axis, dynamic_update_slice, a 1-D
-convolution, lax.cond/switch/scan/fori_loop/while_loop, custom_jvp, custom_vjp,
-jax.checkpoint, an inner jax.jit), and dtypes float32, float64 (run under ``jax.enable_x64``) and
-bfloat16 (elementwise ops only, loose tolerance).
+Coverage -- what the strategies (``programs()``, ``random_program``) draw:
+
+* inputs: one to three arrays of rank 0-2 (all differentiated), dtypes float32, float64 (under
+  ``jax.enable_x64``) and bfloat16 (elementwise ops only, loose tolerance);
+* elementwise (``UNARY``, ``BINARY``): tanh sin cos exp sigmoid softplus gelu relu leaky-relu abs
+  clip neg square cube log log1p sqrt rsqrt reciprocal pow erf atan sinh expm1 stop_gradient
+  asin acos cosh tan lgamma digamma erf_inv cbrt bessel_i0e bessel_i1e; add sub mul div max min
+  atan2 pow, fmod and remainder (``rem``), all with implicit broadcasting;
+* ``STRUCTURAL``: reductions (sum with/without keepdims, mean, max, min, prod, logsumexp,
+  softmax), reshapes, transpose, expand/broadcast, slices (strided, reversed), gather, scatter
+  (add, set, and mul/max/min combiners at distinct indices), dynamic_slice /
+  dynamic_update_slice, pad, concatenate, cumsum/cumprod/cummax/cummin/cumlogsumexp, sort,
+  top_k, argmax + take_along_axis, dot and einsum, reduce_window sum/max pooling, a 1-D
+  convolution, 2-D ``conv_general_dilated`` (NCHW / NHWC, strides, explicit padding, rhs
+  dilation, feature_group_count, a kernel that is differentiated too), linear algebra
+  (cholesky, eigh, svd, qr, triangular_solve left/right/transposed, tridiagonal_solve, and
+  lu + custom_linear_solve through jnp.linalg.solve / inv / slogdet), lax.cond / switch / scan /
+  fori_loop / while_loop, custom_jvp, custom_vjp, jax.checkpoint, an inner jax.jit;
+* transforms (``program_differential``): grad, jacrev, jacfwd, hessian, hvp, jvp, vjp,
+  grad-of-grad, eagerly and under jit, jax.vmap of grad; with options: has_aux (grad, jacrev,
+  jacfwd, vjp, jvp), a subset of argnums (an int, a 1-tuple, an unsorted tuple), chunk_size
+  (jacrev, jacfwd, hessian).
+
+Not drawn (yet): complex dtypes (refused by design, ``DOCUMENTED_REFUSALS``), integer or pytree
+inputs (pytrees: ``programs.py``'s model losses), polygamma and the special functions our engine
+has no rules for (igamma, betainc, zeta), eig / schur / FFT (no rules here either), lu and
+custom_linear_solve called directly, non-square qr/svd and full_matrices, 3-D or transposed
+(lhs-dilated) convolutions, batch_group_count, scatter/gather with duplicate or traced indices,
+multi-operand sort, select_n with more than two cases, reduce_precision, remat policies, vmap
+inside a program; transforms grad_and_value, linearize, linear_transpose, vmap of jacobians or
+hessians, in_dims other than 0.
 """
 
 from __future__ import annotations
@@ -26,6 +53,13 @@ import numpy as np
 from hypothesis import strategies as st
 from jax import lax
 
+from tests.autodiff.program_matrix_ops import MATRIX_STRUCTURAL
+from tests.autodiff.program_special_ops import (
+    SPECIAL_BINARY,
+    SPECIAL_STRUCTURAL,
+    SPECIAL_UNARY,
+)
+
 __all__ = ["BINARY", "STRUCTURAL", "UNARY", "Program", "build", "programs", "random_program"]
 
 MAX_SIZE = 16  # elements of h, so Hessians stay small
@@ -33,7 +67,7 @@ MAX_SIZE = 16  # elements of h, so Hessians stay small
 
 @dataclasses.dataclass(frozen=True)
 class Program:
-    """``arg_shapes``: one or two inputs (all differentiated); ``ops``: op tuples (see ``build``)."""
+    """``arg_shapes``: one to three inputs (all differentiated); ``ops``: op tuples (see ``build``)."""
 
     arg_shapes: tuple
     ops: tuple
@@ -72,6 +106,7 @@ UNARY = {
     "sinh": jnp.sinh,
     "expm1": jnp.expm1,
     "stop_gradient": lambda h: h + 0.5 * lax.stop_gradient(h),
+    **SPECIAL_UNARY,
 }
 BF16_UNARY = ("tanh", "sin", "neg", "square", "sigmoid", "exp")
 
@@ -87,9 +122,10 @@ BINARY = {
     "atan2": jnp.arctan2,
     "pow": lambda h, o: jnp.power(1.0 + h * h, o),
     "scaled": lambda h, o: h - o * 0.5,
+    **SPECIAL_BINARY,
 }
 BF16_BINARY = ("add", "sub", "rsub", "mul", "scaled")
-SOURCES = ("const", "scalar", "arg1")
+SOURCES = ("const", "scalar", "arg1", "arg2")  # argK: the (K+1)-th input, when drawn
 
 
 def _pool(h, op, init):
@@ -201,6 +237,8 @@ STRUCTURAL = {
     "custom_vjp": (0, lambda h, c: _cv_tanh(h)),
     "checkpoint": (0, lambda h, c: jax.checkpoint(lambda v: jnp.sin(v) * jnp.tanh(v))(h)),
     "jit": (0, lambda h, c: jax.jit(lambda v: jnp.exp(-v * v) * c)(h)),
+    **SPECIAL_STRUCTURAL,
+    **MATRIX_STRUCTURAL,
 }
 
 
@@ -212,9 +250,9 @@ def _away_from_zero(rng, shape, dtype):
 def build(program: Program):
     """``(f, args)``: ``f(*args)`` runs ``program.ops`` on ``h = args[0]``; constants are seeded.
 
-    Op tuples: ``("unary", name)``, ``("binary", name, source, shape)`` with source ``arg1``
-    (the second input), ``const`` (a closed-over array of ``shape``) or ``scalar`` (a Python
-    float), and ``("structural", name)``.
+    Op tuples: ``("unary", name)``, ``("binary", name, source, shape)`` with source ``arg1`` or
+    ``arg2`` (the second or third input), ``const`` (a closed-over array of ``shape``) or
+    ``scalar`` (a Python float), and ``("structural", name)``.
     """
     rng = np.random.default_rng(program.seed)
     dtype = jnp.dtype(program.dtype)
@@ -234,7 +272,7 @@ def build(program: Program):
             if op[0] == "unary":
                 h = UNARY[op[1]](h)
             elif op[0] == "binary":
-                h = BINARY[op[1]](h, xs[1] if op[2] == "arg1" else const)
+                h = BINARY[op[1]](h, xs[int(op[2][3:])] if op[2].startswith("arg") else const)
             else:
                 h = STRUCTURAL[op[1]][1](h, const)
         return h
@@ -276,7 +314,7 @@ def _draw_program(choose, max_ops: int, dtypes) -> Program:
     bf16 = dtype == "bfloat16"
     shape0 = choose(ARG_SHAPES)
     arg_shapes = [shape0]
-    if choose((True, False)):
+    for _ in range(choose((0, 1, 1, 2))):  # a second input half the time, a third a quarter
         arg_shapes.append(choose(_operand_shapes(shape0)))
     shape, ops = shape0, []
     kinds = ("binary", "unary", "binary") if bf16 else ("binary", "structural", "unary")
@@ -286,8 +324,9 @@ def _draw_program(choose, max_ops: int, dtypes) -> Program:
             ops.append(("unary", choose(BF16_UNARY if bf16 else sorted(UNARY))))
         elif kind == "binary":
             name = choose(BF16_BINARY if bf16 else sorted(BINARY))
-            source = choose(SOURCES if len(arg_shapes) > 1 else SOURCES[:2])
-            o_shape = {"arg1": arg_shapes[-1], "scalar": ()}.get(source)
+            source = choose(SOURCES[: 1 + len(arg_shapes)])
+            o_shape = arg_shapes[int(source[3:])] if source.startswith("arg") else None
+            o_shape = () if source == "scalar" else o_shape
             if o_shape is None:
                 o_shape = choose(_operand_shapes(shape))
             new = _broadcast(shape, o_shape)

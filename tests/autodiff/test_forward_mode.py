@@ -58,6 +58,20 @@ class TransformsTest(chex.TestCase):
         ours = func.hessian(g, argnums=(0, 1))(a, b)
         chex.assert_trees_all_close(ours, jax.hessian(g, argnums=(0, 1))(a, b), rtol=1e-5)
 
+    def test_unsorted_argnums(self):
+        """Issue 23 (found by the generator): with argnums=(2, 0) the basis tangents were laid
+        out in argument order but the columns read back in argnums order, so jacfwd and
+        hessian silently swapped (or mixed) the blocks."""
+        g = lambda a, b, c: jnp.sin(a) * jnp.sum(b) + c[0] * a**2
+        args = (X[:2], X[2:5], X[3:4])
+        for nums in ((2, 0), (1, 0), (2, 1, 0), (-1, 1)):
+            ours = func.jacfwd(g, argnums=nums)(*args)
+            chex.assert_trees_all_close(ours, jax.jacfwd(g, argnums=nums)(*args), rtol=1e-6)
+            loss = lambda *a: jnp.sum(jnp.tanh(g(*a)))
+            ours = func.hessian(loss, argnums=nums)(*args)
+            ref = jax.hessian(loss, argnums=nums)(*args)
+            chex.assert_trees_all_close(ours, ref, rtol=1e-4, atol=1e-5)
+
 
 class ChunkTest(chex.TestCase):
     """chunk_size gives the same Jacobians (torch.func.jacrev(chunk_size=...) semantics)."""

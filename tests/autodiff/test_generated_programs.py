@@ -1,10 +1,12 @@
 """Generated programs: every transform of ours against jax's (issue 23; claims C3.2, C3.3).
 
-``program_generator.programs()`` draws random programs (elementwise ops over broadcasting shapes,
-reductions, movement, indexing, dot, pooling, control flow, custom_jvp/custom_vjp, checkpoint,
-inner jit; float32/float64/bfloat16); ``program_differential.compare_program`` runs grad, jacrev,
-jacfwd, hessian, hvp, jvp, vjp and grad-of-grad eagerly and under jit, and vmap of our grad,
-against jax, and classes each comparison. A comparison may be ``equal``, ``oracle_raised`` (jax
+``program_generator.programs()`` draws random programs (elementwise and special functions over
+broadcasting shapes, reductions, movement, indexing, scatter combiners, cumulative ops, dot,
+pooling, 1-D/2-D convolutions, linear algebra, control flow, custom_jvp/custom_vjp, checkpoint,
+inner jit; float32/float64/bfloat16; its docstring lists what it draws and what not);
+``program_differential.compare_program`` runs grad, jacrev, jacfwd, hessian, hvp, jvp, vjp and
+grad-of-grad, and their options (has_aux, argnums subsets, chunk_size), eagerly and under jit,
+and vmap of our grad, against jax, and classes each comparison. A comparison may be ``equal``, ``oracle_raised`` (jax
 itself refuses, e.g. reverse mode through while_loop) or ``refused`` by a documented refusal;
 ``different`` and ``raised`` fail.
 
@@ -28,7 +30,10 @@ from tests.autodiff import programs as model_programs
 from tests.autodiff.program_differential import (
     CLASSES,
     DOCUMENTED_REFUSALS,
+    OPTIONS,
+    PLAIN,
     TRANSFORMS,
+    _argnums_subset,
     _close,
     compare_function,
     compare_program,
@@ -67,9 +72,10 @@ _SEEDS = st.integers(0, 2**31 - 1)
 @given(_SEEDS.map(lambda seed: random_program(seed, max_ops=4)))
 def test_generated_programs_match_jax(program):
     """CI profile: a fixed sample of uniformly drawn programs (hypothesis' own draws favour the
-    simplest ones): every transform under jit and vmap of grad; eagerly a third of the
-    transforms, picked by the program's seed (eager evaluation is the slow part)."""
-    _check(program, eager=TRANSFORMS[program.seed % 3 :: 3])
+    simplest ones): every transform and option under jit and vmap of grad; eagerly a third of
+    the plain transforms, picked by the program's seed (eager evaluation is the slow part; the
+    long profile and the benchmark run options eagerly too)."""
+    _check(program, eager=PLAIN[program.seed % 3 :: 3])
 
 
 @pytest.mark.slow
@@ -79,6 +85,47 @@ def test_generated_programs_match_jax_long(program):
     """Long profile (``make fuzz``): JAXPARADIGM_FUZZ_PROGRAMS programs of up to 6 ops, half
     drawn by hypothesis (shrinkable), half uniformly."""
     _check(program)
+
+
+def _chain(arg_shapes, *names, kind="structural"):
+    return Program(arg_shapes, tuple((kind, n) for n in names))
+
+
+# Every op family added to the generator for issue 23 (special functions, rem, scatter combiners,
+# cummin/cumlogsumexp, 2-D convolutions, linear algebra), chained in a few fixed programs: the
+# uniform CI sample of four programs cannot reach each of them.
+FAMILY_PROGRAMS = {
+    "special_a": _chain(((3,),), "asin", "tan", "lgamma", "cbrt", "erf_inv", kind="unary"),
+    "special_b": _chain(
+        ((3,),), "digamma", "bessel_i0e", "acos", "bessel_i1e", "cosh", kind="unary"
+    ),
+    "rem": Program(
+        ((2, 3), (3,)),
+        (("binary", "fmod", "arg1", (3,)), ("binary", "remainder", "const", (2, 1))),
+    ),
+    "scatter_cumulative": _chain(
+        ((2, 3),), "scatter_mul", "cummin", "scatter_max", "cumlogsumexp", "scatter_min"
+    ),
+    "conv2d": _chain(((2, 2, 3),), "conv2d_grouped", "conv2d_nchw", "conv2d_nhwc"),
+    "linalg_solves": _chain(
+        ((3,),), "tridiagonal_solve", "tri_solve", "tri_solve_right_t", "solve", "slogdet"
+    ),
+    "linalg_factorizations": _chain(((3,),), "cholesky", "sum", "eigh", "sum", "svd"),
+    "linalg_qr_inv": _chain(((2,),), "qr", "sum", "inv"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY_PROGRAMS))
+def test_op_families_match_jax(name):
+    """Each family program: hessian (our jacfwd of our jacrev: both modes and second order)
+    under jit by default; every transform, eager and jit, under ``-m slow``."""
+    _check(FAMILY_PROGRAMS[name], transforms=("hessian",), eager=(), vmap=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FAMILY_PROGRAMS))
+def test_op_families_match_jax_every_transform(name):
+    _check(FAMILY_PROGRAMS[name])
 
 
 @pytest.mark.parametrize(
@@ -97,7 +144,7 @@ def test_model_programs_match_jax(name):
     assert not bad, bad
 
 
-# --- regression cases: the generator's findings on the code before issue 23, shrunk ---------------
+# --- regression cases: the generator's findings, shrunk (the code before each fix fails them) ----
 
 REGRESSIONS = {
     # forward mode through an implicitly broadcasting add/sub: the (1, n) operand's tangent came
@@ -123,6 +170,13 @@ REGRESSIONS = {
     "custom_jvp_second_order": (
         Program(((2,),), (("structural", "custom_jvp"), ("unary", "sin"))),
         ("grad_of_grad",),
+    ),
+    # jacfwd / hessian with an unsorted argnums (2, 0): basis tangents were numbered in argument
+    # order, the columns read back in argnums order; silently swapped blocks (issue 23, found
+    # by the generator's argnums option)
+    "jacfwd_unsorted_argnums": (
+        Program(((2,), (1,), (1,)), (("binary", "mul", "arg2", (1,)),)),
+        ("jacfwd_argnums", "hessian_argnums"),
     ),
 }
 
@@ -193,6 +247,54 @@ def test_harness_sees_a_silently_wrong_rule():
         register_jvp("sin", overwrite=True)(original)
     assert [o.cls for o in outcomes] == ["different", "different"]
     assert compare_program(program, transforms=("jvp",), eager=(), vmap=False)[0].cls == "equal"
+
+
+def test_every_option_is_compared():
+    """Each option of OPTIONS is one comparison (under jit), equal on a three-input program whose
+    argnums subset is an unsorted tuple; the transforms are PLAIN then OPTIONS."""
+    assert TRANSFORMS == PLAIN + OPTIONS and len(set(TRANSFORMS)) == len(TRANSFORMS)
+    assert [_argnums_subset(n) for n in (1, 2, 3)] == [(0,), 1, (2, 0)]
+    program = Program(
+        ((3,), (3,), (1,)), (("binary", "mul", "arg1", (3,)), ("binary", "atan2", "arg2", (1,)))
+    )
+    outcomes = compare_program(program, transforms=OPTIONS, eager=(), vmap=False)
+    assert [(o.transform, o.cls) for o in outcomes] == [(n, "equal") for n in OPTIONS]
+
+
+def test_harness_sees_a_wrong_argnums_order(monkeypatch):
+    """If our grad answered argnums=(2, 0) in sorted order (a plausible slip), grad_argnums is
+    classed ``different``; grad (all inputs, already sorted) stays ``equal``."""
+    from jaxparadigm.autodiff import func
+
+    original = func.grad
+
+    def sorted_grad(f, argnums=0, has_aux=False):
+        nums = tuple(sorted(argnums)) if isinstance(argnums, tuple) else argnums
+        return original(f, nums, has_aux)
+
+    monkeypatch.setattr(func, "grad", sorted_grad)
+    program = Program(
+        ((3,), (3,), (3,)), (("binary", "mul", "arg1", (3,)), ("binary", "add", "arg2", (3,)))
+    )
+    outcomes = compare_program(program, transforms=("grad", "grad_argnums"), eager=(), vmap=False)
+    assert [o.cls for o in outcomes] == ["equal", "different"], outcomes
+
+
+def test_harness_sees_a_wrong_chunked_jacobian(monkeypatch):
+    """If chunked Jacobian rows came back reversed, jacrev_chunk is ``different`` (jacrev, which
+    is not chunked, stays ``equal``)."""
+    from jaxparadigm.autodiff import func
+
+    original = func.map_rows
+
+    def reversed_chunks(fn, n, chunk_size=None):
+        rows = original(fn, n, chunk_size)
+        return rows if chunk_size is None else jax.tree_util.tree_map(lambda r: r[::-1], rows)
+
+    monkeypatch.setattr(func, "map_rows", reversed_chunks)
+    program = Program(((4,),), (("unary", "sin"),))
+    outcomes = compare_program(program, transforms=("jacrev", "jacrev_chunk"), eager=(), vmap=False)
+    assert [o.cls for o in outcomes] == ["equal", "different"], outcomes
 
 
 def test_close_classifies_shapes_dtypes_and_values():

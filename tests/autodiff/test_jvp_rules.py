@@ -328,6 +328,7 @@ ELSEWHERE = {
     "eigh",
     "qr",
     "svd",
+    "tridiagonal_solve",  # tests/autodiff/test_tridiagonal_solve_rules.py
 }
 
 

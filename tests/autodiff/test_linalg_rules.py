@@ -29,7 +29,16 @@ from jaxparadigm.autodiff import (
 )
 
 R = np.random.default_rng(23)
-LINALG = ("cholesky", "triangular_solve", "lu", "custom_linear_solve", "eigh", "qr", "svd")
+LINALG = (
+    "cholesky",
+    "triangular_solve",
+    "tridiagonal_solve",
+    "lu",
+    "custom_linear_solve",
+    "eigh",
+    "qr",
+    "svd",
+)
 
 
 def gen(*shape, dtype=np.float32):

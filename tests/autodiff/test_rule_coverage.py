@@ -118,6 +118,11 @@ CASES = {
     "scatter_min": (lambda x, v: x.at[IDX].min(v), (X, a(3, 4))),
     "scatter_max_ties": (lambda x, v: x.at[IDX].max(v), (TIES, jnp.ones((3, 4)) * 2.0)),
     "unstack": (lambda x: jnp.unstack(x, axis=1)[1:3], (X,)),
+    # linear algebra (issue 23): the rules the generator and test_linalg_rules.py do not reach
+    "tridiagonal_solve": (
+        lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b),
+        (X[0], 3.0 + jnp.abs(X[1]), X[2], a(4, 2)),
+    ),
     "device_put": (lambda x: jax.device_put(x) * 2.0, (X,)),
     "sharding_constraint": (
         lambda x: lax.with_sharding_constraint(
@@ -207,7 +212,7 @@ def test_every_listed_primitive_has_a_vjp_rule():
     sort top_k scatter scatter-add scatter-sub scatter-mul scatter-min scatter-max concatenate stack
     unstack tile cond scan while checkpoint pure_callback io_callback conv_general_dilated reduce
     device_put sharding_constraint cholesky triangular_solve lu custom_linear_solve eigh qr
-    svd""".split()
+    svd tridiagonal_solve""".split()
     names = set(registered_primitives())
     assert [n for n in listed if n not in names] == []
 

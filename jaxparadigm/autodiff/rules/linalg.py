@@ -1,4 +1,5 @@
-"""VJP and JVP rules for linear solves: triangular_solve, cholesky, lu, custom_linear_solve (C3.2).
+"""VJP and JVP rules for linear solves: triangular_solve, tridiagonal_solve, cholesky, lu,
+custom_linear_solve (C3.2).
 
 Real matrices only (complex values are refused by the engine, see ``complex_refusal``); ``op(A)``
 is ``A`` or ``A^T`` (``transpose_a``), leading axes are batch axes. Each primitive's VJP and JVP
@@ -9,6 +10,11 @@ triangular_solve  X = op(A)^{-1} B (left) / B op(A)^{-1} (right), A masked to it
                   dX = (dB - X op(dA)) op(A)^{-1}      ct_B = ct_X op(A)^{-T}   (right)
                   ct_op(A) = -ct_B X^T (left) / -X^T ct_B (right), then transposed back and
                   masked to the triangle (strict when ``unit_diagonal``)
+tridiagonal_solve X = A^{-1} B, A = tridiag(dl, d, du) read as A[i,i-1] = dl[i] (i >= 1),
+                  A[i,i] = d[i], A[i,i+1] = du[i] (i < m-1); dl[0], du[m-1] are never read:
+                  dX = A^{-1} (dB - dA X),  ct_B = A^{-T} ct_X (A^T = tridiag([0, du[:-1]],
+                  d, [dl[1:], 0])),  ct_d[i] = -<ct_B[i], X[i]>, ct_dl[i] = -<ct_B[i], X[i-1]>,
+                  ct_du[i] = -<ct_B[i], X[i+1]> (zero at the unread ends)
 cholesky          A = L L^T (Murray 2016, arXiv:1602.07527; jax's ``_cholesky_jvp_rule``):
                   dL = L Phi(L^{-1} dA L^{-T}),  ct_A = L^{-T} Phi(L^T ct_L) L^{-1},
                   Phi(X) = tril(X) with its diagonal halved (self-adjoint, so the VJP is the
@@ -124,6 +130,49 @@ def _triangular_solve_vjp(ct, a, b, **params):
     ct_op_a = -_mm(ct_b, mT(x)) if params["left_side"] else -_mm(mT(x), ct_b)
     ct_a = mT(ct_op_a) if params["transpose_a"] else ct_op_a
     return _tri_mask(ct_a, params["lower"], params["unit_diagonal"]), ct_b
+
+
+def _tri_diag_solve(dl, d, du, b, params):
+    return lax.linalg.tridiagonal_solve_p.bind(dl, d, du, b, **params)
+
+
+def _tridiagonal_matvec(dl, d, du, x):
+    """A X for A = tridiag(dl, d, du) (``None`` = a zero diagonal); dl[0], du[-1] unread."""
+    y = jnp.zeros_like(x)
+    if d is not None:
+        y = y + d[..., :, None] * x
+    if dl is not None:
+        y = y.at[..., 1:, :].add(dl[..., 1:, None] * x[..., :-1, :])
+    if du is not None:
+        y = y.at[..., :-1, :].add(du[..., :-1, None] * x[..., 1:, :])
+    return y
+
+
+@register_jvp("tridiagonal_solve")
+def _tridiagonal_solve_jvp(primals, tangents, **params):
+    """dX = A^{-1} (dB - dA X), dA = tridiag(d dl, d d, d du), one more solve. C3.2."""
+    dl, d, du, b = primals
+    ddl, dd, ddu, db = tangents
+    x = _tri_diag_solve(dl, d, du, b, params)
+    rhs = jnp.zeros_like(x) if db is None else db
+    if not (ddl is None and dd is None and ddu is None):
+        rhs = rhs - _tridiagonal_matvec(ddl, dd, ddu, x)
+    return x, _tri_diag_solve(dl, d, du, rhs, params)
+
+
+@register_vjp("tridiagonal_solve")
+def _tridiagonal_solve_vjp(ct, dl, d, du, b, **params):
+    """ct_B = A^{-T} ct (A^T: the off-diagonals swapped and shifted); ct of each diagonal is
+    -<ct_B, X> along its band, zero at the entries the solve never reads. C3.2."""
+    zero = jnp.zeros_like(dl[..., :1])
+    dl_t = jnp.concatenate([zero, du[..., :-1]], axis=-1)
+    du_t = jnp.concatenate([dl[..., 1:], zero], axis=-1)
+    ct_b = _tri_diag_solve(dl_t, d, du_t, ct, params)
+    x = _tri_diag_solve(dl, d, du, b, params)
+    ct_d = -jnp.sum(ct_b * x, axis=-1)
+    ct_dl = jnp.concatenate([zero, -jnp.sum(ct_b[..., 1:, :] * x[..., :-1, :], axis=-1)], -1)
+    ct_du = jnp.concatenate([-jnp.sum(ct_b[..., :-1, :] * x[..., 1:, :], axis=-1), zero], -1)
+    return ct_dl, ct_d, ct_du, ct_b
 
 
 def _phi(x):
