@@ -62,7 +62,7 @@ BENCHES = {
     "tensor": "strided views vs copies, host<->device transfers",
     "autodiff": "our reverse/forward mode vs jax.grad: run time, compile time, graph growth",
     "optim": "our Adam and clip+schedule chain vs optax (and torch when installed); --cpu-devices",
-    "retrieval": "MiniLM encode throughput, bfloat16 and packing (sentence-transformers if there)",
+    "retrieval": "MiniLM encode throughput vs sentence-transformers (if there); --cpu-devices",
     "train": "train-step throughput; --sharding modes; --num-processes groups; --cpu-devices",
     "index": "persistent-index search vs FAISS (faiss-cpu if installed), build and encode rates",
     "search": "exact search per dtype as fractions of measured read bandwidth and peak FLOP/s",
