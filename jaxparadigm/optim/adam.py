@@ -18,7 +18,7 @@ import optax
 
 from jaxparadigm.optim.adam_torch import AdamTorchState
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparams import check_decay, check_number, storage_dtype, warn_value
+from jaxparadigm.optim.hyperparams import accept_number, check_decay, storage_dtype, warn_value
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
 from jaxparadigm.optim.param_dtypes import abs_sq, coefficient, require_inexact
 from jaxparadigm.optim.weight_decay import add_decayed_weights
@@ -50,14 +50,37 @@ class AdamCoefficients(NamedTuple):
 
 
 def adam_coefficients(
-    b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0
+    b1: Any = 0.9, b2: Any = 0.999, eps: Any = 1e-8, eps_root: Any = 0.0
 ) -> AdamCoefficients:
-    """Checked Python-float coefficients; ``b1``/``b2`` in ``[0, 1)``, ``eps > 0``, ``eps_root >= 0``."""
-    b1 = check_decay("b1", b1)
-    b2 = check_decay("b2", b2)
-    eps = check_number("eps", eps, low=0.0, low_open=True)
-    eps_root = check_number("eps_root", eps_root, low=0.0)
-    return AdamCoefficients(b1, 1 - b1, b2, 1 - b2, eps, eps_root)
+    """Adam's coefficients as optax takes them: any real numbers (C4.2).
+
+    Host numbers become Python floats (``1 - b`` in float64); a traced value (Adam built inside
+    ``jax.jit``/``jax.grad``) is kept as given. Warns, as optax computes on: ``b1``/``b2`` outside
+    ``[0, 1)``, ``eps < 0`` (the denominator can cross 0), ``eps = eps_root = 0`` (a zero gradient
+    gives ``0 / 0``), ``eps_root < 0`` (``sqrt`` of a negative), NaN or infinite values.
+    """
+    b1 = _as_coefficient(b1, check_decay("b1", b1))
+    b2 = _as_coefficient(b2, check_decay("b2", b2))
+    root = accept_number(
+        "eps_root",
+        eps_root,
+        lambda x: "sqrt(v + eps_root) is NaN once v + eps_root < 0" if x < 0 else None,
+    )
+
+    def eps_problem(x: float) -> str | None:
+        if x < 0:
+            return "a negative eps lets the denominator sqrt(v) + eps cross 0"
+        if x == 0 and root == 0:
+            return "with eps = eps_root = 0 a zero gradient gives 0 / 0 = NaN"
+        return None
+
+    eps = _as_coefficient(eps, accept_number("eps", eps, eps_problem))
+    return AdamCoefficients(b1, 1 - b1, b2, 1 - b2, eps, _as_coefficient(eps_root, root))
+
+
+def _as_coefficient(value: Any, number: float | None) -> Any:
+    """The host float of a checked number, or the (traced) value itself."""
+    return value if number is None else number
 
 
 @functools.partial(jax.jit, inline=True)
@@ -170,8 +193,10 @@ def scale_by_adam(
     ``m <- b1 m + (1-b1) g``; ``v <- b2 v + (1-b2) |g|^2``;
     ``u = m_hat / (sqrt(v_hat + eps_root) + eps)`` with ``m_hat = m / (1 - b1^t)``,
     ``v_hat = v / (1 - b2^t)``. Moments are computed in float32 (or wider) and only *stored* in
-    ``mu_dtype``/``nu_dtype`` (None: the params' dtype; else float32, bfloat16, float16,
-    complex64 or complex128).
+    ``mu_dtype``/``nu_dtype`` (None: the params' dtype; else any dtype optax stores a moment in,
+    canonicalised as optax does: float64 is float32 while x64 is off; an integer or bool store
+    truncates the moment, as in optax, with a ``UserWarning``; see ``storage_dtype``).
+    Coefficients are taken as optax takes them (see ``adam_coefficients``).
 
     Complex params follow optax: ``|g|^2 = (conj(g) g).real`` in ``v``; ``mu_dtype=None`` keeps
     ``mu`` complex; a real ``mu_dtype`` is accepted as optax accepts it (the imaginary part of

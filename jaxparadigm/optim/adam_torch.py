@@ -7,6 +7,7 @@ added to the *uncorrected-scale* denominator. Weight decay is classic L2 (``g <-
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -15,7 +16,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparams import check_decay, check_learning_rate, check_number
+from jaxparadigm.optim.hyperparams import check_learning_rate, check_torch_range
 from jaxparadigm.optim.param_dtypes import require_inexact
 
 
@@ -67,6 +68,17 @@ def _moments(updates: Any, state: AdamTorchState, b1: float, b2: float) -> tuple
     return mu, nu
 
 
+def _bias_correction(decay: float, t: jax.Array) -> jax.Array:
+    """``1 - decay**t`` to float32 precision: ``-expm1(t * log(decay))`` with ``log`` in float64.
+
+    torch takes ``1 - beta**step`` in Python floats. In float32 ``1 - 0.999**t`` cancels: 0.999
+    itself rounds to 0.99900001, so ``1 - 0.999`` is off by 1.3e-5 relative, and every torch-style
+    step with it.
+    """
+    log_decay = math.log(decay) if decay > 0 else -math.inf
+    return -jnp.expm1(t * jnp.float32(log_decay))
+
+
 def adam_torch_style(
     learning_rate: float | Callable[[Any], Any],
     b1: float = 0.9,
@@ -79,12 +91,17 @@ def adam_torch_style(
 
     ``learning_rate`` may be a schedule evaluated at the pre-increment count (as torch's scheduler
     sets the lr before the step). Returns the full update (already multiplied by ``-lr``).
+
+    Arguments are checked as ``torch.optim.Adam`` checks them (this is torch's optimiser, and torch
+    is its oracle), not as optax: ``0 <= lr``, ``0 <= eps``, ``0 <= b1, b2 < 1``,
+    ``0 <= weight_decay`` (NaN refused, ``inf`` taken where torch takes it); anything torch
+    refuses raises ``ValueError`` naming the argument.
     """
-    learning_rate = check_learning_rate("learning_rate", learning_rate, allow_negative=False)
-    b1 = check_decay("b1", b1)
-    b2 = check_decay("b2", b2)
-    check_number("eps", eps, low=0.0, low_open=True)
-    wd = check_number("weight_decay", weight_decay, low=0.0)
+    learning_rate = check_learning_rate("learning_rate", learning_rate, torch_rules=True)
+    b1 = check_torch_range("b1", b1, low=0.0, high=1.0, high_open=True)
+    b2 = check_torch_range("b2", b2, low=0.0, high=1.0, high_open=True)
+    eps = check_torch_range("eps", eps, low=0.0)
+    wd = check_torch_range("weight_decay", weight_decay, low=0.0)
 
     def update_fn(
         updates: Any, state: AdamTorchState, params: Any = None
@@ -95,8 +112,8 @@ def adam_torch_style(
         count = safe_increment(state.count)
         lr = learning_rate(state.count) if callable(learning_rate) else learning_rate
         t = count.astype(jnp.float32)
-        bc1 = 1 - jnp.power(jnp.float32(b1), t)
-        bc2_sqrt = jnp.sqrt(1 - jnp.power(jnp.float32(b2), t))
+        bc1 = _bias_correction(b1, t)
+        bc2_sqrt = jnp.sqrt(_bias_correction(b2, t))
         step_size = lr / bc1
         mu, nu = _moments(updates, state, b1, b2)
         new_updates = jax.tree.map(

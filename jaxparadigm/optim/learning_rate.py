@@ -65,8 +65,10 @@ def scale_by_learning_rate(
 ) -> optax.GradientTransformation:
     """Descent direction: ``u <- -lr * u`` for a number, ``u <- -lr(count) * u`` for a schedule (C4.1).
 
-    ``learning_rate`` must be a finite number ``>= 0`` or a callable schedule. Integer updates
-    are refused with ``TypeError`` (``-lr * g`` would be truncated back to integers).
+    ``learning_rate`` is a callable schedule or, as in optax, any real number (a traced one too:
+    an optimiser built under ``jax.jit``/``jax.grad``); a negative, NaN or infinite rate warns.
+    Integer updates are refused with ``TypeError`` (``-lr * g`` would be truncated back to
+    integers).
     """
     learning_rate = check_learning_rate("learning_rate", learning_rate)
     if callable(learning_rate):

@@ -46,10 +46,30 @@ def test_trace_defaults_to_heavy_ball_momentum_as_optax_trace():
     chex.assert_trees_all_equal(ours, theirs)
 
 
-@pytest.mark.parametrize("eps", [0.0, -1e-8])
-def test_adam_torch_eps_must_be_positive(eps):
+@pytest.mark.parametrize("eps", [-1e-8, float("nan")])
+def test_adam_torch_eps_must_not_be_negative(eps):
+    """torch.optim.Adam refuses ``eps < 0`` and NaN ("Invalid epsilon value"); so do we."""
     with pytest.raises(ValueError, match="eps"):
         adam_torch_style(1e-3, eps=eps)
+
+
+@pytest.mark.crosscheck
+def test_adam_torch_takes_eps_zero_as_torch():
+    """``eps = 0`` was refused; torch.optim.Adam takes it (``0.0 <= eps``): same steps."""
+    torch = pytest.importorskip("torch")
+    p0 = np.asarray([0.5, -1.0, 2.0], np.float32)
+    grads = [np.asarray([0.2, -0.4, 1.0], np.float32) * (k + 1) for k in range(4)]
+    tp = torch.nn.Parameter(torch.tensor(p0))
+    opt = torch.optim.Adam([tp], lr=0.1, eps=0.0)
+    tx = adam_torch_style(0.1, eps=0.0)
+    params = jnp.asarray(p0)
+    state = tx.init(params)
+    for g in grads:
+        tp.grad = torch.tensor(g)
+        opt.step()
+        updates, state = tx.update(jnp.asarray(g), state, params)
+        params = optax.apply_updates(params, updates)
+        np.testing.assert_allclose(np.asarray(params), tp.detach().numpy(), rtol=1e-6, atol=2.5e-7)
 
 
 def test_adam_torch_refuses_integer_updates_naming_them():
