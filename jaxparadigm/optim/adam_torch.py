@@ -41,31 +41,73 @@ def _init_state(params: Any) -> AdamTorchState:
     return AdamTorchState(count=jnp.zeros([], jnp.int32), mu=mu, nu=nu)
 
 
+def _opmath(x: jax.Array) -> jax.Array:
+    """``x`` in torch's "opmath" type: float32 for bfloat16/float16, else unchanged."""
+    return x.astype(jnp.promote_types(x.dtype, jnp.float32))
+
+
 def _l2_decay(updates: Any, params: Any, wd: float) -> Any:
-    """torch's classic L2 weight decay ``g <- g + wd * p`` (None gradients stay None)."""
+    """torch's classic L2 weight decay ``g <- g + wd * p`` as ``grad.add(param, alpha=wd)``
+    computes it: ``alpha`` in the gradient's dtype (torch's vectorised CPU kernel), the sum in
+    opmath, one rounding; None gradients stay None."""
     if params is None:
         raise ValueError("adam_torch_style: params=None, expected params for weight decay")
+
+    def decay(g: jax.Array, p: jax.Array) -> jax.Array:
+        alpha = _opmath(jnp.asarray(wd, g.dtype))
+        return (_opmath(g) + alpha * _opmath(p)).astype(g.dtype)
+
     return jax.tree.map(
-        lambda g, p: None if g is None else g + wd * p, updates, params, is_leaf=_is_none
+        lambda g, p: None if g is None else decay(g, p),
+        updates,
+        params,
+        is_leaf=_is_none,
     )
 
 
+def _lerp(m: jax.Array, g: jax.Array, weight: float) -> jax.Array:
+    """``torch.lerp(m, g, weight)`` as torch's kernel computes it: in opmath, ``m + w (g - m)``
+    for ``|w| < 0.5`` and ``g - (g - m)(1 - w)`` otherwise, rounded once to ``m``'s dtype."""
+    m32, g32 = _opmath(m), _opmath(g)
+    if abs(weight) < 0.5:
+        return (m32 + weight * (g32 - m32)).astype(m.dtype)
+    return (g32 - (g32 - m32) * (1 - weight)).astype(m.dtype)
+
+
 def _moments(updates: Any, state: AdamTorchState, b1: float, b2: float) -> tuple[Any, Any]:
-    """``m <- m + (1-b1)(g - m)``, ``v <- b2 v + (1-b2) g g``; a None gradient keeps its moments."""
-    # torch: exp_avg.lerp_(grad, 1 - beta1); exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2)
+    """``m <- lerp(m, g, 1-b1)``, ``v <- (b2 v) + (1-b2) g g``, at torch's rounding points (one
+    per torch op, each computed in opmath); a None gradient keeps its moments.
+
+    torch: ``exp_avg.lerp_(grad, 1 - beta1)``; ``exp_avg_sq.mul_(beta2).addcmul_(grad, grad,
+    value=1 - beta2)``. In bfloat16, ``m + (1-b1)(g - m)`` rounded at every op was 1 to 4 ulps off
+    torch's (the generated chains found updates 2.6% off torch's with ``b1 = 0``).
+    """
+
+    def second(g: jax.Array, v: jax.Array) -> jax.Array:
+        decayed = (_opmath(v) * b2).astype(v.dtype)  # mul_
+        g32 = _opmath(g)
+        return (_opmath(decayed) + (1 - b2) * g32 * g32).astype(v.dtype)  # addcmul_
+
     mu = jax.tree.map(
-        lambda g, m: m if g is None else m + (1 - b1) * (g - m),
+        lambda g, m: m if g is None else _lerp(m, g, 1 - b1),
         updates,
         state.mu,
         is_leaf=_is_none,
     )
     nu = jax.tree.map(
-        lambda g, v: v if g is None else b2 * v + (1 - b2) * g * g,
-        updates,
-        state.nu,
-        is_leaf=_is_none,
+        lambda g, v: v if g is None else second(g, v), updates, state.nu, is_leaf=_is_none
     )
     return mu, nu
+
+
+def _direction(m: jax.Array, v: jax.Array, step_size: jax.Array, bc2_sqrt: jax.Array, eps: float):
+    """``-step_size * m / denom`` with ``denom = (sqrt(v) / sqrt(bc2)) + eps``, rounded where torch
+    rounds (``sqrt``, ``/``, ``add_``; ``addcdiv_`` in opmath), in ``m``'s dtype."""
+    dtype = m.dtype
+    root = jnp.sqrt(v)
+    denom = (_opmath(root) / bc2_sqrt).astype(dtype)
+    denom = (_opmath(denom) + eps).astype(dtype)
+    return (-step_size * (_opmath(m) / _opmath(denom))).astype(dtype)  # value * (m / denom)
 
 
 def _bias_correction(decay: float, t: jax.Array) -> jax.Array:
@@ -118,9 +160,7 @@ def adam_torch_style(
         mu, nu = _moments(updates, state, b1, b2)
         new_updates = jax.tree.map(
             lambda g, m, v: (
-                None
-                if g is None
-                else (-step_size * m / (jnp.sqrt(v) / bc2_sqrt + eps)).astype(g.dtype)
+                None if g is None else _direction(m, v, step_size, bc2_sqrt, eps).astype(g.dtype)
             ),
             updates,
             mu,

@@ -59,7 +59,7 @@ from jaxparadigm.optim.sgd import (
     uses_momentum,
     uses_weight_decay,
 )
-from jaxparadigm.optim.weight_decay import ScheduledValue, decay_weights
+from jaxparadigm.optim.weight_decay import LiveDecay, decay_weights
 
 
 class InjectHyperparamsState(NamedTuple):
@@ -157,9 +157,9 @@ def _weight_decay(arguments: dict[str, Any], numeric: dict[str, Any]) -> Callabl
     ``numeric``), the schedule's value at the step for a schedule (static, as optax's)."""
     weight_decay = arguments["weight_decay"]
     if callable(weight_decay):
-        return lambda hp, count: ScheduledValue(weight_decay(count))
+        return lambda hp, count: weight_decay(count)
     numeric["weight_decay"] = weight_decay
-    return lambda hp, count: hp["weight_decay"]
+    return lambda hp, count: LiveDecay(hp["weight_decay"])
 
 
 def _live_adam(arguments: dict[str, Any]) -> optax.GradientTransformation:

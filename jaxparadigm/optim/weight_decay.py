@@ -24,20 +24,24 @@ class WeightDecayScheduleState(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class ScheduledValue:
-    """A scheduled weight decay's value at this step: multiplied as computed (``s * p``, optax's
-    promotion), where a live float32 hyper-parameter is cast to the params' dtype."""
+class LiveDecay:
+    """A live weight decay (``inject_hyperparams``' float32 scalar): cast to each leaf's dtype
+    (so it neither promotes a bfloat16 update nor differs from the static float in float32), and
+    a live 0 leaves ``u`` untouched, as the static transformation skips a zero decay (``u + 0 * p``
+    is NaN where ``p`` is not finite: the generated chains found the live AdamW's updates NaN
+    where the static one's were not)."""
 
     value: Any
 
 
 def _decay_leaves(updates: Any, params: Any, weight_decay: Any) -> Any:
-    """``u + wd * p`` leaf by leaf; a None update stays None. A live (array) ``wd`` is cast to
-    each leaf's dtype; a schedule's value is a :class:`ScheduledValue` used as optax uses it."""
-    if isinstance(weight_decay, ScheduledValue):
-        decay = lambda g, p: g + weight_decay.value * p
+    """``u + wd * p`` leaf by leaf; a None update stays None. ``wd`` as optax uses it (a number,
+    an array, a schedule's value: no cast, no skip), or a :class:`LiveDecay`."""
+    if isinstance(weight_decay, LiveDecay):
+        live = weight_decay.value
+        decay = lambda g, p: jnp.where(live == 0, g, g + coefficient(live, p.dtype) * p)
     else:
-        decay = lambda g, p: g + coefficient(weight_decay, p.dtype) * p
+        decay = lambda g, p: g + weight_decay * p
     return jax.tree.map(
         lambda g, p: None if g is None else decay(g, p),
         updates,
@@ -49,8 +53,8 @@ def _decay_leaves(updates: Any, params: Any, weight_decay: Any) -> Any:
 def decay_weights(updates: Any, params: Any, weight_decay: Any, mask: Any = None) -> Any:
     """``u <- u + wd * p`` on the leaves ``mask`` selects (all when None); None updates stay None.
 
-    ``weight_decay`` is a Python number (static, folded as optax folds it) or a float32 array
-    (a live hyper-parameter). ``mask`` is, as in ``optax.masked``, a pytree of flags whose
+    ``weight_decay`` is a Python number (static, folded as optax folds it), an array or a
+    schedule's value (used as optax uses them), or a :class:`LiveDecay`. ``mask`` is, as in ``optax.masked``, a pytree of flags whose
     structure is a prefix of the updates' (a flag selects its whole subtree, read by its truth
     value), or a callable ``updates -> such a pytree``.
     """
@@ -106,7 +110,7 @@ def add_decayed_weights(
         if params is None:
             raise ValueError("add_decayed_weights: params=None, expected the current parameters")
         if scheduled:
-            value = ScheduledValue(weight_decay(state.count))
+            value = weight_decay(state.count)
             state = WeightDecayScheduleState(count=safe_increment(state.count))
             return decay_weights(updates, params, value, mask), state
         if is_host_zero(weight_decay):

@@ -229,6 +229,18 @@ CASES = [
         [],
     ),
     (
+        "sgd_array_rate",  # not readable as one host number: used as given, as optax uses it
+        lambda: ours.sgd(jnp.asarray([0.1]), momentum=0.9),
+        lambda: optax.sgd(jnp.asarray([0.1]), momentum=0.9),
+        [],
+    ),
+    (
+        "adam_numpy_scalar_b1",
+        lambda: ours.adam(np.float32(0.1), b1=np.float64(1.2)),
+        lambda: optax.adam(np.float32(0.1), b1=np.float64(1.2)),
+        ["b1"],
+    ),
+    (
         "add_decayed_weights_schedule",
         lambda: ours.add_decayed_weights(sched()),
         lambda: optax.add_decayed_weights(OPTAX_SCHED),
@@ -345,3 +357,20 @@ def test_injected_scheduled_weight_decay_as_static(factory):
         static = getattr(ours, factory)(0.1, weight_decay=sched(), **kw)
     assert_same_steps(steps(live), steps(static), rtol=0)
     assert "weight_decay" not in live.init(PARAMS).hyperparams  # the schedule stays a schedule
+
+
+def test_warnings_point_at_the_callers_line():
+    """However deep the check (inject -> factory -> coefficients -> accept_number), the warning's
+    location is the user's line, so the default filter shows each distinct call once."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours.inject_hyperparams(ours.adam)(0.1, b1=1.5)
+        ours.sgd(0.1, momentum=-0.5, nesterov=True)
+    assert [w.filename for w in caught] == [__file__, __file__]
+    assert [str(w.message).split("=")[0] for w in caught] == ["b1", "momentum"]
+
+
+def test_nesterov_that_is_not_a_bool_is_read_by_its_truth_value():
+    with pytest.warns(UserWarning, match=r"^nesterov='false': .* read by its truth value \(True\)"):
+        tx = ours.sgd(0.1, momentum=0.9, nesterov="false")
+    assert_same_steps(steps(tx), steps(optax.sgd(0.1, momentum=0.9, nesterov=True)))
