@@ -152,25 +152,28 @@ def chain_for(config: OptimSettings, live: bool = False) -> optax.GradientTransf
             raise ValueError(f"optim.clip.style={config.clip.style!r}: unknown clipping style")
         parts.append(_CLIPS[config.clip.style](config.clip.max_norm))
     wd = config.weight_decay
-    adam_args = (config.b1, config.b2, config.eps, 0.0, config.mu_dtype, config.nu_dtype)
+    adam_args = (config.b1, config.b2, config.eps, 0.0, config.mu_dtype)
+    nu: dict[str, Any] = {"nu_dtype": config.nu_dtype}
     if config.name == "adam":
         if wd > 0.0:
             parts.append(add_decayed_weights(wd))
         if live:
-            parts.append(inject_hyperparams(adam)(schedule, *adam_args))
+            parts.append(inject_hyperparams(adam)(schedule, *adam_args, **nu))
         else:
-            parts.append(scale_by_adam(*adam_args))
+            parts.append(scale_by_adam(*adam_args, **nu))
             parts.append(scale_by_learning_rate(schedule))
     elif config.name == "adamw":
         if live:
-            parts.append(inject_hyperparams(adamw)(schedule, *adam_args, weight_decay=wd))
+            parts.append(inject_hyperparams(adamw)(schedule, *adam_args, weight_decay=wd, **nu))
         else:
-            parts.append(scale_by_adam(*adam_args))
+            parts.append(scale_by_adam(*adam_args, **nu))
             parts.append(add_decayed_weights(wd))
             parts.append(scale_by_learning_rate(schedule))
     elif config.name == "sgd":
         if live:
-            parts.append(inject_hyperparams(sgd)(schedule, config.momentum, config.nesterov, wd))
+            parts.append(
+                inject_hyperparams(sgd)(schedule, config.momentum, config.nesterov, weight_decay=wd)
+            )
         else:
             if wd > 0.0:
                 parts.append(add_decayed_weights(wd))

@@ -169,12 +169,13 @@ def _live_adam(arguments: dict[str, Any]) -> optax.GradientTransformation:
     decay = _weight_decay(arguments, numeric) if decayed else None
     mu_dtype = storage_dtype("mu_dtype", arguments["mu_dtype"])
     nu_dtype = storage_dtype("nu_dtype", arguments["nu_dtype"])
+    nesterov = bool(arguments["nesterov"])  # checked by the factory
 
     def direction(updates, inner, params, hp, count):
         coefficients = AdamCoefficients(
             hp["b1"], hp["one_minus_b1"], hp["b2"], hp["one_minus_b2"], hp["eps"], hp["eps_root"]
         )
-        updates, inner = update_adam_state(updates, inner, coefficients)
+        updates, inner = update_adam_state(updates, inner, coefficients, nesterov)
         if decay is not None:
             updates = decay_weights(updates, params, decay(hp, count), arguments["mask"])
         return updates, inner
@@ -220,8 +221,10 @@ def inject_hyperparams(factory: Callable[..., Any]) -> Callable[..., optax.Gradi
     """Wrap ``adam``, ``adamw`` or ``sgd`` so its numeric hyper-parameters live in the state.
 
     The wrapped factory takes the same arguments (validated by the factory itself, with the
-    same errors) and returns a transformation with ``InjectHyperparamsState``; its updates are
-    bitwise those of ``factory(...)`` for float32 params (C4.1-C4.3).
+    same errors and warnings) and returns a transformation with ``InjectHyperparamsState``; its
+    updates are bitwise those of ``factory(...)`` for float32 params (C4.1-C4.3). One refusal the
+    factory does not make: ``learning_rate=None`` (no scaling) raises ``TypeError``, as there is
+    no rate for ``lr_scale`` to scale.
     """
     if factory not in _LIVE_BUILDERS:
         raise TypeError(
@@ -234,6 +237,11 @@ def inject_hyperparams(factory: Callable[..., Any]) -> Callable[..., optax.Gradi
     def wrapped(*args: Any, **kwargs: Any) -> optax.GradientTransformation:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
+        if bound.arguments["learning_rate"] is None:  # kept: no rate for lr_scale to scale
+            raise TypeError(
+                "learning_rate=None: inject_hyperparams needs a rate (a number or a schedule) "
+                "for lr_scale to scale; for no scaling at all build the optimiser without it"
+            )
         factory(*bound.args, **bound.kwargs)  # the static factory validates every argument
         return _LIVE_BUILDERS[factory](dict(bound.arguments))
 

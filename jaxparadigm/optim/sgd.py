@@ -127,18 +127,20 @@ def uses_weight_decay(weight_decay: Any) -> bool:
 
 
 def sgd(
-    learning_rate: float | Callable[[Any], Any],
+    learning_rate: float | Callable[[Any], Any] | None,
     momentum: Any = None,
     nesterov: bool = False,
-    weight_decay: Any = 0.0,
     accumulator_dtype: Any = None,
+    *,
+    weight_decay: Any = 0.0,
 ) -> optax.GradientTransformation:
     """SGD (C4.1): ``g' = g + wd * p``; ``b <- momentum * b + g'``; ``p <- p - lr * b``.
 
     With ``nesterov`` the step uses ``g' + momentum * b``. ``momentum`` None or 0 is plain
     ``p <- p - lr * (g + wd * p)``. Matches ``torch.optim.SGD`` (dampening 0) and, for
     ``weight_decay=0``, ``optax.sgd`` (``accumulator_dtype``: the momentum buffer's storage
-    dtype, as optax's; unused without momentum). As optax, any real ``momentum`` and
+    dtype, as optax's; unused without momentum). Positional arguments are optax's, in optax's
+    order; ``weight_decay`` (torch's L2 term, not in ``optax.sgd``) is keyword-only. As optax, any real ``momentum`` and
     ``weight_decay`` are taken (a negative one, or a momentum >= 1, warns), and ``nesterov=True``
     without momentum is plain SGD (with a ``UserWarning``: it has no effect).
     """

@@ -10,7 +10,8 @@ A spec is a plain dict:
   fractional); values sometimes negative and step counts sometimes fractional, as optax allows;
 * ``name``: adam / adamw / sgd / adam_torch (``adam_torch_style``), with the values optax takes
   and we used to refuse: ``b1``/``b2`` outside ``[0, 1)``, ``eps <= 0``, negative ``eps_root``,
-  negative or > 1 momentum, momentum None, Nesterov without momentum, negative or scheduled
+  negative or > 1 momentum, momentum None, Nesterov without momentum, NAdam (Adam's
+  ``nesterov``), negative or scheduled
   weight decay, a weight-decay mask, ``mu_dtype``/``accumulator_dtype`` (float64 included).
   ``adam_torch`` (drawn only when torch is installed: torch.optim.Adam is its oracle) draws only
   what torch.optim.Adam accepts (its documented refusals are torch's);
@@ -125,6 +126,7 @@ def chain_specs(draw) -> dict:
         spec["b2"] = draw(st.sampled_from([0.999, 0.9, 0.0] + ([] if low else [0.999, -0.5, 1.0])))
         spec["eps"] = draw(st.sampled_from([1e-8, 1e-3] + ([] if low else [1e-8, 0.0, -1e-4])))
         spec["eps_root"] = draw(st.sampled_from([0.0, 1e-8] + ([] if low else [0.0, -1e-10])))
+        spec["nesterov"] = draw(st.integers(0, 3)) == 0  # NAdam
         if name == "adamw":
             spec["weight_decay"] = draw(
                 st.sampled_from([0.0, 1e-4, 0.1, -0.05, ("linear", 0.1, -0.05, 2)])

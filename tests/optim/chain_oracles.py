@@ -193,11 +193,11 @@ def build_ours(spec: dict):
                 lr,
                 spec["momentum"],
                 spec["nesterov"],
-                spec["weight_decay"],
-                accumulator_dtype=spec["accumulator_dtype"],
+                spec["accumulator_dtype"],
+                weight_decay=spec["weight_decay"],
             )
         else:
-            kw = {k: spec[k] for k in ("b1", "b2", "eps", "eps_root", "mu_dtype")}
+            kw = {k: spec[k] for k in ("b1", "b2", "eps", "eps_root", "mu_dtype", "nesterov")}
             if name == "adamw":
                 kw["weight_decay"] = _weight_decay(spec, "ours")
                 kw["mask"] = _mask(spec)
@@ -218,7 +218,7 @@ def build_optax(spec: dict):
     elif name == "adam_torch":
         opt = torch_adam(lr, spec["b1"], spec["b2"], spec["eps"], spec["weight_decay"])
     else:
-        kw = {k: spec[k] for k in ("b1", "b2", "eps", "eps_root", "mu_dtype")}
+        kw = {k: spec[k] for k in ("b1", "b2", "eps", "eps_root", "mu_dtype", "nesterov")}
         if name == "adamw":
             kw["weight_decay"] = _weight_decay(spec, "optax")
             kw["mask"] = _mask(spec)

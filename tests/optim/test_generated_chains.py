@@ -211,7 +211,7 @@ def _spec(**fields) -> dict:
     return {**base, **fields}
 
 
-_ADAM = {"b1": 0.9, "b2": 0.999, "eps": 1e-8, "eps_root": 0.0, "mu_dtype": None}
+_ADAM = {"b1": 0.9, "b2": 0.999, "eps": 1e-8, "eps_root": 0.0, "mu_dtype": None, "nesterov": False}
 _TORCH_ADAM = {"b1": 0.9, "b2": 0.999, "eps": 1e-8, "weight_decay": 0.0}
 _SGD = {"momentum": None, "nesterov": False, "weight_decay": 0.0, "accumulator_dtype": None}
 
@@ -239,7 +239,7 @@ EXAMPLES = [
         lr=("join", 0.1, 0.01, (2, 4)),
         **{**_ADAM, "b1": 1.0, "eps": 0.0, "mu_dtype": "float64"},
     ),
-    # adamw in bfloat16, live: a scheduled (negative-going) weight decay with a mask, per-leaf
+    # NAdamW in bfloat16, live: a scheduled (negative-going) weight decay with a mask, per-leaf
     # clipping at inf, a fractional cosine decay, an overflow at step 0.
     _spec(
         name="adamw",
@@ -249,7 +249,7 @@ EXAMPLES = [
         lr=("cosine", 0.1, 2.5, 0.1, 1.0),
         shapes=[(3,), (2, 3)],
         loss_scale=(4, 2, 0),
-        **_ADAM,
+        **{**_ADAM, "nesterov": True},
         weight_decay=("linear", 0.1, -0.05, 2),
         mask=[True, False],
     ),

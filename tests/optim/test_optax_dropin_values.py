@@ -228,6 +228,30 @@ CASES = [
         lambda: optax.add_decayed_weights(0.5, lambda t: jax.tree.map(lambda x: x.ndim == 1, t)),
         [],
     ),
+    # optax's positional order and NAdam: optax code ports unchanged (a TypeError or a
+    # misplaced argument before: our nu_dtype / weight_decay sat between optax's arguments).
+    (
+        "adam_nesterov",
+        lambda: ours.adam(0.1, nesterov=True),
+        lambda: optax.adam(0.1, nesterov=True),
+        [],
+    ),
+    (
+        "adamw_positional_nesterov",
+        lambda: ours.adamw(
+            0.1, 0.8, 0.99, 1e-6, 0.0, None, 0.01, {"w": True, "b": False}, nesterov=True
+        ),
+        lambda: optax.adamw(
+            0.1, 0.8, 0.99, 1e-6, 0.0, None, 0.01, {"w": True, "b": False}, nesterov=True
+        ),
+        [],
+    ),
+    (
+        "sgd_positional_accumulator_dtype",
+        lambda: ours.sgd(0.1, 0.9, True, jnp.bfloat16),
+        lambda: optax.sgd(0.1, 0.9, True, jnp.bfloat16),
+        [],
+    ),
     (
         "sgd_array_rate",  # not readable as one host number: used as given, as optax uses it
         lambda: ours.sgd(jnp.asarray([0.1]), momentum=0.9),
@@ -374,3 +398,35 @@ def test_nesterov_that_is_not_a_bool_is_read_by_its_truth_value():
     with pytest.warns(UserWarning, match=r"^nesterov='false': .* read by its truth value \(True\)"):
         tx = ours.sgd(0.1, momentum=0.9, nesterov="false")
     assert_same_steps(steps(tx), steps(optax.sgd(0.1, momentum=0.9, nesterov=True)))
+
+
+@pytest.mark.parametrize("name", ["sgd", "adam", "adamw"])
+def test_learning_rate_none_is_no_scaling_as_optax(name):
+    """optax's ``scale_by_learning_rate(None)`` is the identity, so ``optax.sgd(None)`` returns the
+    raw direction; ours refused ``None``. It warns: the updates are not negated."""
+    with pytest.warns(UserWarning, match=r"^learning_rate=None: .* ascends the loss"):
+        tx = getattr(ours, name)(None)
+    assert_same_steps(steps(tx), steps(getattr(optax, name)(None)))
+    with pytest.raises(TypeError, match=r"^learning_rate=None: inject_hyperparams needs a rate"):
+        ours.inject_hyperparams(getattr(ours, name))(None)  # kept: nothing for lr_scale to scale
+
+
+def test_scale_by_learning_rate_flip_sign_as_optax():
+    for lr in (0.1, S.linear(0.1, 0.0, 2)):
+        tx = ours.scale_by_learning_rate(lr, flip_sign=False)
+        ref = optax.scale_by_learning_rate(
+            0.1 if lr == 0.1 else optax.linear_schedule(0.1, 0.0, 2), flip_sign=False
+        )
+        assert_same_steps(steps(tx), steps(ref))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no sign flip asked for: None is a plain identity
+        assert_same_steps(
+            steps(ours.scale_by_learning_rate(None, flip_sign=False)), steps(optax.identity())
+        )
+
+
+@pytest.mark.parametrize("factory", ["adam", "adamw"])
+def test_injected_nesterov_is_bitwise_the_static_nadam(factory):
+    live = ours.inject_hyperparams(getattr(ours, factory))(0.1, b1=0.8, nesterov=True)
+    static = getattr(ours, factory)(0.1, b1=0.8, nesterov=True)
+    assert_same_steps(steps(live), steps(static), rtol=0)
