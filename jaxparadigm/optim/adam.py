@@ -18,7 +18,13 @@ import optax
 
 from jaxparadigm.optim.adam_torch import AdamTorchState
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparams import check_decay, check_number, storage_dtype, warn_value
+from jaxparadigm.optim.hyperparams import (
+    accept_number,
+    check_decay,
+    check_nesterov,
+    storage_dtype,
+    warn_value,
+)
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
 from jaxparadigm.optim.param_dtypes import abs_sq, coefficient, require_inexact
 from jaxparadigm.optim.weight_decay import add_decayed_weights
@@ -50,14 +56,37 @@ class AdamCoefficients(NamedTuple):
 
 
 def adam_coefficients(
-    b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0
+    b1: Any = 0.9, b2: Any = 0.999, eps: Any = 1e-8, eps_root: Any = 0.0
 ) -> AdamCoefficients:
-    """Checked Python-float coefficients; ``b1``/``b2`` in ``[0, 1)``, ``eps > 0``, ``eps_root >= 0``."""
-    b1 = check_decay("b1", b1)
-    b2 = check_decay("b2", b2)
-    eps = check_number("eps", eps, low=0.0, low_open=True)
-    eps_root = check_number("eps_root", eps_root, low=0.0)
-    return AdamCoefficients(b1, 1 - b1, b2, 1 - b2, eps, eps_root)
+    """Adam's coefficients as optax takes them: any real numbers (C4.2).
+
+    Host numbers become Python floats (``1 - b`` in float64); a traced value (Adam built inside
+    ``jax.jit``/``jax.grad``) is kept as given. Warns, as optax computes on: ``b1``/``b2`` outside
+    ``[0, 1)``, ``eps < 0`` (the denominator can cross 0), ``eps = eps_root = 0`` (a zero gradient
+    gives ``0 / 0``), ``eps_root < 0`` (``sqrt`` of a negative), NaN or infinite values.
+    """
+    b1 = _as_coefficient(b1, check_decay("b1", b1))
+    b2 = _as_coefficient(b2, check_decay("b2", b2))
+    root = accept_number(
+        "eps_root",
+        eps_root,
+        lambda x: "sqrt(v + eps_root) is NaN once v + eps_root < 0" if x < 0 else None,
+    )
+
+    def eps_problem(x: float) -> str | None:
+        if x < 0:
+            return "a negative eps lets the denominator sqrt(v) + eps cross 0"
+        if x == 0 and root == 0:
+            return "with eps = eps_root = 0 a zero gradient gives 0 / 0 = NaN"
+        return None
+
+    eps = _as_coefficient(eps, accept_number("eps", eps, eps_problem))
+    return AdamCoefficients(b1, 1 - b1, b2, 1 - b2, eps, _as_coefficient(eps_root, root))
+
+
+def _as_coefficient(value: Any, number: float | None) -> Any:
+    """The host float of a checked number, or the (traced) value itself."""
+    return value if number is None else number
 
 
 @functools.partial(jax.jit, inline=True)
@@ -111,13 +140,31 @@ def init_adam_state(params: Any, mu_dtype: Any, nu_dtype: Any) -> ScaleByAdamSta
     return ScaleByAdamState(count=jnp.zeros([], jnp.int32), mu=mu, nu=nu)
 
 
+def _nesterov_moment(mu: Any, updates: Any, c: AdamCoefficients, count_inc: jax.Array) -> Any:
+    """NAdam's first moment (Dozat 2016), optax's form and op order:
+    ``m_hat = b1 m / (1 - b1^(t+1)) + (1 - b1) g / (1 - b1^t)``."""
+    corrected_mu = _bias_correction(mu, c.b1, safe_increment(count_inc))
+    corrected_g = _bias_correction(updates, c.b1, count_inc)
+    return jax.tree.map(
+        lambda m, g: (
+            None
+            if m is None
+            else coefficient(c.b1, m.dtype) * m + coefficient(c.one_minus_b1, g.dtype) * g
+        ),
+        corrected_mu,
+        corrected_g,
+        is_leaf=lambda x: x is None,
+    )
+
+
 def update_adam_state(
-    updates: Any, state: ScaleByAdamState, c: AdamCoefficients
+    updates: Any, state: ScaleByAdamState, c: AdamCoefficients, nesterov: bool = False
 ) -> tuple[Any, ScaleByAdamState]:
     """One Adam direction step with coefficients ``c`` (floats or arrays), optax's op order.
 
     ``m <- (1-b1) g + b1 m``; ``v <- (1-b2) |g|^2 + b2 v``; ``u = m_hat / (sqrt(v_hat + eps_root)
-    + eps)``; leaves whose gradient is None keep their moments and get a None update.
+    + eps)`` (``nesterov``: NAdam's ``m_hat``, see ``_nesterov_moment``); leaves whose gradient is
+    None keep their moments and get a None update.
     """
     require_inexact("updates", updates)
     is_none = lambda x: x is None
@@ -141,7 +188,10 @@ def update_adam_state(
     nu = jax.tree.map(second_moment, updates, state.nu, is_leaf=is_none)
     count_inc = safe_increment(state.count)
 
-    mu_hat = _bias_correction(mu, c.b1, count_inc)
+    if nesterov:
+        mu_hat = _nesterov_moment(mu, updates, c, count_inc)
+    else:
+        mu_hat = _bias_correction(mu, c.b1, count_inc)
     nu_hat = _bias_correction(nu, c.b2, count_inc)
 
     def direction(g, m, v):
@@ -163,6 +213,8 @@ def scale_by_adam(
     eps: float = 1e-8,
     eps_root: float = 0.0,
     mu_dtype: Any = None,
+    *,
+    nesterov: bool = False,
     nu_dtype: Any = None,
 ) -> optax.GradientTransformation:
     """Rescale updates by Adam's bias-corrected moments (C4.2).
@@ -170,59 +222,68 @@ def scale_by_adam(
     ``m <- b1 m + (1-b1) g``; ``v <- b2 v + (1-b2) |g|^2``;
     ``u = m_hat / (sqrt(v_hat + eps_root) + eps)`` with ``m_hat = m / (1 - b1^t)``,
     ``v_hat = v / (1 - b2^t)``. Moments are computed in float32 (or wider) and only *stored* in
-    ``mu_dtype``/``nu_dtype`` (None: the params' dtype; else float32, bfloat16, float16,
-    complex64 or complex128).
+    ``mu_dtype``/``nu_dtype`` (None: the params' dtype; else any dtype optax stores a moment in,
+    canonicalised as optax does: float64 is float32 while x64 is off; an integer or bool store
+    truncates the moment, as in optax, with a ``UserWarning``; see ``storage_dtype``).
+    Coefficients are taken as optax takes them (see ``adam_coefficients``).
 
     Complex params follow optax: ``|g|^2 = (conj(g) g).real`` in ``v``; ``mu_dtype=None`` keeps
     ``mu`` complex; a real ``mu_dtype`` is accepted as optax accepts it (the imaginary part of
     ``mu`` is dropped at each step; a ``UserWarning`` at init), and a complex ``mu_dtype`` for
     real params stores a complex ``mu`` with zero imaginary part (the updates stay real, where
-    optax's become complex). Integer params or gradients raise ``TypeError``.
+    optax's become complex). ``nesterov=True`` is NAdam (Dozat 2016), as optax's. Integer params
+    or gradients raise ``TypeError``.
     """
     coefficients = adam_coefficients(b1, b2, eps, eps_root)
     mu_dtype = storage_dtype("mu_dtype", mu_dtype)
     nu_dtype = storage_dtype("nu_dtype", nu_dtype)
+    nesterov = check_nesterov(nesterov)
 
     def init_fn(params):
         return init_adam_state(params, mu_dtype, nu_dtype)
 
     def update_fn(updates, state, params=None):
         del params
-        return update_adam_state(updates, state, coefficients)
+        return update_adam_state(updates, state, coefficients, nesterov)
 
     return optax.GradientTransformation(init_fn, update_fn)
 
 
 def adam(
-    learning_rate: float | Callable[[Any], Any],
+    learning_rate: float | Callable[[Any], Any] | None,
     b1: float = 0.9,
     b2: float = 0.999,
     eps: float = 1e-8,
     eps_root: float = 0.0,
     mu_dtype: Any = None,
+    *,
+    nesterov: bool = False,
     nu_dtype: Any = None,
 ) -> optax.GradientTransformation:
     """Adam (C4.2): ``p <- p - lr * m_hat / (sqrt(v_hat + eps_root) + eps)``.
 
     ``scale_by_adam`` followed by ``scale_by_learning_rate``; bitwise equal to ``optax.adam`` in
-    float32 with default dtypes.
+    float32 with default dtypes. Positional arguments are optax's, in optax's order; ``nu_dtype``
+    (ours) is keyword-only, so optax code ports unchanged.
     """
     return optax.chain(
-        scale_by_adam(b1, b2, eps, eps_root, mu_dtype, nu_dtype),
+        scale_by_adam(b1, b2, eps, eps_root, mu_dtype, nesterov=nesterov, nu_dtype=nu_dtype),
         scale_by_learning_rate(learning_rate),
     )
 
 
 def adamw(
-    learning_rate: float | Callable[[Any], Any],
+    learning_rate: float | Callable[[Any], Any] | None,
     b1: float = 0.9,
     b2: float = 0.999,
     eps: float = 1e-8,
     eps_root: float = 0.0,
     mu_dtype: Any = None,
-    nu_dtype: Any = None,
     weight_decay: float = 1e-4,
     mask: Any | Callable[[Any], Any] | None = None,
+    *,
+    nesterov: bool = False,
+    nu_dtype: Any = None,
 ) -> optax.GradientTransformation:
     """AdamW (C4.2): ``p <- p - lr * (m_hat / (sqrt(v_hat + eps_root) + eps) + wd * p)``.
 
@@ -230,7 +291,7 @@ def adamw(
     to ``optax.adamw`` in float32 with default dtypes.
     """
     return optax.chain(
-        scale_by_adam(b1, b2, eps, eps_root, mu_dtype, nu_dtype),
+        scale_by_adam(b1, b2, eps, eps_root, mu_dtype, nesterov=nesterov, nu_dtype=nu_dtype),
         add_decayed_weights(weight_decay, mask),
         scale_by_learning_rate(learning_rate),
     )

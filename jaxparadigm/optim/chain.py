@@ -5,6 +5,12 @@ e.g. ``cfg.optim``) = clip -> Adam/SGD direction -> weight decay -> ``-lr(count)
 where ``lr`` is ``schedule_for(config)`` (peak ``config.learning_rate``). Weight decay sits before
 the learning-rate scaling so it is scaled by the scheduled rate, as in optax's ``adamw`` and
 PyTorch's ``AdamW``/``SGD``.
+
+The settings are a training config, not optax arguments: ``chain_for``/``schedule_for`` check
+them with the config loader's bounds (``b1``/``b2``/``momentum`` in ``[0, 1)``, ``eps > 0``,
+non-negative rates, storage dtypes float32/bfloat16/float16), one ``ValueError`` naming the key
+path, where the optimisers themselves take anything optax takes. A config is written by a person
+for a training run, and a value outside these bounds there is a typo, not a port of optax code.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from jaxparadigm.optim import clipping, schedules
 from jaxparadigm.optim.adam import adam, adamw, scale_by_adam
 from jaxparadigm.optim.adam_torch import adam_torch_style
 from jaxparadigm.optim.chain_settings import OptimSettings
-from jaxparadigm.optim.hyperparams import check_decay, check_int, check_number
+from jaxparadigm.optim.hyperparams import check_int, check_number
 from jaxparadigm.optim.inject import inject_hyperparams
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
 from jaxparadigm.optim.sgd import sgd, trace
@@ -31,6 +37,9 @@ _CLIPS = {
 }
 
 
+_CONFIG_DTYPES = ("float32", "bfloat16", "float16")  # the config loader's StorageDtype
+
+
 def _check_config(config: Any) -> OptimSettings:
     """Type and range checks of every field, each error naming its key path (``optim.*``)."""
     if not isinstance(config, OptimSettings):
@@ -39,11 +48,17 @@ def _check_config(config: Any) -> OptimSettings:
             "jaxparadigm.config.OptimConfig (cfg.optim)"
         )
     check_number("optim.learning_rate", config.learning_rate, low=0.0)
-    check_decay("optim.b1", config.b1)
-    check_decay("optim.b2", config.b2)
+    check_number("optim.b1", config.b1, low=0.0, high=1.0, high_open=True)
+    check_number("optim.b2", config.b2, low=0.0, high=1.0, high_open=True)
     check_number("optim.eps", config.eps, low=0.0, low_open=True)
     check_number("optim.momentum", config.momentum, low=0.0, high=1.0, high_open=True)
     check_number("optim.weight_decay", config.weight_decay, low=0.0)
+    for key in ("mu_dtype", "nu_dtype"):
+        value = getattr(config, key)
+        if value is not None and value not in _CONFIG_DTYPES:
+            raise ValueError(
+                f"optim.{key}={value!r}: expected None or one of {', '.join(_CONFIG_DTYPES)}"
+            )
     if config.clip.style != "none":
         check_number("optim.clip.max_norm", config.clip.max_norm, low=0.0, low_open=True)
     sc = config.schedule
@@ -137,25 +152,28 @@ def chain_for(config: OptimSettings, live: bool = False) -> optax.GradientTransf
             raise ValueError(f"optim.clip.style={config.clip.style!r}: unknown clipping style")
         parts.append(_CLIPS[config.clip.style](config.clip.max_norm))
     wd = config.weight_decay
-    adam_args = (config.b1, config.b2, config.eps, 0.0, config.mu_dtype, config.nu_dtype)
+    adam_args = (config.b1, config.b2, config.eps, 0.0, config.mu_dtype)
+    nu: dict[str, Any] = {"nu_dtype": config.nu_dtype}
     if config.name == "adam":
         if wd > 0.0:
             parts.append(add_decayed_weights(wd))
         if live:
-            parts.append(inject_hyperparams(adam)(schedule, *adam_args))
+            parts.append(inject_hyperparams(adam)(schedule, *adam_args, **nu))
         else:
-            parts.append(scale_by_adam(*adam_args))
+            parts.append(scale_by_adam(*adam_args, **nu))
             parts.append(scale_by_learning_rate(schedule))
     elif config.name == "adamw":
         if live:
-            parts.append(inject_hyperparams(adamw)(schedule, *adam_args, weight_decay=wd))
+            parts.append(inject_hyperparams(adamw)(schedule, *adam_args, weight_decay=wd, **nu))
         else:
-            parts.append(scale_by_adam(*adam_args))
+            parts.append(scale_by_adam(*adam_args, **nu))
             parts.append(add_decayed_weights(wd))
             parts.append(scale_by_learning_rate(schedule))
     elif config.name == "sgd":
         if live:
-            parts.append(inject_hyperparams(sgd)(schedule, config.momentum, config.nesterov, wd))
+            parts.append(
+                inject_hyperparams(sgd)(schedule, config.momentum, config.nesterov, weight_decay=wd)
+            )
         else:
             if wd > 0.0:
                 parts.append(add_decayed_weights(wd))

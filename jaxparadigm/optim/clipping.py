@@ -7,10 +7,16 @@ as the norm of the per-leaf norms); they differ in how the factor is applied:
 * ``clip_grad_norm_torch``: ``g * min(1, max_norm / (||g|| + eps))`` (always multiplies)
 * ``clip_by_global_norm_tf``: ``g * clip_norm * min(1/||g||, 1/clip_norm)`` (TF's formula)
 * ``clip_by_norm_per_leaf``: each leaf by its own norm, ``g_i * m / max(||g_i||, m)``
+
+As their peers (``optax.clip_by_global_norm``, ``torch.nn.utils.clip_grad_norm_``,
+``tf.clip_by_global_norm``) none refuses a bound: ``max_norm <= 0``, NaN or ``inf`` are computed
+with, and ``max_norm <= 0`` or NaN warns (0 zeroes the gradients, a negative bound flips them in
+optax/torch and turns TF's clipping off, NaN makes them NaN).
 """
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -18,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxparadigm.optim.hyperparams import check_number
+from jaxparadigm.optim.hyperparams import accept_number, check_torch_range, is_host_zero
 from jaxparadigm.optim.param_dtypes import abs_sq
 
 
@@ -38,6 +44,28 @@ def global_norm(tree: Any) -> jax.Array:
     return jnp.sqrt(jax.tree.reduce(operator.add, sums, initializer=0))
 
 
+def _check_bound(name: str, value: Any, *, tf_formula: bool = False) -> None:
+    """A clipping bound, accepted as every peer accepts it; ``<= 0`` or NaN warns, and ``inf``
+    (no clipping) only in TF's formula, where ``inf * min(1/n, 0)`` is NaN."""
+
+    def problem(m: float) -> str | None:
+        if m == 0:
+            return "a bound of 0 sets every gradient to 0 (or NaN for a zero gradient)"
+        if m < 0:
+            return "a negative bound is no clipping bound (optax and torch flip the gradients)"
+        if tf_formula and m == float("inf"):
+            return "TF's formula clip_norm * min(1/n, 1/clip_norm) is inf * 0 = NaN"
+        return None
+
+    accept_number(name, value, problem, warn_infinite=False)
+
+
+def _factor(norm: jax.Array, max_norm: Any) -> jax.Array:
+    """``1`` where ``norm < max_norm``, else ``max_norm / norm``: optax's result for every bound
+    (``inf``: 1; ``0`` or NaN: ``0/0`` or NaN as ``(t / norm) * max_norm``), one scalar."""
+    return jnp.where(norm < max_norm, jnp.ones_like(norm), max_norm / norm)
+
+
 def _scale_all(tree: Any, factor: jax.Array) -> Any:
     return jax.tree.map(lambda t: t * factor.astype(t.dtype), tree)
 
@@ -45,17 +73,15 @@ def _scale_all(tree: Any, factor: jax.Array) -> Any:
 def clip_by_global_norm(max_norm: float) -> optax.GradientTransformation:
     """Rescale so the global norm is at most ``max_norm`` (optax semantics, C4.4).
 
-    ``g <- g * (max_norm / max(||g||, max_norm))``: one scalar factor (exactly 1.0 when
-    ``||g|| <= max_norm``, so small gradients are unchanged), one multiply per leaf that XLA fuses
-    into the consumer; no per-leaf select.
+    ``g <- g * (max_norm / ||g||)`` when ``||g|| >= max_norm``, else unchanged: one scalar factor
+    (exactly 1.0 when ``||g|| < max_norm``), one multiply per leaf that XLA fuses into the
+    consumer; no per-leaf select. Any bound optax takes gives optax's result (``inf``: no clipping).
     """
-    check_number("max_norm", max_norm, low=0.0, low_open=True)
+    _check_bound("max_norm", max_norm)
 
     def update_fn(updates, state, params=None):
         del params
-        norm = global_norm(updates)
-        factor = max_norm / jnp.maximum(norm, max_norm)
-        return _scale_all(updates, factor), state
+        return _scale_all(updates, _factor(global_norm(updates), max_norm)), state
 
     return optax.GradientTransformation(_empty, update_fn)
 
@@ -67,9 +93,13 @@ def clip_grad_norm_torch(max_norm: float, eps: float = 1e-6) -> optax.GradientTr
     which equals the global norm up to rounding (norms accumulate in float32 whatever the gradient
     dtype). Because of ``eps`` the factor is applied always,
     shrinking even gradients whose norm is just below ``max_norm``.
+
+    ``max_norm`` is taken as torch takes it (any number; see the module docstring). ``eps`` is
+    torch's fixed ``1e-6`` made an argument, so torch has no check to follow: a negative one is
+    refused (``ValueError``), as it could make the denominator ``||g|| + eps`` zero.
     """
-    check_number("max_norm", max_norm, low=0.0, low_open=True)
-    check_number("eps", eps, low=0.0)
+    _check_bound("max_norm", max_norm)
+    check_torch_range("eps", eps, low=0.0)
 
     def update_fn(updates, state, params=None):
         del params
@@ -88,14 +118,19 @@ def clip_grad_norm_torch(max_norm: float, eps: float = 1e-6) -> optax.GradientTr
 def clip_by_global_norm_tf(clip_norm: float) -> optax.GradientTransformation:
     """TensorFlow ``tf.clip_by_global_norm`` (C4.4): ``g <- g * clip_norm * min(1/n, 1/clip_norm)``.
 
-    As in TF, an infinite norm gives a NaN factor (``+ (n - n)``) so the overflow is visible.
+    As in TF, an infinite norm gives a NaN factor (``+ (n - n)``) so the overflow is visible, and
+    ``1 / clip_norm`` is a tensor division (``clip_norm = 0``: ``inf``, so the factor is 0).
     """
-    check_number("clip_norm", clip_norm, low=0.0, low_open=True)
+    _check_bound("clip_norm", clip_norm, tf_formula=True)
+    if is_host_zero(clip_norm):
+        inverse: Any = math.copysign(math.inf, float(clip_norm))
+    else:
+        inverse = 1.0 / clip_norm
 
     def update_fn(updates, state, params=None):
         del params
         norm = global_norm(updates)
-        factor = clip_norm * jnp.minimum(1.0 / norm, 1.0 / clip_norm)
+        factor = clip_norm * jnp.minimum(1.0 / norm, inverse)
         factor = factor + (norm - norm)
         return _scale_all(updates, factor), state
 
@@ -108,11 +143,10 @@ def clip_by_norm_per_leaf(max_norm: float) -> optax.GradientTransformation:
     ``g_i <- g_i * max_norm / max(||g_i||, max_norm)``: a different paradigm from global clipping,
     since the relative sizes of the leaves change.
     """
-    check_number("max_norm", max_norm, low=0.0, low_open=True)
+    _check_bound("max_norm", max_norm)
 
     def clip_leaf(t):
-        norm = jnp.sqrt(_sum_sq(t))
-        return t * (max_norm / jnp.maximum(norm, max_norm)).astype(t.dtype)
+        return t * _factor(jnp.sqrt(_sum_sq(t)), max_norm).astype(t.dtype)
 
     def update_fn(updates, state, params=None):
         del params

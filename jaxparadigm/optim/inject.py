@@ -7,7 +7,10 @@ shapes or dtypes, so a jitted step does not recompile. Every rate is multiplied 
 (1.0 at init): the knob for a rollback's learning-rate decay. A schedule stays a schedule: its
 value at the step is stored (read-only) as ``scheduled_learning_rate``; scale it with
 ``lr_scale``. Supported factories: ``adam``, ``adamw`` (``b1``, ``b2``, ``eps``, ``eps_root``,
-``weight_decay`` live) and ``sgd`` (``momentum`` and ``weight_decay`` live when built > 0).
+``weight_decay`` live) and ``sgd`` (``momentum`` and ``weight_decay`` live when built non-zero);
+a scheduled ``weight_decay`` stays a schedule (read at the step, as the static optimiser reads
+it). Values are taken as the factories take them (any real number, surely-wrong ones warn);
+``lr_scale``, this library's own knob, must be a finite number ``>= 0``.
 
 Bitwise equal to the static optimiser with float32 params. The static update folds ``1 - b1``
 as a float64 difference rounded once to float32; storing ``b1`` in float32 and subtracting in
@@ -38,15 +41,25 @@ from jaxparadigm.optim.adam import (
 )
 from jaxparadigm.optim.counters import safe_increment
 from jaxparadigm.optim.hyperparams import (
+    accept_number,
     check_decay,
     check_learning_rate,
+    check_momentum,
     check_number,
+    check_weight_decay,
     storage_dtype,
 )
 from jaxparadigm.optim.learning_rate import scale_updates
 from jaxparadigm.optim.param_dtypes import require_inexact
-from jaxparadigm.optim.sgd import TraceState, init_trace, momentum_update, sgd
-from jaxparadigm.optim.weight_decay import decay_weights
+from jaxparadigm.optim.sgd import (
+    TraceState,
+    init_trace,
+    momentum_update,
+    sgd,
+    uses_momentum,
+    uses_weight_decay,
+)
+from jaxparadigm.optim.weight_decay import LiveDecay, decay_weights
 
 
 class InjectHyperparamsState(NamedTuple):
@@ -61,16 +74,21 @@ class InjectHyperparamsState(NamedTuple):
 
 _COMPLEMENTS = {"b1": "one_minus_b1", "b2": "one_minus_b2"}
 _READ_ONLY = ("scheduled_learning_rate", *_COMPLEMENTS.values())
-_CHECKS: dict[str, Callable[[str, Any], float]] = {
-    # Any finite rate (optax's sign convention); the factory / set_hyperparams warn on a negative.
-    "learning_rate": lambda name, v: check_number(name, v),
+_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    # As the factories take them (issue 23): any real number, a surely-wrong one warns.
+    "learning_rate": check_learning_rate,
+    # This library's rollback knob, not an optax argument: refused outside [0, inf).
     "lr_scale": lambda name, v: check_number(name, v, low=0.0),
     "b1": check_decay,
     "b2": check_decay,
-    "eps": lambda name, v: check_number(name, v, low=0.0, low_open=True),
-    "eps_root": lambda name, v: check_number(name, v, low=0.0),
-    "weight_decay": lambda name, v: check_number(name, v, low=0.0),
-    "momentum": lambda name, v: check_number(name, v, low=0.0),
+    "eps": lambda name, v: accept_number(
+        name, v, lambda x: "a negative eps lets the denominator cross 0" if x < 0 else None
+    ),
+    "eps_root": lambda name, v: accept_number(
+        name, v, lambda x: "sqrt(v + eps_root) is NaN once v + eps_root < 0" if x < 0 else None
+    ),
+    "weight_decay": check_weight_decay,
+    "momentum": check_momentum,
 }
 
 
@@ -86,14 +104,16 @@ def _refuse_traced(values: dict[str, Any]) -> None:
 
 
 def _as_live(values: dict[str, Any]) -> dict[str, jax.Array]:
-    """Checked float32 scalars; ``one_minus_b`` is ``1 - b`` in float64, rounded once."""
-    _refuse_traced(values)
+    """Float32 scalars of checked values; ``one_minus_b`` is ``1 - b`` in float64, rounded once
+    (a traced ``b``, from an optimiser built under ``jax.jit``: ``1 - b`` in float32)."""
     live = {}
     for name, value in values.items():
-        number = _CHECKS[name](name, value)
-        live[name] = jnp.asarray(number, jnp.float32)
+        live[name] = jnp.asarray(value, jnp.float32)
         if name in _COMPLEMENTS:
-            live[_COMPLEMENTS[name]] = jnp.asarray(1 - number, jnp.float32)
+            if isinstance(value, jax.core.Tracer):
+                live[_COMPLEMENTS[name]] = 1 - live[name]
+            else:
+                live[_COMPLEMENTS[name]] = jnp.asarray(1 - float(value), jnp.float32)
     return live
 
 
@@ -107,7 +127,7 @@ def _scale_by_rate(updates, hp, count, schedule):
 
 
 def _live_transformation(numeric, schedule, init_inner, direction):
-    """Shared init/update: ``direction(updates, inner, params, hp) -> (updates, inner)``."""
+    """Shared init/update: ``direction(updates, inner, params, hp, count) -> (updates, inner)``."""
 
     def init_fn(params):
         require_inexact("params", params)
@@ -118,7 +138,7 @@ def _live_transformation(numeric, schedule, init_inner, direction):
 
     def update_fn(updates, state, params=None):
         hp = state.hyperparams
-        updates, inner = direction(updates, state.inner_state, params, hp)
+        updates, inner = direction(updates, state.inner_state, params, hp, state.count)
         updates, hp = _scale_by_rate(updates, hp, state.count, schedule)
         return updates, InjectHyperparamsState(safe_increment(state.count), hp, inner)
 
@@ -132,22 +152,32 @@ def _split_learning_rate(arguments):
     return {"learning_rate": learning_rate, "lr_scale": 1.0}, None
 
 
+def _weight_decay(arguments: dict[str, Any], numeric: dict[str, Any]) -> Callable[..., Any]:
+    """The decay ``wd`` a live step reads: ``hp["weight_decay"]`` for a number (made live in
+    ``numeric``), the schedule's value at the step for a schedule (static, as optax's)."""
+    weight_decay = arguments["weight_decay"]
+    if callable(weight_decay):
+        return lambda hp, count: weight_decay(count)
+    numeric["weight_decay"] = weight_decay
+    return lambda hp, count: LiveDecay(hp["weight_decay"])
+
+
 def _live_adam(arguments: dict[str, Any]) -> optax.GradientTransformation:
     numeric, schedule = _split_learning_rate(arguments)
     numeric.update({k: arguments[k] for k in ("b1", "b2", "eps", "eps_root")})
     decayed = "weight_decay" in arguments  # adamw
-    if decayed:
-        numeric["weight_decay"] = arguments["weight_decay"]
+    decay = _weight_decay(arguments, numeric) if decayed else None
     mu_dtype = storage_dtype("mu_dtype", arguments["mu_dtype"])
     nu_dtype = storage_dtype("nu_dtype", arguments["nu_dtype"])
+    nesterov = bool(arguments["nesterov"])  # checked by the factory
 
-    def direction(updates, inner, params, hp):
+    def direction(updates, inner, params, hp, count):
         coefficients = AdamCoefficients(
             hp["b1"], hp["one_minus_b1"], hp["b2"], hp["one_minus_b2"], hp["eps"], hp["eps_root"]
         )
-        updates, inner = update_adam_state(updates, inner, coefficients)
-        if decayed:
-            updates = decay_weights(updates, params, hp["weight_decay"], arguments["mask"])
+        updates, inner = update_adam_state(updates, inner, coefficients, nesterov)
+        if decay is not None:
+            updates = decay_weights(updates, params, decay(hp, count), arguments["mask"])
         return updates, inner
 
     init_inner = lambda params: init_adam_state(params, mu_dtype, nu_dtype)
@@ -156,13 +186,13 @@ def _live_adam(arguments: dict[str, Any]) -> optax.GradientTransformation:
 
 def _live_sgd(arguments: dict[str, Any]) -> optax.GradientTransformation:
     numeric, schedule = _split_learning_rate(arguments)
-    with_momentum = arguments["momentum"] > 0.0
-    with_decay = arguments["weight_decay"] > 0.0
+    with_momentum = uses_momentum(arguments["momentum"])
     if with_momentum:
         numeric["momentum"] = arguments["momentum"]
-    if with_decay:
-        numeric["weight_decay"] = arguments["weight_decay"]
-    nesterov = arguments["nesterov"]
+    decay = (
+        _weight_decay(arguments, numeric) if uses_weight_decay(arguments["weight_decay"]) else None
+    )
+    nesterov = bool(arguments["nesterov"])
     accumulator_dtype = storage_dtype("accumulator_dtype", arguments["accumulator_dtype"])
 
     def init_inner(params):
@@ -170,10 +200,10 @@ def _live_sgd(arguments: dict[str, Any]) -> optax.GradientTransformation:
             return init_trace(params, accumulator_dtype)
         return optax.EmptyState()
 
-    def direction(updates, inner, params, hp):
+    def direction(updates, inner, params, hp, count):
         require_inexact("updates", updates)
-        if with_decay:
-            updates = decay_weights(updates, params, hp["weight_decay"])
+        if decay is not None:
+            updates = decay_weights(updates, params, decay(hp, count))
         if with_momentum:
             updates, kept = momentum_update(
                 updates, inner.trace, hp["momentum"], nesterov, accumulator_dtype
@@ -191,8 +221,10 @@ def inject_hyperparams(factory: Callable[..., Any]) -> Callable[..., optax.Gradi
     """Wrap ``adam``, ``adamw`` or ``sgd`` so its numeric hyper-parameters live in the state.
 
     The wrapped factory takes the same arguments (validated by the factory itself, with the
-    same errors) and returns a transformation with ``InjectHyperparamsState``; its updates are
-    bitwise those of ``factory(...)`` for float32 params (C4.1-C4.3).
+    same errors and warnings) and returns a transformation with ``InjectHyperparamsState``; its
+    updates are bitwise those of ``factory(...)`` for float32 params (C4.1-C4.3). One refusal the
+    factory does not make: ``learning_rate=None`` (no scaling) raises ``TypeError``, as there is
+    no rate for ``lr_scale`` to scale.
     """
     if factory not in _LIVE_BUILDERS:
         raise TypeError(
@@ -205,6 +237,11 @@ def inject_hyperparams(factory: Callable[..., Any]) -> Callable[..., optax.Gradi
     def wrapped(*args: Any, **kwargs: Any) -> optax.GradientTransformation:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
+        if bound.arguments["learning_rate"] is None:  # kept: no rate for lr_scale to scale
+            raise TypeError(
+                "learning_rate=None: inject_hyperparams needs a rate (a number or a schedule) "
+                "for lr_scale to scale; for no scaling at all build the optimiser without it"
+            )
         factory(*bound.args, **bound.kwargs)  # the static factory validates every argument
         return _LIVE_BUILDERS[factory](dict(bound.arguments))
 
@@ -236,8 +273,8 @@ def set_hyperparams(state: Any, **values: float) -> Any:
             live = ", ".join(sorted(k for k in current if k not in _READ_ONLY))
             raise ValueError(f"{name}: not a live hyper-parameter here; live ones: {live}")
     _refuse_traced(values)  # before any host-side check reads a value
-    if "learning_rate" in values:
-        check_learning_rate("learning_rate", values["learning_rate"])  # warns when negative
+    for name, value in values.items():
+        _CHECKS[name](name, value)  # warns (as the factories) or, for lr_scale, raises
     new = {**current, **_as_live(values)}
     return jax.tree.map(
         lambda n: n._replace(hyperparams=new) if _is_injected(n) else n, state, is_leaf=_is_injected

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparams import check_learning_rate
+from jaxparadigm.optim.hyperparams import check_learning_rate, warn_value
 from jaxparadigm.optim.param_dtypes import require_inexact
 
 
@@ -61,14 +61,28 @@ def scale_by_schedule(step_size_fn: Callable[[Any], Any]) -> optax.GradientTrans
 
 
 def scale_by_learning_rate(
-    learning_rate: float | Callable[[Any], Any],
+    learning_rate: float | Callable[[Any], Any] | None, flip_sign: bool = True
 ) -> optax.GradientTransformation:
     """Descent direction: ``u <- -lr * u`` for a number, ``u <- -lr(count) * u`` for a schedule (C4.1).
 
-    ``learning_rate`` must be a finite number ``>= 0`` or a callable schedule. Integer updates
-    are refused with ``TypeError`` (``-lr * g`` would be truncated back to integers).
+    ``learning_rate`` is a callable schedule or, as in optax, any real number (a traced one too:
+    an optimiser built under ``jax.jit``/``jax.grad``); a negative, NaN or infinite rate warns.
+    As optax: ``flip_sign=False`` scales by ``+lr``, and ``None`` means no scaling at all (the
+    identity; it warns when the sign would have been flipped: the updates then ascend the loss).
+    Integer updates are refused with ``TypeError`` (``-lr * g`` would be truncated back to
+    integers).
     """
+    if learning_rate is None:
+        if flip_sign:
+            warn_value(
+                "learning_rate",
+                None,
+                "None means no scaling (optax's identity): the updates are not negated, so "
+                "applying them ascends the loss",
+            )
+        return optax.identity()
     learning_rate = check_learning_rate("learning_rate", learning_rate)
+    m = -1 if flip_sign else 1
     if callable(learning_rate):
-        return scale_by_schedule(lambda count: -1 * learning_rate(count))
-    return scale(-1 * learning_rate)
+        return scale_by_schedule(lambda count: m * learning_rate(count))
+    return scale(m * learning_rate)

@@ -60,6 +60,11 @@ def dynamic_loss_scale(
     Non-finite step: ``S <- max(S / 2, 1)``, ``good_steps <- 0`` (the caller skips the update).
     Finite step: ``good_steps += 1``; when it reaches ``growth_interval``:
     ``S <- min(2 S, 2**127)``, ``good_steps <- 0``.
+
+    ``init_scale`` must lie in ``[1, 2**127]`` and ``growth_interval`` be an integer ``>= 1``
+    (``ValueError``/``TypeError`` otherwise). Not an optax port (optax has no loss scale): the
+    bounds are the state machine's own clamps, so a scale outside them would jump to the clamp
+    at the first update, and an interval below 1 would double the scale at every finite step.
     """
     check_number("init_scale", init_scale, low=MIN_SCALE, high=MAX_SCALE)
     check_int("growth_interval", growth_interval, low=1)

@@ -12,7 +12,14 @@ from typing import Any, NamedTuple
 import jax
 import optax
 
-from jaxparadigm.optim.hyperparams import check_number, storage_dtype, warn_value
+from jaxparadigm.optim.hyperparams import (
+    check_momentum,
+    check_nesterov,
+    check_weight_decay,
+    is_host_zero,
+    storage_dtype,
+    warn_value,
+)
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
 from jaxparadigm.optim.param_dtypes import coefficient, require_inexact
 from jaxparadigm.optim.weight_decay import add_decayed_weights
@@ -83,18 +90,18 @@ def init_trace(params: Any, accumulator_dtype: Any = None) -> TraceState:
 
 
 def trace(
-    decay: float, nesterov: bool = False, accumulator_dtype: Any = None
+    decay: Any, nesterov: bool = False, accumulator_dtype: Any = None
 ) -> optax.GradientTransformation:
     """Momentum (C4.1): ``b <- g + decay * b``; output ``b`` (or ``g + decay * b`` if ``nesterov``).
 
     Same recursion as ``torch.optim.SGD`` with ``dampening=0`` and as ``optax.trace`` (complex
     params included), buffers stored in ``accumulator_dtype`` (None: the params' dtype; as
     optax, any of float32/bfloat16/float16/complex64 for real or complex params, a real one for
-    complex params keeping the real part). Integer params or updates raise ``TypeError``.
+    complex params keeping the real part). As ``optax.trace``, any real ``decay`` is taken
+    (outside ``[0, 1)``: a ``UserWarning``). Integer params or updates raise ``TypeError``.
     """
-    check_number("momentum", decay, low=0.0)
-    if not isinstance(nesterov, bool):
-        raise TypeError(f"nesterov={nesterov!r}: expected a bool")
+    check_momentum("momentum", decay)
+    nesterov = check_nesterov(nesterov)
     accumulator_dtype = storage_dtype("accumulator_dtype", accumulator_dtype)
 
     def init_fn(params):
@@ -108,29 +115,51 @@ def trace(
     return optax.GradientTransformation(init_fn, update_fn)
 
 
+def uses_momentum(momentum: Any) -> bool:
+    """Whether ``sgd`` builds a momentum buffer: ``momentum`` is not None and not the number 0
+    (``optax.sgd`` builds ``trace(0)`` for an explicit 0, whose updates are those of plain SGD)."""
+    return momentum is not None and not is_host_zero(momentum)
+
+
+def uses_weight_decay(weight_decay: Any) -> bool:
+    """Whether ``sgd`` adds L2 decay: ``weight_decay`` is not None and not the number 0."""
+    return weight_decay is not None and not is_host_zero(weight_decay)
+
+
 def sgd(
-    learning_rate: float | Callable[[Any], Any],
-    momentum: float = 0.0,
+    learning_rate: float | Callable[[Any], Any] | None,
+    momentum: Any = None,
     nesterov: bool = False,
-    weight_decay: float = 0.0,
     accumulator_dtype: Any = None,
+    *,
+    weight_decay: Any = 0.0,
 ) -> optax.GradientTransformation:
     """SGD (C4.1): ``g' = g + wd * p``; ``b <- momentum * b + g'``; ``p <- p - lr * b``.
 
-    With ``nesterov`` the step uses ``g' + momentum * b``. ``momentum=0`` is plain
+    With ``nesterov`` the step uses ``g' + momentum * b``. ``momentum`` None or 0 is plain
     ``p <- p - lr * (g + wd * p)``. Matches ``torch.optim.SGD`` (dampening 0) and, for
     ``weight_decay=0``, ``optax.sgd`` (``accumulator_dtype``: the momentum buffer's storage
-    dtype, as optax's; unused without momentum).
+    dtype, as optax's; unused without momentum). Positional arguments are optax's, in optax's
+    order; ``weight_decay`` (torch's L2 term, not in ``optax.sgd``) is keyword-only. As optax, any real ``momentum`` and
+    ``weight_decay`` are taken (a negative one, or a momentum >= 1, warns), and ``nesterov=True``
+    without momentum is plain SGD (with a ``UserWarning``: it has no effect).
     """
-    check_number("momentum", momentum, low=0.0)
-    if nesterov and momentum == 0.0:
-        raise ValueError("nesterov=True: requires momentum > 0 (got momentum=0.0)")
+    with_momentum = uses_momentum(momentum)
+    nesterov = check_nesterov(nesterov)
+    if nesterov and not with_momentum:
+        warn_value(
+            "nesterov", nesterov, f"it has no effect without momentum (momentum={momentum!r})"
+        )
     parts = []
-    if check_number("weight_decay", weight_decay, low=0.0) > 0.0:
-        parts.append(add_decayed_weights(weight_decay))
-    if momentum > 0.0:
-        parts.append(trace(momentum, nesterov, accumulator_dtype))
+    if uses_weight_decay(weight_decay):
+        parts.append(add_decayed_weights(weight_decay))  # checks (and warns about) the value
+    elif weight_decay is not None:
+        check_weight_decay("weight_decay", weight_decay)
+    if with_momentum:
+        parts.append(trace(momentum, nesterov, accumulator_dtype))  # checks the momentum
     else:
+        if momentum is not None:
+            check_momentum("momentum", momentum)
         storage_dtype("accumulator_dtype", accumulator_dtype)
     parts.append(scale_by_learning_rate(learning_rate))
     return optax.chain(*parts)

@@ -18,6 +18,7 @@ from jaxparadigm.config import OptimConfig, ScheduleConfig
 from jaxparadigm.optim import (
     adam,
     adam_torch_style,
+    adamw,
     chain_for,
     inject_hyperparams,
     schedules,
@@ -46,10 +47,30 @@ def test_trace_defaults_to_heavy_ball_momentum_as_optax_trace():
     chex.assert_trees_all_equal(ours, theirs)
 
 
-@pytest.mark.parametrize("eps", [0.0, -1e-8])
-def test_adam_torch_eps_must_be_positive(eps):
+@pytest.mark.parametrize("eps", [-1e-8, float("nan")])
+def test_adam_torch_eps_must_not_be_negative(eps):
+    """torch.optim.Adam refuses ``eps < 0`` and NaN ("Invalid epsilon value"); so do we."""
     with pytest.raises(ValueError, match="eps"):
         adam_torch_style(1e-3, eps=eps)
+
+
+@pytest.mark.crosscheck
+def test_adam_torch_takes_eps_zero_as_torch():
+    """``eps = 0`` was refused; torch.optim.Adam takes it (``0.0 <= eps``): same steps."""
+    torch = pytest.importorskip("torch")
+    p0 = np.asarray([0.5, -1.0, 2.0], np.float32)
+    grads = [np.asarray([0.2, -0.4, 1.0], np.float32) * (k + 1) for k in range(4)]
+    tp = torch.nn.Parameter(torch.tensor(p0))
+    opt = torch.optim.Adam([tp], lr=0.1, eps=0.0)
+    tx = adam_torch_style(0.1, eps=0.0)
+    params = jnp.asarray(p0)
+    state = tx.init(params)
+    for g in grads:
+        tp.grad = torch.tensor(g)
+        opt.step()
+        updates, state = tx.update(jnp.asarray(g), state, params)
+        params = optax.apply_updates(params, updates)
+        np.testing.assert_allclose(np.asarray(params), tp.detach().numpy(), rtol=1e-6, atol=2.5e-7)
 
 
 def test_adam_torch_refuses_integer_updates_naming_them():
@@ -189,14 +210,32 @@ def test_cosine_decay_accepts_negative_init_value_with_a_warning_naming_it():
 def test_live_weight_decay_does_not_promote_bfloat16_updates():
     """A live (float32 array) weight decay is cast to the parameters' dtype: bfloat16 updates stay
     bfloat16, and equal the static (Python float) decay."""
-    from jaxparadigm.optim.weight_decay import decay_weights
+    from jaxparadigm.optim.weight_decay import LiveDecay, decay_weights
 
     p = {"w": jnp.asarray([1.0, -2.0, 4.0], jnp.bfloat16)}
     g = {"w": jnp.asarray([0.5, 0.5, -1.0], jnp.bfloat16)}
-    live = decay_weights(g, p, jnp.asarray(0.25, jnp.float32))
+    live = decay_weights(g, p, LiveDecay(jnp.asarray(0.25, jnp.float32)))
     static = decay_weights(g, p, 0.25)
     chex.assert_type(live["w"], jnp.bfloat16)
     chex.assert_trees_all_equal(live, static)
+    # A float32 array given as the static decay is used as optax uses it: it promotes.
+    chex.assert_type(decay_weights(g, p, jnp.asarray(0.25, jnp.float32))["w"], jnp.float32)
+    ref = optax.add_decayed_weights(jnp.asarray(0.25, jnp.float32))
+    chex.assert_type(ref.update(g, ref.init(p), p)[0]["w"], jnp.float32)
+
+
+def test_regression_live_zero_weight_decay_skips_the_term_as_the_static_one():
+    """Found by the generated chains: ``inject_hyperparams(adamw)(..., weight_decay=0.0)`` added
+    ``0 * p``, NaN where a parameter is not finite, where ``adamw(weight_decay=0.0)`` (and optax)
+    skip the term."""
+    params = {"w": jnp.asarray([jnp.nan, 1.0, jnp.inf])}
+    grads = {"w": jnp.asarray([0.1, -0.2, 0.3])}
+    live = inject_hyperparams(adamw)(0.1, weight_decay=0.0)
+    static = adamw(0.1, weight_decay=0.0)
+    want = optax.adamw(0.1, weight_decay=0.0).update(grads, static.init(params), params)[0]
+    got = live.update(grads, live.init(params), params)[0]
+    np.testing.assert_array_equal(got["w"], want["w"])
+    assert np.all(np.isfinite(got["w"]))
 
 
 def test_decay_weights_without_params_names_the_transformation():

@@ -187,12 +187,15 @@ class ErrorsTest(parameterized.TestCase):
             inject_hyperparams(optax.adam)
 
     def test_factory_validates_arguments(self):
-        with self.assertRaisesRegex(ValueError, "b1=1.0"):
+        with self.assertRaisesRegex(TypeError, "b1='0.9'"):
+            inject_hyperparams(adam)(1e-3, b1="0.9")
+        with self.assertWarnsRegex(UserWarning, "^b1=1.0: accepted"):  # as adam(1e-3, b1=1.0)
             inject_hyperparams(adam)(1e-3, b1=1.0)
 
     @parameterized.parameters(
-        (dict(b1=1.0), ValueError, "b1=1.0"),
-        (dict(learning_rate=float("inf")), ValueError, "learning_rate=inf"),
+        (dict(b1="0.9"), TypeError, "b1='0.9'"),
+        (dict(lr_scale=-0.5), ValueError, r"lr_scale=-0.5: expected a value in \[0.0, inf\]"),
+        (dict(lr_scale=float("inf")), ValueError, "lr_scale=inf"),
         (dict(momentum=0.5), ValueError, "momentum: not a live hyper-parameter here"),
         (dict(one_minus_b1=0.5), ValueError, "one_minus_b1: derived"),
         (dict(lr_scale="half"), TypeError, "lr_scale='half'"),

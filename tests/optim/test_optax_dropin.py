@@ -21,6 +21,7 @@ import jaxparadigm.optim as ours
 from jaxparadigm.optim import schedules as S
 
 COUNTS = jnp.arange(0, 16, dtype=jnp.int32)
+NAN, INF = float("nan"), float("inf")
 
 SCHEDULE_CASES = [
     # (name, ours, optax's, warning names or ())
@@ -45,6 +46,54 @@ SCHEDULE_CASES = [
         lambda m: m.join([m.constant(1.0), m.constant(2.0), m.constant(3.0)], [8, 4]),
         None,
     ),
+    # NaN/inf values and non-integer step counts (issue 23, second pass): optax computes them.
+    ("constant_nan", lambda m: m.constant(NAN), "value"),
+    ("constant_inf", lambda m: m.constant(INF), "value"),
+    ("linear_nan_end", lambda m: m.linear(1.0, NAN, 4), "end_value"),
+    ("linear_fractional_steps", lambda m: m.linear(1.0, 0.0, 2.5), "transition_steps"),
+    ("linear_fractional_begin", lambda m: m.linear(1.0, 0.0, 4, 1.5), "transition_begin"),
+    ("linear_nan_steps", lambda m: m.linear(1.0, 0.0, NAN), "transition_steps"),
+    ("linear_inf_steps", lambda m: m.linear(1.0, 0.0, INF), "transition_steps"),
+    ("linear_integral_float_steps", lambda m: m.linear(1.0, 0.0, 4.0, 2.0), None),
+    ("polynomial_inf_power", lambda m: m.polynomial(1.0, 0.0, INF, 4), "power"),
+    ("polynomial_nan_power", lambda m: m.polynomial(1.0, 0.0, NAN, 4), "power"),
+    ("cosine_fractional_steps", lambda m: m.cosine_decay(1.0, 2.5), "decay_steps"),
+    ("cosine_inf_steps", lambda m: m.cosine_decay(1.0, INF), "decay_steps"),
+    ("cosine_nan_init", lambda m: m.cosine_decay(NAN, 4), "init_value"),
+    ("cosine_inf_alpha", lambda m: m.cosine_decay(1.0, 4, INF), "alpha"),
+    ("cosine_nan_exponent", lambda m: m.cosine_decay(1.0, 4, 0.0, NAN), "exponent"),
+    (
+        "warmup_cosine_fractional_steps",
+        lambda m: m.warmup_cosine_decay(0.0, 1.0, 1.5, 4.5),
+        ["warmup_steps", "decay_steps"],
+    ),
+    ("warmup_cosine_nan_peak", lambda m: m.warmup_cosine_decay(0.0, NAN, 1, 4), "peak_value"),
+    # join_schedules pairs with zip: extra boundaries are ignored, extra schedules never used.
+    (
+        "join_extra_boundary",
+        lambda m: m.join([m.constant(1.0), m.linear(2.0, 0.0, 4)], [2, 4]),
+        "boundaries",
+    ),
+    (
+        "join_missing_boundary",
+        lambda m: m.join([m.constant(1.0), m.linear(2.0, 0.0, 4), m.constant(3.0)], [2]),
+        "boundaries",
+    ),
+    (
+        "join_no_boundary",
+        lambda m: m.join([m.linear(2.0, 0.0, 4), m.constant(3.0)], []),
+        "boundaries",
+    ),
+    (
+        "join_fractional_boundary",
+        lambda m: m.join([m.constant(1.0), m.linear(2.0, 0.0, 4)], [2.5]),
+        "boundaries[0]",
+    ),
+    (
+        "join_nan_boundary",  # step < NaN is false: the later piece, at count NaN (constant here)
+        lambda m: m.join([m.constant(1.0), m.constant(2.0)], [NAN]),
+        "boundaries[0]",
+    ),
 ]
 
 
@@ -59,12 +108,14 @@ class _OptaxNames:
     join = staticmethod(optax.join_schedules)
 
 
+@pytest.mark.filterwarnings("ignore:count=nan")  # join_nan_boundary: the later piece at count NaN
 @pytest.mark.parametrize("name, build, warns", SCHEDULE_CASES, ids=[c[0] for c in SCHEDULE_CASES])
 def test_schedule_accepts_what_optax_accepts(name, build, warns):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         sched = build(S)
-    assert [str(w.message).split("=")[0] for w in caught] == ([warns] if warns else []), name
+    expected = [warns] if isinstance(warns, str) else (warns or [])
+    assert [str(w.message).split("=")[0] for w in caught] == expected, name
     theirs = build(_OptaxNames)
     # Both jitted: XLA's pow(0, -0.5) is inf eagerly but NaN under jit, in optax and here alike.
     want = np.asarray(jnp.broadcast_to(jax.jit(theirs)(COUNTS), COUNTS.shape))
@@ -147,3 +198,23 @@ def test_regression_wrapped_counter_minus_transition_begin_does_not_wrap_to_the_
     theirs = optax.polynomial_schedule(0.0, 1.0, 2.0, 1, transition_begin=1)
     counts = jnp.arange(0, 5, dtype=jnp.int32)
     np.testing.assert_array_equal(sched(counts), theirs(counts))  # unchanged where no overflow
+
+
+def test_join_with_the_wrong_number_of_boundaries_warns_what_is_dropped():
+    """optax's ``join_schedules`` pairs pieces and boundaries with ``zip``: extra boundaries are
+    ignored and extra schedules never reached. Both are surely a mistake: a warning says which."""
+    pieces = [S.constant(1.0), S.constant(2.0)]
+    with pytest.warns(
+        UserWarning,
+        match=r"^boundaries=\[2, 4\]: .* 2 schedules need 1 boundaries; boundaries\[1:\] are ignored",
+    ):
+        S.join(pieces, [2, 4])
+    with pytest.warns(UserWarning, match=r"^boundaries=\[\]: .* schedules\[1:\] are never used"):
+        S.join(pieces, [])
+    with pytest.warns(
+        UserWarning, match=r"^boundaries=\[2\]: .* 3 schedules .* schedules\[2:\] are never used"
+    ):
+        S.join([*pieces, S.constant(3.0)], [2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        S.join(pieces, [2])  # the right number: no warning

@@ -1,6 +1,7 @@
 """Schedules (C4.3): equal to optax / torch LinearLR, and safe at and beyond 2**31 - 1."""
 
 import math
+import warnings
 
 import chex
 import jax
@@ -132,21 +133,34 @@ class LinearLrTest(chex.TestCase, parameterized.TestCase):
         (dict(base_lr=1.0, start_factor=0.0), "start_factor=0.0"),
         (dict(base_lr=1.0, start_factor=1.5), "start_factor=1.5"),
         (dict(base_lr=1.0, end_factor=-0.1), "end_factor=-0.1"),
-        (dict(base_lr=1.0, total_iters=0), "total_iters=0"),
+        (dict(base_lr=1.0, end_factor=1.5), "end_factor=1.5"),
+        (dict(base_lr=float("nan")), "base_lr=nan"),
     )
     def test_bad_arguments(self, kwargs, message):
+        # Each is refused by torch's LinearLR / optimiser too (see test_torch_refuses_them_too).
         with self.assertRaisesRegex(ValueError, message):
             S.linear_lr(**kwargs)
+
+    @parameterized.parameters(
+        dict(start_factor=0.0), dict(start_factor=1.5), dict(end_factor=-0.1), dict(end_factor=1.5)
+    )
+    def test_torch_refuses_them_too(self, **kwargs):
+        torch = pytest.importorskip("torch")
+        opt = torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1.0)
+        with self.assertRaises(ValueError):
+            torch.optim.lr_scheduler.LinearLR(opt, **kwargs)
 
 
 class ValidationTest(parameterized.TestCase):
     @parameterized.parameters(
-        (lambda: S.constant(float("nan")), ValueError, "value=nan"),
-        (lambda: S.polynomial(1.0, 0.0, 1.0, 10.5), TypeError, "transition_steps=10.5"),
+        (lambda: S.constant("0.1"), TypeError, "value='0.1'"),
+        (lambda: S.polynomial(1.0, 0.0, 1.0, "10"), TypeError, "transition_steps='10'"),
         (lambda: S.cosine_decay(1.0, 0), ValueError, "decay_steps=0"),
+        (lambda: S.cosine_decay(1.0, -2.5), ValueError, "decay_steps=-2.5"),
         (lambda: S.warmup_cosine_decay(0.0, 1.0, 10, 10), ValueError, "decay_steps=10"),
-        (lambda: S.join([S.constant(1.0)], [5]), ValueError, "boundaries"),
-        (lambda: S.join([S.constant(1.0)] * 3, [5, 2.5]), TypeError, "boundaries.1.=2.5"),
+        (lambda: S.join([], []), TypeError, "schedules=.*non-empty"),
+        (lambda: S.join([S.constant(1.0), 0.5], [5]), TypeError, "schedules=.*callables"),
+        (lambda: S.join([S.constant(1.0)] * 3, [5, "2"]), TypeError, r"boundaries\[1\]='2'"),
         (lambda: S.overflow_demo(window=0), ValueError, "window=0"),
         (lambda: S.overflow_demo(center=2**32), ValueError, "center="),
     )
@@ -206,6 +220,34 @@ def test_linear_lr_matches_torch_including_past_int32():
         opt.step()
         sched_t.step()
     # Past 2**31 - 1: tests/claims/test_overflow_evidence.py (the claim's torch side).
+
+
+@pytest.mark.crosscheck
+@pytest.mark.parametrize(
+    "total_iters, warns",
+    [(0, True), (-1, True), (0.5, True), (2.5, True), (3, False), (3.0, False)],
+)
+def test_linear_lr_takes_the_total_iters_torch_takes(total_iters, warns):
+    """Issue 23: ``total_iters < 1`` and non-integer values were refused; torch's LinearLR takes
+    them (``<= 0``: the start rate for ever; ``2.5``: it stops at step 2, short of
+    ``end_factor``). Compared with torch eagerly, jitted and on host ints."""
+    torch = pytest.importorskip("torch")
+    param = torch.zeros(1, requires_grad=True)
+    opt = torch.optim.SGD([param], lr=0.2)
+    sched_t = torch.optim.lr_scheduler.LinearLR(opt, 0.25, 0.9, total_iters)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = S.linear_lr(0.2, 0.25, 0.9, total_iters)
+    assert [str(w.message).split("=")[0] for w in caught] == (["total_iters"] if warns else [])
+    steps = jnp.arange(7, dtype=jnp.int32)
+    jitted = np.broadcast_to(np.asarray(jax.jit(ours)(steps)), steps.shape)
+    for step in range(7):
+        want = sched_t.get_last_lr()[0]
+        assert float(ours(jnp.int32(step))) == pytest.approx(want, rel=1e-6), step
+        assert float(ours(step)) == pytest.approx(want, rel=1e-6), step
+        assert float(jitted[step]) == pytest.approx(want, rel=1e-6), step
+        opt.step()
+        sched_t.step()
 
 
 def test_schedules_trace_under_jit_with_int32_state():
