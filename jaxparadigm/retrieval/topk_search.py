@@ -149,12 +149,12 @@ def _block_scores(queries: jax.Array, block: jax.Array, scale: jax.Array | None)
 
 
 _GROUP = 8  # rows per group: stage 1 keeps one maximum per group (see _placement_search)
-_SCORE_BLOCK = 65536  # target score-block elements (q * rows): the dot's output stays in cache
+_SCORE_BLOCK = 262144  # target score-block elements (q * rows, 1 MB): the dot's output stays in L2
 
 
 def _scan_rows(block_rows: int, q: int) -> int:
     """Rows scanned per step for ``q`` queries: ``block_rows`` halved while the score block
-    ``q * rows`` exceeds ``_SCORE_BLOCK`` (8,192 rows for one query, 1,024 for 64) and the rows
+    ``q * rows`` exceeds ``_SCORE_BLOCK`` (8,192 rows for up to 32 queries, 4,096 for 64) and the rows
     stay a multiple of ``_GROUP``; always a divisor of ``block_rows``."""
     rows = block_rows
     while rows % (2 * _GROUP) == 0 and q * rows > _SCORE_BLOCK:
