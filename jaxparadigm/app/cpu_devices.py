@@ -60,8 +60,10 @@ __all__ = [
 ]
 
 #: The count a run gets when neither ``--cpu-devices`` nor ``JAXPARADIGM_CPU_DEVICES`` is given:
-#: an int >= 1 or ``"auto"`` (one device per usable core). Decided by measurement (issue 26).
-DEFAULT_CPU_DEVICES: int | str = 1
+#: an int >= 1 or ``"auto"`` (one device per usable core). Decided by measurement (issue 26,
+#: benchmarks/RESULTS.md, quiet 2-core AMD EPYC): the charlm step ran at 0.61x torch eager on one
+#: device and 1.09x on two (``bench train --cpu-devices 1,2 --full``).
+DEFAULT_CPU_DEVICES: int | str = "auto"
 #: The environment variable read by ``jaxparadigm run`` (values as ``--cpu-devices``).
 ENV_CPU_DEVICES = "JAXPARADIGM_CPU_DEVICES"
 #: The XLA flag that sets the number of host (CPU) devices.
