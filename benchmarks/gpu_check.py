@@ -74,19 +74,11 @@ def _say(text: str = "") -> None:
     print(text, flush=True)
 
 
-def _median_seconds(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def limits(sizes: Sizes) -> dict:
     """Read bandwidth (bytes/s) and peak matmul FLOP/s for float32 and bfloat16."""
     import jax
     import jax.numpy as jnp
+    from search_bench import _median_time as _median_seconds
     from search_bench import peak_matmul_flops, read_bandwidth
 
     x = jax.random.normal(jax.random.key(0), (sizes.search_n, DIM), jnp.float32)
