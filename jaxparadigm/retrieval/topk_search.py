@@ -139,13 +139,22 @@ def bfloat16_bits_to_float32(bits: jax.Array) -> jax.Array:
     return jax.lax.bitcast_convert_type(bits.astype(jnp.uint32) << 16, jnp.float32)
 
 
+def _as_float32(rows: jax.Array) -> jax.Array:
+    """Stored rows (float32, int8 codes, or bfloat16 as uint16 bits) as float32 values; int8
+    codes still need their per-row scale."""
+    if rows.dtype == jnp.int8:
+        return rows.astype(jnp.float32)
+    if rows.dtype == jnp.uint16:  # bfloat16 bits
+        return bfloat16_bits_to_float32(rows)
+    return rows
+
+
 def _block_scores(queries: jax.Array, block: jax.Array, scale: jax.Array | None) -> jax.Array:
+    s = jnp.dot(queries, _as_float32(block).T)
     if block.dtype == jnp.int8:
         assert scale is not None  # int8 blocks always come with their per-row scales
-        return jnp.dot(queries, block.astype(jnp.float32).T) * scale[None, :]
-    if block.dtype == jnp.uint16:  # bfloat16 bits
-        return jnp.dot(queries, bfloat16_bits_to_float32(block).T)
-    return jnp.dot(queries, block.T)
+        s = s * scale[None, :]
+    return s
 
 
 _GROUP = 8  # rows per group: stage 1 keeps one maximum per group (see _placement_search)
@@ -208,12 +217,9 @@ def _placement_search(
         best = jnp.sort(best, axis=1)  # row order, so that ties go to the lower row
         local_row = (best[:, :, None] * g + jnp.arange(g, dtype=jnp.int32)).reshape(q, kg * g)
         cand = data[local_row]  # [q, kg * g, dim]
+        s = jnp.einsum("qd,qcd->qc", queries, _as_float32(cand))
         if cand.dtype == jnp.int8:
-            s = jnp.einsum("qd,qcd->qc", queries, cand.astype(jnp.float32)) * scale[local_row]
-        elif cand.dtype == jnp.uint16:  # bfloat16 bits
-            s = jnp.einsum("qd,qcd->qc", queries, bfloat16_bits_to_float32(cand))
-        else:
-            s = jnp.einsum("qd,qcd->qc", queries, cand)
+            s = s * scale[local_row]
         row = dev_first + local_row
         s = jnp.where(row < valid, s, -jnp.inf)
         v, pos = jax.lax.top_k(s, min(k, kg * g))
