@@ -219,6 +219,7 @@ _FAST = {
     "compiler_options": {
         "xla_backend_optimization_level": 0,
         "xla_llvm_disable_expensive_passes": True,
+        "xla_cpu_use_fusion_emitters": False,  # the legacy emitter compiles ~1.3x faster
     }
 }
 
