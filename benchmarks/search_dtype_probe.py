@@ -1,0 +1,172 @@
+"""What XLA:CPU's own kernels give the compact dtypes: the bound on bfloat16/int8 search (issue 26).
+
+    python benchmarks/search_dtype_probe.py [--n 1000000] [--rounds 3] [--repeats 3]
+
+Our search (``jaxparadigm.retrieval.topk_search``) scores stored rows with a float32 matrix
+product after decoding them to float32 block by block (int8 codes times the row scale,
+bfloat16 bits shifted), so its scores equal exact float32 scoring of the stored rows. Could
+a compact dtype go faster on XLA:CPU? This probe times, in one process, on ``n x 384`` rows and
+query batches of 64 and 1, the kernels a search could be built from:
+
+* ``dot f32``: ``q @ x.T`` on float32 rows (what the float32 search does per block);
+* ``dot native``: the product in the stored dtype, ``bf16 x bf16 -> f32`` and
+  ``int8 x int8 -> int32`` (``preferred_element_type``; the query rounded to the dtype, so *not*
+  exact float32 scoring: the fastest that XLA:CPU offers, whatever the accuracy);
+* ``bf16 hi+lo``: the rows widened exactly to bfloat16 and one bfloat16 product with the query
+  split in two (``q = hi + lo``, ~16 bits), the halves summed: near-float32 scores in bfloat16
+  arithmetic;
+* ``scan dot``: the search's own scan without its selection: blocks of 8,192 rows (as
+  ``VectorSearcher``'s default ``block_rows``) decoded to float32 and multiplied, each block's
+  scores reduced to one maximum per query: what an exact decode path costs on XLA:CPU before
+  any top-k;
+* ``ours``: ``VectorSearcher(...).search(q, 10)`` with the dtype (decode + dot + top-k);
+  ``ours, shift``: the same with bfloat16 widened by the integer shift ``bits << 16`` that the
+  search used before the bfloat16 convert (patched in for that kernel only).
+
+Each as queries/s and as a fraction of the limits measured in the same process (read bandwidth:
+``search_bench.read_bandwidth`` on the float32 rows; peak: a 4096^3 float32 ``jnp.dot``): batch
+64 against peak FLOP/s, batch 1 against read bandwidth over the bytes of the stored dtype.
+Every kernel runs once per round (``--rounds``, interleaved), each time the median of
+``--repeats`` calls after one warm-up; printed: the median over rounds. Rows are unit vectors
+as in search_bench.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from search_bench import (  # noqa: E402 - the benchmarks folder is not a package
+    DIM,
+    K,
+    _load,
+    _median_time,
+    cpu_info,
+    peak_matmul_flops,
+    read_bandwidth,
+    unit_rows,
+)
+
+
+@contextlib.contextmanager
+def _shift_decode():
+    """The search with bfloat16 widened by the integer shift it used before (``bits << 16``)."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxparadigm.retrieval import topk_search
+
+    def shift(bits):
+        return jax.lax.bitcast_convert_type(bits.astype(jnp.uint32) << 16, jnp.float32)
+
+    kept = topk_search.bfloat16_bits_to_float32
+    topk_search.bfloat16_bits_to_float32 = shift
+    topk_search._placement_search.cache_clear()
+    try:
+        yield
+    finally:
+        topk_search.bfloat16_bits_to_float32 = kept
+        topk_search._placement_search.cache_clear()
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--repeats", type=int, default=3, help="calls per kernel per round")
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args(argv)
+    import jax
+    import jax.numpy as jnp
+
+    from jaxparadigm.retrieval.topk_search import (
+        RowSource,
+        VectorSearcher,
+        bfloat16_bits_to_float32,
+        compact_rows,
+    )
+
+    print(f"search dtype probe: {a.n:,} x {DIM} rows; CPU: {cpu_info()}; load {_load()}")
+    x = unit_rows(a.n, DIM, 0)
+    xf = jax.device_put(x)
+    bw, peak = read_bandwidth(xf), peak_matmul_flops()
+    print(
+        f"limits: read bandwidth {bw / 1e9:.1f} GB/s; peak float32 matmul {peak / 1e9:.0f} GFLOP/s"
+    )
+    stored = {d: compact_rows(x, d)[0] for d in ("float32", "bfloat16", "int8")}
+    bf16_bits = jax.device_put(stored["bfloat16"].view(np.uint16))  # the search's storage
+    stored = {d: jax.device_put(r) for d, r in stored.items()}  # bfloat16 as ml_dtypes bfloat16
+    native = {
+        "float32": jax.jit(lambda q, r: q @ r.T),
+        "bfloat16": jax.jit(
+            lambda q, r: jnp.dot(q.astype(r.dtype), r.T, preferred_element_type=jnp.float32)
+        ),
+        "int8": jax.jit(
+            lambda q, r: jnp.dot(
+                jnp.round(q * 127).astype(jnp.int8), r.T, preferred_element_type=jnp.int32
+            )
+        ),
+    }
+
+    def widen(r):  # as the search kernel: bfloat16 from its uint16 bits, int8 codes converted
+        return bfloat16_bits_to_float32(r) if r.dtype == jnp.uint16 else r.astype(jnp.float32)
+
+    @jax.jit
+    def scan_dot(q, r):
+        blocks = r.reshape(-1, 8192, r.shape[1])
+        return jax.lax.scan(lambda c, b: (c, jnp.max(q @ widen(b).T, axis=1)), None, blocks)[1]
+
+    @jax.jit
+    def hi_lo(q, r):  # q = hi + lo in bfloat16 (~16 bits of q), rows widened exactly to bfloat16
+        hi = q.astype(jnp.bfloat16)
+        lo = (q - hi.astype(jnp.float32)).astype(jnp.bfloat16)
+        s = jnp.dot(
+            jnp.concatenate([hi, lo]), r.astype(jnp.bfloat16).T, preferred_element_type=jnp.float32
+        )
+        return s[: q.shape[0]] + s[q.shape[0] :]
+
+    record = {"rows": a.n, "read_bandwidth": bw, "peak_flops": peak, "rows_out": []}
+    source = RowSource([x])
+    searchers = {d: VectorSearcher(source, dtype=d) for d in stored}
+    times: dict = {}
+    for _ in range(a.rounds):  # interleaved: every kernel once per round, medians over rounds
+        for batch in (64, 1):
+            q = unit_rows(batch, DIM, 2)
+            qd = jax.device_put(q)
+            for dtype, rows in stored.items():
+                kernels = {"dot native": lambda r=rows, f=native[dtype], qd=qd: f(qd, r)}
+                if dtype != "float32":
+                    kernels["bf16 hi+lo"] = lambda r=rows, qd=qd: hi_lo(qd, r)
+                bits = bf16_bits if dtype == "bfloat16" else rows  # as the search stores it
+                kernels["scan dot"] = lambda r=bits, qd=qd: scan_dot(qd, r)
+                kernels["ours"] = lambda s=searchers[dtype], q=q: s.search(q, K).ids
+                if dtype == "bfloat16":
+                    kernels["ours, shift"] = kernels["ours"]
+                for name, fn in kernels.items():
+                    with _shift_decode() if name == "ours, shift" else contextlib.nullcontext():
+                        jax.block_until_ready(fn())
+                        s = _median_time(lambda fn=fn: jax.block_until_ready(fn()), a.repeats)
+                    times.setdefault((batch, dtype, name, rows.nbytes), []).append(s)
+    for (batch, dtype, name, nbytes), ts in times.items():
+        s = statistics.median(ts)
+        frac = 2 * batch * a.n * DIM / s / peak if batch > 1 else nbytes / s / bw
+        what = "of peak FLOP/s" if batch > 1 else "of read bandwidth"
+        print(
+            f"batch {batch:2d} {dtype:8s} {name:11s} {s * 1e3:9.2f} ms  {batch / s:8.1f} q/s  "
+            f"{100 * frac:5.1f}% {what}"
+        )
+        record["rows_out"].append(
+            {"batch": batch, "dtype": dtype, "kernel": name, "s": s, "fraction": frac}
+        )
+    print(f"load after: {_load()}")
+    return record
+
+
+if __name__ == "__main__":
+    main()
