@@ -16,12 +16,12 @@ query batches of 64 and 1, the kernels a search could be built from:
   split in two (``q = hi + lo``, ~16 bits), the halves summed: near-float32 scores in bfloat16
   arithmetic;
 * ``scan dot``: the search's own scan without its selection: blocks of 8,192 rows (as
-  ``VectorSearcher``'s default ``block_rows``) decoded to float32 and multiplied, each block's
+  ``VectorSearcher``'s default ``block_rows``; zero rows appended up to a multiple) decoded to float32 and multiplied, each block's
   scores reduced to one maximum per query: what an exact decode path costs on XLA:CPU before
   any top-k;
 * ``ours``: ``VectorSearcher(...).search(q, 10)`` with the dtype (decode + dot + top-k);
-  ``ours, shift``: the same with bfloat16 widened by the integer shift ``bits << 16`` that the
-  search used before the bfloat16 convert (patched in for that kernel only).
+  ``ours, convert``: the same with bfloat16 widened by XLA's convert instead of the search's
+  integer shift ``bits << 16`` (patched in for that kernel only).
 
 Each as queries/s and as a fraction of the limits measured in the same process (read bandwidth:
 ``search_bench.read_bandwidth`` on the float32 rows; peak: a 4096^3 float32 ``jnp.dot``): batch
@@ -56,24 +56,28 @@ from search_bench import (  # noqa: E402 - the benchmarks folder is not a packag
 
 
 @contextlib.contextmanager
-def _shift_decode():
-    """The search with bfloat16 widened by the integer shift it used before (``bits << 16``)."""
+def _convert_decode():
+    """The search with bfloat16 widened by XLA's convert (``bitcast`` to bfloat16, ``astype``)
+    instead of its integer shift ``bits << 16``."""
     import jax
     import jax.numpy as jnp
 
     from jaxparadigm.retrieval import topk_search
 
-    def shift(bits):
-        return jax.lax.bitcast_convert_type(bits.astype(jnp.uint32) << 16, jnp.float32)
+    def convert(bits):
+        return jax.lax.bitcast_convert_type(bits, jnp.bfloat16).astype(jnp.float32)
 
     kept = topk_search.bfloat16_bits_to_float32
-    topk_search.bfloat16_bits_to_float32 = shift
+    topk_search.bfloat16_bits_to_float32 = convert
     topk_search._placement_search.cache_clear()
     try:
         yield
     finally:
         topk_search.bfloat16_bits_to_float32 = kept
         topk_search._placement_search.cache_clear()
+
+
+SCAN_ROWS = 8192  # VectorSearcher's default block_rows
 
 
 def main(argv=None) -> dict:
@@ -100,7 +104,13 @@ def main(argv=None) -> dict:
         f"limits: read bandwidth {bw / 1e9:.1f} GB/s; peak float32 matmul {peak / 1e9:.0f} GFLOP/s"
     )
     stored = {d: compact_rows(x, d)[0] for d in ("float32", "bfloat16", "int8")}
-    bf16_bits = jax.device_put(stored["bfloat16"].view(np.uint16))  # the search's storage
+    pad = -a.n % SCAN_ROWS  # scan dot's blocks: zero rows appended (at most 8,191; timed too)
+
+    def padded(r):
+        return np.concatenate([r, np.zeros((pad, DIM), r.dtype)])
+
+    scanned = {d: jax.device_put(padded(r)) for d, r in stored.items()}
+    scanned["bfloat16"] = jax.device_put(padded(stored["bfloat16"]).view(np.uint16))  # as stored
     stored = {d: jax.device_put(r) for d, r in stored.items()}  # bfloat16 as ml_dtypes bfloat16
     native = {
         "float32": jax.jit(lambda q, r: q @ r.T),
@@ -119,7 +129,7 @@ def main(argv=None) -> dict:
 
     @jax.jit
     def scan_dot(q, r):
-        blocks = r.reshape(-1, 8192, r.shape[1])
+        blocks = r.reshape(-1, SCAN_ROWS, r.shape[1])
         return jax.lax.scan(lambda c, b: (c, jnp.max(q @ widen(b).T, axis=1)), None, blocks)[1]
 
     @jax.jit
@@ -143,13 +153,12 @@ def main(argv=None) -> dict:
                 kernels = {"dot native": lambda r=rows, f=native[dtype], qd=qd: f(qd, r)}
                 if dtype != "float32":
                     kernels["bf16 hi+lo"] = lambda r=rows, qd=qd: hi_lo(qd, r)
-                bits = bf16_bits if dtype == "bfloat16" else rows  # as the search stores it
-                kernels["scan dot"] = lambda r=bits, qd=qd: scan_dot(qd, r)
+                kernels["scan dot"] = lambda r=scanned[dtype], qd=qd: scan_dot(qd, r)
                 kernels["ours"] = lambda s=searchers[dtype], q=q: s.search(q, K).ids
                 if dtype == "bfloat16":
-                    kernels["ours, shift"] = kernels["ours"]
+                    kernels["ours, convert"] = kernels["ours"]
                 for name, fn in kernels.items():
-                    with _shift_decode() if name == "ours, shift" else contextlib.nullcontext():
+                    with _convert_decode() if name == "ours, convert" else contextlib.nullcontext():
                         jax.block_until_ready(fn())
                         s = _median_time(lambda fn=fn: jax.block_until_ready(fn()), a.repeats)
                     times.setdefault((batch, dtype, name, rows.nbytes), []).append(s)
@@ -158,7 +167,7 @@ def main(argv=None) -> dict:
         frac = 2 * batch * a.n * DIM / s / peak if batch > 1 else nbytes / s / bw
         what = "of peak FLOP/s" if batch > 1 else "of read bandwidth"
         print(
-            f"batch {batch:2d} {dtype:8s} {name:11s} {s * 1e3:9.2f} ms  {batch / s:8.1f} q/s  "
+            f"batch {batch:2d} {dtype:8s} {name:13s} {s * 1e3:9.2f} ms  {batch / s:8.1f} q/s  "
             f"{100 * frac:5.1f}% {what}"
         )
         record["rows_out"].append(

@@ -16,7 +16,7 @@ are merged in device (= row) order. A corpus larger than memory is searched as a
 placements (:class:`VectorSearcher` with ``resident=False``).
 
 Search dtypes: ``float32`` (exact); ``bfloat16`` (rows stored as bfloat16, widened exactly to
-float32 per block, :func:`bfloat16_bits_to_float32`, then a float32 matmul);
+float32 per block by a 16-bit shift, :func:`bfloat16_bits_to_float32`, then a float32 matmul);
 ``int8`` (per-row symmetric ``X_r ~= scale_r c_r`` with ``c_r = round(127 X_r / max|X_r|)``, scored
 as ``scale_r (Q . c_r)``). A compact dtype returns ``k * rescore_factor`` candidates that
 :func:`rescore` scores again in float32 from the float32 rows. ``approx=True`` uses
@@ -130,15 +130,16 @@ def merge_topk(scores: jax.Array, ids: jax.Array, k: int) -> tuple[jax.Array, ja
 
 
 def bfloat16_bits_to_float32(bits: jax.Array) -> jax.Array:
-    """bfloat16 values stored as their uint16 bits -> float32, exactly: ``bitcast(bits)`` to
-    bfloat16, then ``astype(float32)`` (the same numbers as ``bitcast(uint32(bits) << 16)``).
+    """bfloat16 values stored as their uint16 bits -> float32, exactly: ``bitcast(bits << 16)``.
 
-    Measured on the 2-core AVX-512 EPYC of benchmarks/RESULTS.md (issue 26, 1M x 384 rows,
-    interleaved): one query 43.9 q/s against 34.8 q/s with the integer shift, 64 queries equal
-    (195.0 vs 194.9); with XLA's code limited to AVX2 (``--xla_cpu_max_isa=AVX2``) 40.9 against
-    30.4. (An older XLA:CPU converted bfloat16 in a slow loop, hence the shift before.)
+    The same numbers as ``astype(float32)``, but an integer shift that XLA:CPU vectorises: on the
+    AVX2 machine of benchmarks/RESULTS.md its bfloat16 convert (and bf16 x bf16 dot) scanned
+    one query at 0.3-0.4 queries/s per 1M rows, this path at 5.9 (float32: 4.1). With jax 0.10 on
+    the AVX-512 EPYC the convert (``bitcast`` to bfloat16, ``astype``) is as fast as the shift:
+    237 vs 218 q/s at 64 queries and 37.5 vs 36.6 at one, 6 alternating rounds, 1M x 384, within
+    the rounds' +-20% spread (issue 26; ``benchmarks/search_dtype_probe.py`` times both).
     """
-    return jax.lax.bitcast_convert_type(bits, jnp.bfloat16).astype(jnp.float32)
+    return jax.lax.bitcast_convert_type(bits.astype(jnp.uint32) << 16, jnp.float32)
 
 
 def _as_float32(rows: jax.Array) -> jax.Array:
@@ -310,7 +311,7 @@ class VectorSearcher:
             # padding rows are zeros (int8: scale 1); they are masked out of every top-k
             codes, scale = compact_rows(self.source.take(lo, hi, rows), self.dtype)
             if codes.dtype == ml_dtypes.bfloat16:
-                codes = codes.view(np.uint16)  # decoded in the kernel (bfloat16_bits_to_float32)
+                codes = codes.view(np.uint16)  # decoded in the kernel by a shift
             datas.append(jax.device_put(codes, device))
             if scale is not None:
                 scales.append(jax.device_put(scale, device))
