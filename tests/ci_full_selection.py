@@ -59,6 +59,10 @@ CI_FULL = (
         "a benchmark's smoke run (issue 26); the kernel itself is tested in test_topk_search.py",
     ),
     (
+        "tests/retrieval/test_search_dtype_probe.py::*",
+        "a probe's smoke run (issue 26); the search kernel is tested in test_topk_search.py",
+    ),
+    (
         "tests/test_gpu_check.py::test_tiny_cpu_run_prints_every_section_with_finite_figures",
         "benchmarks/gpu_check.py end to end at tiny sizes on the CPU (issue 26; 30-75 s: a dozen "
         "compiles); the shell script's no-GPU and GPU branches stay in the default run",
