@@ -23,11 +23,14 @@ query batches of 64 and 1, the kernels a search could be built from:
   ``ours, convert``: the same with bfloat16 widened by XLA's convert instead of the search's
   integer shift ``bits << 16`` (patched in for that kernel only).
 
-Each as queries/s and as a fraction of the limits measured in the same process (read bandwidth:
-``search_bench.read_bandwidth`` on the float32 rows; peak: a 4096^3 float32 ``jnp.dot``): batch
-64 against peak FLOP/s, batch 1 against read bandwidth over the bytes of the stored dtype.
+Each as queries/s and as a fraction of the limits measured at the start of the same round
+(read bandwidth: ``search_bench.read_bandwidth`` on the float32 rows; peak: a 4096^3 float32
+``jnp.dot``; this machine's speed drifts between minutes, so every round is set against its own
+limits): batch 64 against peak FLOP/s, batch 1 against read bandwidth over the bytes of the
+stored dtype.
 Every kernel runs once per round (``--rounds``, interleaved), each time the median of
-``--repeats`` calls after one warm-up; printed: the median over rounds. Rows are unit vectors
+``--repeats`` calls after one warm-up; printed: the medians over rounds of the time and of the
+fraction. Rows are unit vectors
 as in search_bench.
 """
 
@@ -99,10 +102,6 @@ def main(argv=None) -> dict:
     print(f"search dtype probe: {a.n:,} x {DIM} rows; CPU: {cpu_info()}; load {_load()}")
     x = unit_rows(a.n, DIM, 0)
     xf = jax.device_put(x)
-    bw, peak = read_bandwidth(xf), peak_matmul_flops()
-    print(
-        f"limits: read bandwidth {bw / 1e9:.1f} GB/s; peak float32 matmul {peak / 1e9:.0f} GFLOP/s"
-    )
     stored = {d: compact_rows(x, d)[0] for d in ("float32", "bfloat16", "int8")}
     pad = -a.n % SCAN_ROWS  # scan dot's blocks: zero rows appended (at most 8,191; timed too)
 
@@ -141,11 +140,14 @@ def main(argv=None) -> dict:
         )
         return s[: q.shape[0]] + s[q.shape[0] :]
 
-    record = {"rows": a.n, "read_bandwidth": bw, "peak_flops": peak, "rows_out": []}
+    record = {"rows": a.n, "limits": [], "rows_out": []}
     source = RowSource([x])
     searchers = {d: VectorSearcher(source, dtype=d) for d in stored}
     times: dict = {}
-    for _ in range(a.rounds):  # interleaved: every kernel once per round, medians over rounds
+    for r in range(a.rounds):  # interleaved: every kernel once per round, medians over rounds
+        bw, peak = read_bandwidth(xf), peak_matmul_flops()  # this round's limits
+        record["limits"].append({"read_bandwidth": bw, "peak_flops": peak})
+        print(f"round {r + 1}: read bandwidth {bw / 1e9:.1f} GB/s, peak {peak / 1e9:.0f} GFLOP/s")
         for batch in (64, 1):
             q = unit_rows(batch, DIM, 2)
             qd = jax.device_put(q)
@@ -161,10 +163,11 @@ def main(argv=None) -> dict:
                     with _convert_decode() if name == "ours, convert" else contextlib.nullcontext():
                         jax.block_until_ready(fn())
                         s = _median_time(lambda fn=fn: jax.block_until_ready(fn()), a.repeats)
-                    times.setdefault((batch, dtype, name, rows.nbytes), []).append(s)
-    for (batch, dtype, name, nbytes), ts in times.items():
-        s = statistics.median(ts)
-        frac = 2 * batch * a.n * DIM / s / peak if batch > 1 else nbytes / s / bw
+                    frac = 2 * batch * a.n * DIM / s / peak if batch > 1 else rows.nbytes / s / bw
+                    times.setdefault((batch, dtype, name), []).append((s, frac))
+    for (batch, dtype, name), runs in times.items():
+        s = statistics.median(t for t, _ in runs)
+        frac = statistics.median(f for _, f in runs)  # each round against its own limits
         what = "of peak FLOP/s" if batch > 1 else "of read bandwidth"
         print(
             f"batch {batch:2d} {dtype:8s} {name:13s} {s * 1e3:9.2f} ms  {batch / s:8.1f} q/s  "

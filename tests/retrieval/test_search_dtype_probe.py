@@ -1,6 +1,6 @@
 """Smoke test of benchmarks/search_dtype_probe.py on a tiny corpus (issue 26): every kernel is
 timed for every dtype and batch, and each fraction is the figure over the limit measured in the
-same run (batch 64: FLOP/s over peak; batch 1: bytes of the stored dtype over read bandwidth)."""
+same round (batch 64: FLOP/s over peak; batch 1: bytes of the stored dtype over read bandwidth)."""
 
 import importlib.util
 from pathlib import Path
@@ -15,7 +15,8 @@ def test_probe_times_every_kernel_as_a_fraction_of_a_measured_limit(capsys):
     n = 9000  # not a multiple of the scan's 8,192-row blocks: scan dot pads
     record = module.main(["--n", str(n), "--rounds", "1", "--repeats", "1"])
     out = capsys.readouterr().out
-    assert "limits: read bandwidth" in out and "load after" in out
+    assert "round 1: read bandwidth" in out and "load after" in out
+    (limits,) = record["limits"]
     seen = {(r["batch"], r["dtype"], r["kernel"]) for r in record["rows_out"]}
     compact = ("dot native", "bf16 hi+lo", "scan dot", "ours")
     want = {(b, "float32", k) for b in (64, 1) for k in ("dot native", "scan dot", "ours")}
@@ -25,7 +26,7 @@ def test_probe_times_every_kernel_as_a_fraction_of_a_measured_limit(capsys):
     width = {"float32": 4, "bfloat16": 2, "int8": 1}
     for r in record["rows_out"]:
         if r["batch"] > 1:
-            want_fraction = 2 * r["batch"] * n * 384 / r["s"] / record["peak_flops"]
+            want_fraction = 2 * r["batch"] * n * 384 / r["s"] / limits["peak_flops"]
         else:
-            want_fraction = width[r["dtype"]] * n * 384 / r["s"] / record["read_bandwidth"]
+            want_fraction = width[r["dtype"]] * n * 384 / r["s"] / limits["read_bandwidth"]
         assert abs(r["fraction"] - want_fraction) <= 1e-9 * want_fraction
