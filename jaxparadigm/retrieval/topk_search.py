@@ -135,9 +135,9 @@ def bfloat16_bits_to_float32(bits: jax.Array) -> jax.Array:
     The same numbers as ``astype(float32)``, but an integer shift that XLA:CPU vectorises: on the
     AVX2 machine of benchmarks/RESULTS.md its bfloat16 convert (and bf16 x bf16 dot) scanned
     one query at 0.3-0.4 queries/s per 1M rows, this path at 5.9 (float32: 4.1). With jax 0.10 on
-    the AVX-512 EPYC the convert (``bitcast`` to bfloat16, ``astype``) is as fast as the shift:
-    237 vs 218 q/s at 64 queries and 37.5 vs 36.6 at one, 6 alternating rounds, 1M x 384, within
-    the rounds' +-20% spread (issue 26; ``benchmarks/search_dtype_probe.py`` times both).
+    the AVX-512 EPYC the convert (``bitcast`` to bfloat16, ``astype``) is no faster than the
+    shift: 218.5 vs 222.6 q/s at 64 queries, 34.1 vs 33.7 at one, 1M x 384, 4 interleaved rounds
+    of ``benchmarks/search_dtype_probe.py`` (issue 26), which times both.
     """
     return jax.lax.bitcast_convert_type(bits.astype(jnp.uint32) << 16, jnp.float32)
 
