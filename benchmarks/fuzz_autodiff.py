@@ -35,12 +35,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # Every program is compiled once, so compile time is most of a program's time: XLA's lowest
-# optimisation level, and the legacy elemental emitter for fusions (the MLIR fusion emitters
-# compile ~1.3x slower here: 29.0 vs 34.9-40.6 CPU s on 8 programs, same 168 outcomes). Both
-# sides of every comparison are compiled with the same flags.
+# optimisation level, the legacy elemental emitter for fusions, and one LLVM module per program
+# (no parallel codegen split: the workers already fill the cores). One-off checks beside a
+# running job, same programs, same outcomes: the fusion emitters off 29.0 vs 34.9-40.6 CPU s
+# (8 programs); then the split count 1 at 9.8 vs 12.3 and 25.7 vs 35.3 CPU s (twice 12
+# programs). Both sides of every comparison are compiled with the same flags.
 FAST_XLA_FLAGS = (
     "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-    " --xla_cpu_use_fusion_emitters=false"
+    " --xla_cpu_use_fusion_emitters=false --xla_cpu_parallel_codegen_split_count=1"
 )
 
 
