@@ -63,6 +63,11 @@ CI_FULL = (
         "a probe's smoke run (issue 26); the search kernel is tested in test_topk_search.py",
     ),
     (
+        "tests/retrieval/test_index_build_devices.py::*",
+        "a benchmark's smoke run (issue 26: two index-build processes); one two-device build "
+        "against the one-device index stays in test_index_cli.py",
+    ),
+    (
         "tests/test_gpu_check.py::test_tiny_cpu_run_prints_every_section_with_finite_figures",
         "benchmarks/gpu_check.py end to end at tiny sizes on the CPU (issue 26; 30-75 s: a dozen "
         "compiles); the shell script's no-GPU and GPU branches stay in the default run",

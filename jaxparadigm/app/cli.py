@@ -8,7 +8,8 @@
     jaxparadigm search "query" --index DIR [--top-k 5] [--dtype float32|bfloat16|int8] [--approx]
                        [--stream]
     jaxparadigm index build PATH... --out DIR [--chunk-tokens N] [--overlap 32] [--strict]
-    jaxparadigm index add PATH... --index DIR [--strict]
+                       [--cpu-devices N|auto]
+    jaxparadigm index add PATH... --index DIR [--strict] [--cpu-devices N|auto]
     jaxparadigm index info DIR
     jaxparadigm serve --index DIR [--host 127.0.0.1] [--port 8765]   HTTP search until Ctrl-C
     jaxparadigm bench NAME [args ...]                run benchmarks/NAME_bench.py (source checkout)
@@ -162,17 +163,33 @@ def _cmd_search(args: argparse.Namespace) -> int:
     return _print_result(out)  # warnings (e.g. an all-[UNK] query) were printed by main()
 
 
+def _index_devices(args: argparse.Namespace) -> int | None:
+    """``index build|add``: the CPU devices the encoder spreads over, chosen before JAX starts
+    (``--cpu-devices`` / ``JAXPARADIGM_CPU_DEVICES`` / the default ``auto``); notes to stderr."""
+    from jaxparadigm.app.cpu_devices import cpu_request, prepare_command_devices
+
+    request = cpu_request(args.cpu_devices, os.environ)  # a bad value fails before anything loads
+    count, notes = prepare_command_devices(request)
+    for note in notes:
+        print(f"jaxparadigm index {args.index_command}: {note}", file=sys.stderr)
+    return count
+
+
 def _cmd_index(args: argparse.Namespace) -> int:
+    if args.index_command in ("build", "add"):
+        devices = _index_devices(args)  # before index_text starts JAX's backend
     from jaxparadigm.app import index_text
 
     progress = not getattr(args, "no_progress", True)
     if args.index_command == "build":
         kw = {"chunk_tokens": args.chunk_tokens, "overlap": args.overlap}
         kw |= {"shard_rows": args.shard_rows, "batch_size": args.batch_size, "strict": args.strict}
-        out = index_text.index_build_text(args.paths, args.out, progress=progress, **kw)
+        out = index_text.index_build_text(
+            args.paths, args.out, progress=progress, devices=devices, **kw
+        )
     elif args.index_command == "add":
         out = index_text.index_add_text(
-            args.paths, args.index, progress=progress, strict=args.strict
+            args.paths, args.index, progress=progress, strict=args.strict, devices=devices
         )
     else:
         out = index_text.index_info_text(args.index_dir)
@@ -322,6 +339,20 @@ def _add_index_build(isub, fmt) -> None:
     b.add_argument("--batch-size", type=int, default=32, help="passages per encoder batch")
     b.add_argument("--strict", action="store_true", help="fail on any skipped input")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_encode_devices(b)
+
+
+def _add_encode_devices(p) -> None:
+    """``--cpu-devices`` of ``index build|add``: the encoder's micro-batches go to them in turn."""
+    from jaxparadigm.app.cpu_devices import DEFAULT_CPU_DEVICES, ENV_CPU_DEVICES  # no JAX
+
+    p.add_argument(
+        "--cpu-devices",
+        metavar="N|auto",
+        default=None,
+        help=f"CPU devices the encoder's micro-batches go to in turn (auto: one per usable core; "
+        f"default {ENV_CPU_DEVICES}, else {DEFAULT_CPU_DEVICES}). A count in XLA_FLAGS wins",
+    )
 
 
 def _add_index(sub) -> None:
@@ -340,6 +371,7 @@ def _add_index(sub) -> None:
     a.add_argument("--index", required=True, metavar="DIR", help="an index built by `index build`")
     a.add_argument("--strict", action="store_true", help="fail on any skipped input")
     a.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_encode_devices(a)
     i = isub.add_parser("info", help="print an index's manifest")
     i.add_argument("index_dir", metavar="DIR")
     p.set_defaults(func=_cmd_index)

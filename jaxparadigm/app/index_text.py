@@ -5,9 +5,10 @@ Each function does the library call and returns the text: the CLI only parses ar
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +28,31 @@ def _encoder(model_path: str | os.PathLike | None):
     return cached_minilm(None if model_path is None else str(model_path))
 
 
-def _summary(verb: str, index_dir: Path, m: dict, added: int, seconds: float) -> str:
+@contextlib.contextmanager
+def _spread(encoder, devices: int | None) -> Iterator[str]:
+    """The encoder's micro-batches sent in turn to the first ``devices`` local CPU devices (issue
+    26: two micro-batches encode side by side on a 2-core machine) while the block runs; yields
+    the words for the summary ("" for one device). The cached encoder's devices are restored
+    after. ``None``, 1, or a backend other than the CPU: the encoder's own devices."""
+    import jax
+
+    before = encoder.devices
+    if devices is None or devices < 2 or jax.default_backend() != "cpu":
+        yield ""
+        return
+    encoder.devices = jax.local_devices()[:devices]
+    try:
+        yield f" on {len(encoder.devices)} CPU devices"
+    finally:
+        encoder.devices = before
+
+
+def _summary(
+    verb: str, index_dir: Path, m: dict, added: int, seconds: float, where: str = ""
+) -> str:
     """The one-line summary, then the skipped inputs by reason (``describe_skipped``)."""
     line = (
-        f"{verb} {plural(added, 'passage')} in {seconds:.1f} s: {index_dir} now holds "
+        f"{verb} {plural(added, 'passage')} in {seconds:.1f} s{where}: {index_dir} now holds "
         f"{plural(m['count'], 'passage')} from {plural(len(m['sources']), 'source')} in "
         f"{plural(len(m['shards']), 'shard')} of <= {m['shard_rows']} rows ({m['model']['name']}, "
         f"dim {m['model']['dim']}, {m['dtype']})"
@@ -46,12 +68,16 @@ def index_build_text(
     *,
     model_path: str | None = None,
     progress: bool = True,
+    devices: int | None = None,
     **kw: Any,
 ) -> str:
-    """Build (or resume building) an index of ``paths`` in ``out_dir``; returns a summary line."""
+    """Build (or resume building) an index of ``paths`` in ``out_dir``, encoding on ``devices``
+    CPU devices (see :func:`_spread`); returns a summary line."""
     t0 = time.perf_counter()
-    m = build_index(paths, out_dir, _encoder(model_path), progress=progress, **kw)
-    return _summary("indexed", Path(out_dir), m, m["count"], time.perf_counter() - t0)
+    encoder = _encoder(model_path)
+    with _spread(encoder, devices) as where:
+        m = build_index(paths, out_dir, encoder, progress=progress, **kw)
+    return _summary("indexed", Path(out_dir), m, m["count"], time.perf_counter() - t0, where)
 
 
 def index_add_text(
@@ -60,13 +86,18 @@ def index_add_text(
     *,
     model_path: str | None = None,
     progress: bool = True,
+    devices: int | None = None,
     **kw: Any,
 ) -> str:
-    """Append ``paths`` to the index in ``index_dir``; returns a summary line."""
+    """Append ``paths`` to the index in ``index_dir``, encoding on ``devices`` CPU devices (see
+    :func:`_spread`); returns a summary line."""
     t0 = time.perf_counter()
     before = committed(read_manifest(index_dir))["count"]
-    m = add_to_index(index_dir, paths, _encoder(model_path), progress=progress, **kw)
-    return _summary("added", Path(index_dir), m, m["count"] - before, time.perf_counter() - t0)
+    encoder = _encoder(model_path)
+    with _spread(encoder, devices) as where:
+        m = add_to_index(index_dir, paths, encoder, progress=progress, **kw)
+    added = m["count"] - before
+    return _summary("added", Path(index_dir), m, added, time.perf_counter() - t0, where)
 
 
 def index_info_text(index_dir: str) -> str:

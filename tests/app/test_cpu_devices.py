@@ -224,6 +224,32 @@ def test_config_sets_sharding_mode(tmp_path, yaml_train, overrides, want):
     assert cd.config_sets_sharding_mode(path, overrides) is want
 
 
+def test_prepare_command_devices_rules_one_and_four(monkeypatch):
+    """index build|add: the request applied before JAX starts; the user's count wins; a backend
+    already running (library caller) keeps the encoder's one device unless a count is asked."""
+    monkeypatch.setattr(cd, "running_cpu_devices", lambda: None)
+    env = {"XLA_FLAGS": "--xla_a"}
+    assert cd.prepare_command_devices(_request(2), env) == (2, ())
+    assert env == {"XLA_FLAGS": f"--xla_a {COUNT}=2"}
+    env = {"XLA_FLAGS": f"{COUNT}=3"}
+    count, notes = cd.prepare_command_devices(_request(2), env)
+    assert count == 3 and env == {"XLA_FLAGS": f"{COUNT}=3"}
+    assert notes == (
+        f"--cpu-devices 2: not applied, XLA_FLAGS {COUNT} already sets 3 (the user's setting wins)",
+    )
+    assert cd.prepare_command_devices(_request(3, "DEFAULT_CPU_DEVICES"), {}) == (3, ())
+    monkeypatch.setattr(cd, "running_cpu_devices", lambda: 4)
+    env = {"XLA_FLAGS": f"{COUNT}=4"}
+    assert cd.prepare_command_devices(_request(2, "DEFAULT_CPU_DEVICES"), env) == (None, ())
+    assert cd.prepare_command_devices(_request(2, "DEFAULT_CPU_DEVICES"), {}) == (
+        None,
+        ("DEFAULT_CPU_DEVICES=2: not applied, JAX already runs with 4 CPU device(s)",),
+    )
+    assert cd.prepare_command_devices(_request(4), {}) == (4, ())
+    with pytest.raises(InputError, match=r"^--cpu-devices 2: JAX already runs .* with 4 CPU"):
+        cd.prepare_command_devices(_request(2), {})
+
+
 # --- the command line ---------------------------------------------------------------------------
 
 

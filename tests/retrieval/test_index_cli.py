@@ -1,8 +1,13 @@
 """`jaxparadigm index build|add|info` and `search --index` end to end with the real MiniLM (C1.1)."""
 
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from jaxparadigm.cli import main as cli_main
@@ -101,6 +106,7 @@ def test_cli_skipped_summary_strict_bad_arguments_and_help(encoder, corpus, caps
     assert cli_main([*build, "--out", str(idx)]) == 0  # the build continues past both
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("indexed 2 passages in") and "from 2 sources in 1 shard of" in out[0]
+    assert "CPU devices" not in out[0]  # JAX ran before the command: the encoder's one device
     assert out[1] == "skipped 2 inputs (not UTF-8: 1, unsupported type: 1)"
     assert out[2].endswith("latin1.txt: not UTF-8 (byte 0xe9 at offset 3)")
     assert cli_main(["index", "info", str(idx)]) == 0
@@ -110,3 +116,57 @@ def test_cli_skipped_summary_strict_bad_arguments_and_help(encoder, corpus, caps
     help_text = " ".join(capsys.readouterr().out.split())
     for needed in (".py", ".html", ".jsonl", ".md", "--strict", "(default: 32)", "(default: 4096)"):
         assert needed in help_text, needed
+
+
+def test_build_on_two_cpu_devices_gives_the_one_device_index(encoder, tmp_path, capsys):
+    """Issue 26: a new ``index build`` process asks XLA for ``--cpu-devices 2`` before JAX starts
+    and sends the encoder's micro-batches to both; 40 passages = 2 micro-batches of 32, so the
+    second device encodes one. Same embeddings as this process's one-device build, bit for bit."""
+    docs = tmp_path / "many"
+    docs.mkdir()
+    for i in range(40):
+        (docs / f"d{i:02d}.txt").write_text(f"Note {i}: " + "word " * (3 + i % 7), encoding="utf-8")
+    assert (
+        cli_main(["index", "build", str(docs), "--out", str(tmp_path / "one"), "--no-progress"])
+        == 0
+    )
+    assert "CPU devices" not in capsys.readouterr().out
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    env |= {"JAX_PLATFORMS": "cpu", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    argv = ["index", "build", str(docs), "--out", str(tmp_path / "two"), "--no-progress"]
+    done = subprocess.run(
+        [sys.executable, "-m", "jaxparadigm", *argv, "--cpu-devices", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.match(r"indexed 40 passages in [\d.]+ s on 2 CPU devices: ", done.stdout)
+
+    def embeddings(idx):
+        (shard,) = sorted((tmp_path / idx).glob("shard_00000-*.npy"))
+        return np.load(shard)
+
+    one, two = embeddings("one"), embeddings("two")
+    assert one.shape == (40, 384)
+    np.testing.assert_array_equal(one, two)
+
+
+def test_spread_sets_and_restores_the_cached_encoders_devices(encoder):
+    import jax
+
+    from jaxparadigm.app.index_text import _spread
+
+    before = encoder.devices
+    with _spread(encoder, 2) as where:
+        assert where == " on 2 CPU devices"
+        assert encoder.devices == jax.local_devices()[:2]
+    assert encoder.devices == before
+    with pytest.raises(RuntimeError), _spread(encoder, 3):
+        assert len(encoder.devices) == 3
+        raise RuntimeError("the build failed")
+    assert encoder.devices == before  # restored on an error too
+    for count in (None, 1):
+        with _spread(encoder, count) as where:
+            assert where == "" and encoder.devices == before
