@@ -29,8 +29,9 @@ appending ``--xla_force_host_platform_device_count=N`` (and :data:`CPU_XLA_FLAGS
    request for another count is an error, the default is left unapplied with a note.
 
 ``index build|add`` have no config: rules 1 and 4 only (:func:`prepare_command_devices`), and the
-encoder sends its micro-batches to the devices in turn (measured: ``index build ./docs``, 1,809
-passages, 96-107 s on two devices vs 132-142 s on one, benchmarks/RESULTS.md).
+encoder sends its micro-batches to the devices in turn (measured by
+benchmarks/index_build_devices.py: ``index build docs``, 1,809 passages, median 101.5 s wall on
+two devices vs 146.2 s on one, 1.44x, benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
