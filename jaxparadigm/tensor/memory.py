@@ -302,7 +302,9 @@ class Memory:
 
         ``source`` is a ``Handle`` (share its storage) or array values (a new storage). Without
         ``shape`` the new handle takes ``source``'s view (its shape for values); with it, the view
-        is ``View(shape, strides or row-major, source.offset + offset)`` over that storage, and
+        is ``View(shape, strides, source.offset + offset)`` over that storage, where ``strides``
+        defaults to ``h``'s own strides when ``shape`` is ``h``'s shape (torch's resize keeps the
+        strides of a tensor whose size does not change) and to row-major otherwise; and
         ``source`` must be contiguous (torch's ``set_(source, storage_offset, size, stride)``
         with a tensor ``source``: the offset counts from the source's own, ``ValueError``
         otherwise). Aliases of ``h``'s old storage are not touched. The dtype must match
@@ -338,7 +340,8 @@ class Memory:
                     "(as torch's set_(source, storage_offset, size, stride))"
                 )
             shape = as_int_tuple(shape, "shape")
-            strides = contiguous_strides(shape) if strides is None else strides
+            if strides is None:  # torch: resize_impl_ returns early when the size is unchanged
+                strides = h.view.strides if shape == h.view.shape else contiguous_strides(shape)
             view = View(shape, as_int_tuple(strides, "strides"), source.view.offset + offset)
         view.check_bounds(storage.shape[0], "source storage")
         return mem, dataclasses.replace(source, view=view)

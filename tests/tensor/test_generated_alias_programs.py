@@ -347,6 +347,19 @@ REGRESSIONS = {
         0,
         (("as_strided", 1, (2, 2), (0, 1), None), ("set_", 0, 2, (0, (), ()))),
     ),
+    # set_(s, 0, (0,)) onto t2 = t1[::2] (size 0, stride 2) gave row-major stride 1; torch keeps
+    # a tensor's strides when set_ leaves its size unchanged (found by CI's long torch run).
+    "set_to_the_same_size_keeps_the_strides": (
+        (1, 0),
+        (),
+        0,
+        (
+            ("write", 1, ("fill_", None, np.float32(0.0))),
+            ("move", 1, ("slice", 0, None, None, 2)),
+            ("write", 2, ("fill_", None, np.float32(0.0))),
+            ("set_", 2, np.array(-7.0, np.float32), (0, (0,), None)),
+        ),
+    ),
     # Not ours: the NumPy model kept the new buffer of a set_ it refused ("buffer is too small"
     # is a TypeError there), so the storages differed after a refusal on both sides.
     "refused_set_of_values_allocates_nothing": (

@@ -11,6 +11,7 @@ from absl.testing import parameterized
 
 from jaxparadigm.tensor import Memory
 from jaxparadigm.tensor.memory import Handle
+from jaxparadigm.tensor.view import View
 
 # A script is a list of steps; every interpreter runs it and all tensors are compared after every
 # step. ("set_", name, source, offset, shape, strides): source is a tensor name or new values.
@@ -407,6 +408,45 @@ def test_set_with_shape_and_no_strides_is_row_major():
     mem, b = mem.set_(b, a, 1, (2, 2))
     assert b.view.strides == (2, 1) and b.view.offset == 1
     np.testing.assert_array_equal(np.asarray(mem.read(b)), [[1.0, 2.0], [3.0, 4.0]])
+
+
+def _same_size_cases():
+    """``(shape, strides, offset)`` of ``b`` before ``set_(b, a, offset, b's shape)``, where
+    ``a`` is 12 contiguous elements: a step-2 slice, a transpose, a size-0 step-2 slice."""
+    return [((3,), (2,), 0), ((4, 3), (1, 4), 0), ((0,), (2,), 0), ((2,), (3,), 1)]
+
+
+@pytest.mark.parametrize("shape, strides, offset", _same_size_cases())
+def test_set_to_the_same_size_keeps_the_strides(shape, strides, offset):
+    """torch (``aten/src/ATen/native/Resize.h``, ``resize_impl_cpu_``): ``set_(source, offset,
+    size)`` with ``size`` equal to the tensor's own keeps its strides (resize returns early); a
+    new size gets row-major strides. Found by the generated alias programs vs torch in CI:
+    ``t[::2]`` of an empty tensor, then ``set_(s, 0, (0,))``, kept stride 2 in torch."""
+    mem, a = Memory().tensor(np.arange(12.0, dtype=np.float32))
+    mem, b = mem.tensor(np.zeros(12, np.float32))
+    b = mem.as_strided(b, shape, strides, 0)
+    mem, kept = mem.set_(b, a, offset, shape)
+    assert kept.view.strides == strides and kept.view.offset == offset
+    want = np.lib.stride_tricks.as_strided(
+        np.arange(12.0, dtype=np.float32)[offset:], shape, tuple(4 * s for s in strides)
+    )
+    np.testing.assert_array_equal(np.asarray(mem.read(kept)), want)
+    other = (1,) * len(shape)  # another size: row-major, whatever b's strides
+    mem, fresh = mem.set_(b, a, 0, other)
+    assert fresh.view.strides == View.contiguous(other).strides
+
+
+@pytest.mark.crosscheck
+@pytest.mark.parametrize("shape, strides, offset", _same_size_cases())
+def test_set_to_the_same_size_keeps_the_strides_as_torch(shape, strides, offset):
+    torch = pytest.importorskip("torch")
+    t = torch.zeros(12).as_strided(shape, strides, 0)
+    t.set_(torch.arange(12.0), offset, shape)
+    mem, a = Memory().tensor(np.arange(12.0, dtype=np.float32))
+    mem, b = mem.tensor(np.zeros(12, np.float32))
+    mem, got = mem.set_(mem.as_strided(b, shape, strides, 0), a, offset, shape)
+    assert got.view.strides == tuple(t.stride()) and got.view.offset == t.storage_offset()
+    np.testing.assert_array_equal(np.asarray(mem.read(got)), t.numpy())
 
 
 @pytest.mark.parametrize(
