@@ -13,7 +13,10 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-_flags = os.environ.get("XLA_FLAGS", "")
+#: ``XLA_FLAGS`` as the user's environment had it, before the forced devices below (None: unset):
+#: the README test runs the README's commands with it, as a user would.
+USER_XLA_FLAGS = os.environ.get("XLA_FLAGS")
+_flags = USER_XLA_FLAGS or ""
 if "xla_force_host_platform_device_count" not in _flags:
     os.environ["XLA_FLAGS"] = (_flags + " --xla_force_host_platform_device_count=4").strip()
 

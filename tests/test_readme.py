@@ -13,7 +13,9 @@ few minutes (longer the first time: the first pydoc ``search`` fills ~/.cache/ja
   README's ``make`` commands never reinstall into the shared venv, and ``PYTHONPATH`` puts the
   clone's ``jaxparadigm`` first (the venv's editable install points elsewhere). Without the
   variable the README's first ``make`` creates and installs a fresh ``.venv`` in the clone
-  (network needed).
+  (network needed). ``XLA_FLAGS`` is the user's, without the 4 CPU devices that
+  ``tests/conftest.py`` forces for the tests: the commands get the CPU device count a user gets
+  (``--cpu-devices`` default ``auto``), unless a command sets its own.
 * Sizes: :data:`OVERRIDES` appends small sizes (steps, rounds, a test subset) to the commands it
   matches, each with its reason; :data:`SKIPPED` lists the commands that need a cluster or
   another shell, with the reason. Both lists must match README commands (a stale entry fails).
@@ -129,8 +131,13 @@ def clone(tmp_path_factory):
 
 
 def _run_env(clone: Path) -> dict:
+    from tests.conftest import USER_XLA_FLAGS
+
     env = {**os.environ, "PYTHONPATH": str(clone)}
     env.pop("JAXPARADIGM_REQUIRE_ORACLES", None)  # the README's commands are not oracle tests
+    env.pop("XLA_FLAGS")  # conftest's 4 forced CPU devices are the tests', not a user's
+    if USER_XLA_FLAGS is not None:
+        env["XLA_FLAGS"] = USER_XLA_FLAGS
     return env
 
 
