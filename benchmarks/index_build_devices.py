@@ -30,14 +30,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from index_bench import cpu_info  # noqa: E402 - the benchmarks folder is not a package
-
-
-def _load() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "unknown"
+from search_bench import _load, cpu_info  # noqa: E402 - the benchmarks folder is not a package
 
 
 def build(paths: list[str], out: Path, devices: int) -> tuple[float, str]:
