@@ -87,9 +87,12 @@ def serve_index(
     service = index_service(index_dir, encoder=encoder, port=port)
     service.index.encoder.encode("warm-up query", normalize=True)  # compile before serving
     stop = stop if stop is not None else threading.Event()
-    previous = None
+    previous = {}
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        # SIGINT too, explicitly: a process started in the background of a script inherits
+        # SIGINT ignored, and Python then raises no KeyboardInterrupt (`kill -INT` did nothing)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
     service.start()
     requests = 0
     try:
@@ -107,7 +110,7 @@ def serve_index(
     finally:
         service.stop()
         requests += _server_spans(service)
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     print(f"stopped after {requests} request(s)", file=out, flush=True)
     return requests
