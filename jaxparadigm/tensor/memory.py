@@ -83,6 +83,36 @@ def _is_advanced(index: Any) -> bool:
     )
 
 
+def _check_masks(index: Any, shape: tuple[int, ...]) -> None:
+    """``IndexError`` if a boolean part of ``index`` does not match the dimensions it indexes, as
+    PyTorch ("The shape of the mask ... does not match"). NumPy skips this check when the array
+    is empty (``zeros((0, 1))[..., []]`` passes), so it is made here, before NumPy indexes."""
+    parts = index if isinstance(index, tuple) else (index,)
+
+    def mask(p: Any) -> np.ndarray | None:
+        a = np.asarray(p) if isinstance(p, (list, np.ndarray)) else None
+        return a if a is not None and a.dtype == np.bool_ else None
+
+    def used(p: Any) -> int:
+        if p is None or p is Ellipsis or isinstance(p, (bool, np.bool_)):
+            return 0
+        m = mask(p)
+        return 1 if m is None else m.ndim
+
+    rest, dim = len(shape) - sum(used(p) for p in parts), 0
+    for p in parts:
+        if p is Ellipsis:
+            dim += max(rest, 0)
+            continue
+        m = mask(p)
+        if m is not None and m.shape != tuple(shape[dim : dim + m.ndim]):
+            raise IndexError(
+                f"the boolean index of shape {m.shape} does not match the dimensions "
+                f"{tuple(shape[dim : dim + m.ndim])} it indexes (from dimension {dim})"
+            )
+        dim += used(p)
+
+
 def _last_write_wins(flat: np.ndarray, values: jax.Array) -> tuple[np.ndarray, jax.Array]:
     """Keep, for each repeated storage position, only the last write (row-major index order)."""
     reversed_first = np.unique(flat[::-1], return_index=True)[1]
@@ -276,6 +306,7 @@ class Memory:
                 f"setitem_ index must be static (ints, slices, numpy arrays), got a tracer: {index!r}"
             )
         try:
+            _check_masks(index, h.view.shape)
             positions = np.asarray(h.view.storage_indices()[index])
         except (IndexError, TypeError) as err:
             raise ValueError(
@@ -303,8 +334,8 @@ class Memory:
         ``source`` is a ``Handle`` (share its storage) or array values (a new storage). Without
         ``shape`` the new handle takes ``source``'s view (its shape for values); with it, the view
         is ``View(shape, strides, source.offset + offset)`` over that storage, where ``strides``
-        defaults to ``h``'s own strides when ``shape`` is ``h``'s shape (torch's resize keeps the
-        strides of a tensor whose size does not change) and to row-major otherwise; and
+        defaults as in torch: the row-major layout must fit the storage, then ``h`` keeps its own
+        strides when ``shape`` is its shape (see :meth:`_set_strides`), else row-major; and
         ``source`` must be contiguous (torch's ``set_(source, storage_offset, size, stride)``
         with a tensor ``source``: the offset counts from the source's own, ``ValueError``
         otherwise). Aliases of ``h``'s old storage are not touched. The dtype must match
@@ -340,8 +371,29 @@ class Memory:
                     "(as torch's set_(source, storage_offset, size, stride))"
                 )
             shape = as_int_tuple(shape, "shape")
-            if strides is None:  # torch: resize_impl_ returns early when the size is unchanged
-                strides = h.view.strides if shape == h.view.shape else contiguous_strides(shape)
-            view = View(shape, as_int_tuple(strides, "strides"), source.view.offset + offset)
+            start = source.view.offset + offset
+            if strides is None:
+                strides = self._set_strides(h, shape, start, storage.shape[0])
+            view = View(shape, as_int_tuple(strides, "strides"), start)
         view.check_bounds(storage.shape[0], "source storage")
         return mem, dataclasses.replace(source, view=view)
+
+    @staticmethod
+    def _set_strides(h: Handle, shape: tuple[int, ...], start: int, size: int) -> tuple[int, ...]:
+        """Strides of ``set_(h, source, offset, shape)`` without ``strides``, as torch: it checks
+        the row-major layout against the storage (``setStorage: ... out of bounds``), then its
+        resize returns early when the size is unchanged, so ``h`` keeps its strides. Where those
+        kept strides address past the storage torch reads past its end; we raise ValueError."""
+        row_major = contiguous_strides(shape)
+        View(shape, row_major, start).check_bounds(size, "source storage")
+        if shape != h.view.shape or h.view.strides == row_major:
+            return row_major
+        try:
+            View(shape, h.view.strides, start).check_bounds(size, "source storage")
+        except ValueError as err:
+            raise ValueError(
+                f"set_: the tensor keeps its strides {h.view.strides} for an unchanged shape "
+                f"{shape} (as torch does), and they leave the source storage: {err} (torch "
+                "reads past the storage's end here)"
+            ) from None
+        return h.view.strides

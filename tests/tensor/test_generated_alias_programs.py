@@ -9,7 +9,8 @@ storage offset and ``is_contiguous``; (vs NumPy) the storage index of every elem
 own addresses; and every storage's contents, so a write is seen by exactly the aliases that share
 the written elements. A refusal must meet a refusal (the program then goes on), and a refused step
 leaves the state unchanged (PyTorch leaves a tensor whose ``set_`` it refused half rebound, reading
-past its storage; its interpreter restores the tensor). PyTorch storages come from NumPy, so they
+past its storage, and an ``index_put_`` it refused for an out-of-bounds index partly written; its
+interpreter restores both). PyTorch storages come from NumPy, so they
 are fixed-size as ours: PyTorch's ``set_`` may not grow them either.
 
 Classes as in ``tests/differential_classes.py``. Documented refusals (counted by name):
@@ -27,6 +28,11 @@ Classes as in ``tests/differential_classes.py``. Documented refusals (counted by
   dtype. PyTorch goes through the source's untyped storage and reads its bytes as the tensor's
   dtype (an int32 ``-7`` becomes a float32 NaN; it refuses the dtype only without a geometry);
   our storages are typed arrays, and ``set_`` refuses every dtype change with a ``TypeError``.
+* ``set_kept_strides_past_the_storage``: ``set_(source, offset, shape)`` without strides, with
+  ``shape`` the tensor's own: PyTorch checks the row-major layout against the storage, then keeps
+  the tensor's strides (its resize returns early for an unchanged size) even where they address
+  past the storage's end, and reads there (``a[::2].set_(torch.zeros(3), 0, (3,))`` reads a third
+  element from beyond the 3-element storage); we raise ``ValueError``.
 * ``negative_expand_size``: as in ``test_generated_view_chains.py``.
 
 Counted apart, never failing: ``not_judged:empty_view_offset``, a step whose NumPy model would need
@@ -129,7 +135,18 @@ class TorchProgram:
             self.tensors.append(torch.as_strided(self.tensors[src], shape, strides, *extra))
         elif kind == "set_":
             self._set(*args)
-        elif kind == "write":
+        else:  # a write: PyTorch may write part of an index_put_ it then refuses (an index out
+            saved = [b.clone() for b in self.bases]  # of bounds after valid ones); restore it
+            try:
+                self._write(kind, args)
+            except torch_refusals(torch):
+                for base, before in zip(self.bases, saved, strict=True):
+                    base.copy_(before)
+                raise
+
+    def _write(self, kind: str, args) -> None:
+        torch = self.torch
+        if kind == "write":
             dst, (what, index, values) = args
             t = self.tensors[dst]
             if what == "fill_":
@@ -229,6 +246,8 @@ def documented_refusal(step: tuple, err: Exception, positions) -> str | None:
     message = str(err)
     if kind == "set_" and "cannot set a tensor of dtype" in message:
         return "set_reinterprets_dtype"
+    if kind == "set_" and "torch reads past the storage's end" in message:
+        return "set_kept_strides_past_the_storage"
     if positions is None or kind not in ("write", "copy_from"):
         return None
     what, index = (args[1][0], args[1][1]) if kind == "write" else ("copy_", None)
@@ -279,6 +298,8 @@ def run_program(program: tuple, oracle, tally: Tally) -> None:
         if our_err is not None:
             tally.record(EQUAL)
         compare(ours, theirs, tally, where)
+        if our_err is not None and step[0] in ("move", "as_strided"):
+            return  # both refused to make the tensor that the later steps were drawn to use
 
 
 # --- suites -------------------------------------------------------------------------------------
@@ -358,6 +379,49 @@ REGRESSIONS = {
             ("move", 1, ("slice", 0, None, None, 2)),
             ("write", 2, ("fill_", None, np.float32(0.0))),
             ("set_", 2, np.array(-7.0, np.float32), (0, (0,), None)),
+        ),
+    ),
+    # Not ours: the NumPy model gave set_ without strides row-major strides after ours kept the
+    # tensor's own (0, 1, 0) for an unchanged size, and refused them as too large for the buffer.
+    "numpy_model_keeps_the_strides_of_an_unchanged_size": (
+        (10, 4),
+        (1, 1, 3),
+        2,
+        (
+            ("set_", 1, 1, (2, (3, 2, 3), (0, 1, 0))),
+            ("set_", 0, 0, (0, (), ())),
+            ("set_", 1, 0, (0, (3, 2, 3), None)),
+        ),
+    ),
+    # Not ours: torch wrote element 0 of an index_put_ with indices [0, 1, 0] into a size-1
+    # dimension before refusing index 1; both refuse, and torch's interpreter now restores.
+    "torch_writes_part_of_a_refused_index_put": (
+        (8, 0),
+        (3, 1),
+        0,
+        (
+            (
+                "write",
+                0,
+                (
+                    "setitem_",
+                    (Ellipsis, None, np.array([0, 1, 0]), None),
+                    np.ones((1, 1), np.float32),
+                ),
+            ),
+            ("write", 0, ("fill_", None, np.float32(0.5))),
+        ),
+    ),
+    # Not ours: both sides refused to permute a 0-d tensor, and the harness then ran a step on
+    # the tensor the permute would have made (an IndexError in the test itself; CI's long run).
+    "both_refuse_the_move_a_later_step_uses": (
+        (1, 1),
+        (1, 1),
+        0,
+        (
+            ("set_", 0, 1, (0, (), ())),
+            ("move", 0, ("permute", (0, 1))),
+            ("write", 2, ("fill_", None, np.float32(0.0))),
         ),
     ),
     # Not ours: the NumPy model kept the new buffer of a set_ it refused ("buffer is too small"

@@ -449,6 +449,32 @@ def test_set_to_the_same_size_keeps_the_strides_as_torch(shape, strides, offset)
     np.testing.assert_array_equal(np.asarray(mem.read(got)), t.numpy())
 
 
+def test_set_checks_the_row_major_layout_and_refuses_kept_strides_past_the_storage():
+    """torch's ``set_`` without strides checks the row-major layout against the storage first
+    (``setStorage: ... out of bounds``), even where the strides it then keeps would fit; and keeps
+    strides that address past the storage (it then reads past its end), which we refuse."""
+    mem, a = Memory().tensor(np.arange(10.0, dtype=np.float32))
+    mem, b = mem.tensor(np.zeros(12, np.float32))
+    narrow = mem.as_strided(b, (3, 2, 3), (0, 1, 0), 2)  # fits 10 elements; row-major would not
+    with pytest.raises(ValueError, match=r"addresses storage index 19, but the source storage"):
+        mem.set_(narrow, a, 2, (3, 2, 3))
+    mem, c = mem.tensor(np.zeros(3, np.float32))
+    every_other = mem.as_strided(b, (3,), (2,), 0)
+    with pytest.raises(ValueError, match=r"keeps its strides \(2,\) .*torch reads past"):
+        mem.set_(every_other, c, 0, (3,))
+
+
+@pytest.mark.crosscheck
+def test_set_bounds_as_torch_and_where_torch_reads_past_the_storage():
+    torch = pytest.importorskip("torch")
+    narrow = torch.zeros(12).as_strided((3, 2, 3), (0, 1, 0), 2)
+    with pytest.raises(RuntimeError, match="out of bounds for storage of size 40"):
+        narrow.set_(torch.arange(10.0), 2, (3, 2, 3))
+    every_other = torch.arange(6.0)[::2]
+    every_other.set_(torch.zeros(3), 0, (3,))  # accepted: the third element lies past the storage
+    assert every_other.stride() == (2,) and every_other.untyped_storage().nbytes() == 12
+
+
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
@@ -601,3 +627,59 @@ def test_tensor_of_a_handle_is_refused_with_the_whole_message():
     with pytest.raises(TypeError) as info:
         mem.tensor(a)
     assert str(info.value) == "data must be array-like values, got a Handle (use view/read)"
+
+
+#: (view shape, index, whether the index is refused: a mask must have the shape of the dims it
+#: indexes). The empty cases: NumPy skips the check there, PyTorch does not.
+_MASKS = [
+    ((2, 3), (Ellipsis, None, np.array([True, False, True]), None), False),
+    ((2, 3), (np.array([True, False]),), False),
+    ((2, 3), (np.array([True, False, True]),), True),
+    ((2, 3), np.array([[True, False, True], [False, False, True]]), False),
+    ((2, 3), (Ellipsis, [True, False, True]), False),
+    ((2, 3), (slice(None), np.array([True, True])), True),
+    ((0, 1), (Ellipsis, None, np.array([], bool), None), True),
+    ((0, 1), (np.array([], bool),), False),
+    ((0, 1), (slice(None), np.array([True])), False),
+]
+
+
+def _setitem_refused(shape, index) -> bool:
+    mem, h = Memory().tensor(np.zeros(6, np.float32))
+    view = mem.as_strided(h, shape, View.contiguous(shape).strides, 0)
+    try:
+        mem.setitem_(view, index, np.float32(1.0))
+    except ValueError as err:
+        assert "invalid for a view of shape" in str(err)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("shape, index, refused", _MASKS)
+def test_setitem_boolean_masks_must_match_their_dimensions(shape, index, refused):
+    """Found by the generated alias programs vs torch: ``t[..., None, mask, None] = v`` with an
+    empty mask on a ``(0, 1)`` view, which NumPy lets through for an empty array."""
+    assert _setitem_refused(shape, index) is refused
+    if 0 not in shape:  # NumPy as the oracle where it checks
+        try:
+            np.zeros(shape, np.float32)[index] = 1.0
+        except IndexError:
+            assert refused
+        else:
+            assert not refused
+
+
+@pytest.mark.crosscheck
+@pytest.mark.parametrize("shape, index, refused", _MASKS)
+def test_setitem_boolean_masks_as_torch(shape, index, refused):
+    torch = pytest.importorskip("torch")
+    parts = index if isinstance(index, tuple) else (index,)
+    tindex = tuple(
+        torch.from_numpy(np.asarray(p)) if isinstance(p, (list, np.ndarray)) else p for p in parts
+    )
+    try:
+        torch.zeros(shape)[tindex] = 1.0
+        torch_refuses = False
+    except IndexError:
+        torch_refuses = True
+    assert torch_refuses is refused is _setitem_refused(shape, index)

@@ -139,11 +139,16 @@ class NumpyProgram:
             base = 0 if geometry is None else self.offset_of(source)
         if geometry is not None:
             offset, shape, strides = geometry
-            if strides is None:
-                byte_strides = _contiguous_bytes(shape)
+            current = self.tensors[dst][0]
+            if strides is None:  # torch: the row-major layout must fit, then an unchanged size
+                byte_strides = _contiguous_bytes(shape)  # keeps the tensor's own strides
+                if tuple(shape) == current.shape:
+                    byte_strides = current.strides
             else:
                 byte_strides = tuple(ITEM * s for s in strides)
             try:
+                if strides is None:
+                    self._strided(b, shape, _contiguous_bytes(shape), base + offset)
                 array = self._strided(b, shape, byte_strides, base + offset)
             except REFUSALS:  # ("buffer is too small" is a TypeError)
                 if isinstance(source, np.ndarray):
