@@ -385,9 +385,9 @@ class Memory:
         resize returns early when the size is unchanged, so ``h`` keeps its strides. Where those
         kept strides address past the storage torch reads past its end; we raise ValueError."""
         row_major = contiguous_strides(shape)
-        View(shape, row_major, start).check_bounds(size, "source storage")
         if shape != h.view.shape or h.view.strides == row_major:
-            return row_major
+            return row_major  # set_ checks this view against the storage
+        View(shape, row_major, start).check_bounds(size, "source storage")  # torch's first check
         try:
             View(shape, h.view.strides, start).check_bounds(size, "source storage")
         except ValueError as err:

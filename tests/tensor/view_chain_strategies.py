@@ -140,16 +140,14 @@ class NumpyProgram:
         if geometry is not None:
             offset, shape, strides = geometry
             current = self.tensors[dst][0]
-            if strides is None:  # torch: the row-major layout must fit, then an unchanged size
-                byte_strides = _contiguous_bytes(shape)  # keeps the tensor's own strides
-                if tuple(shape) == current.shape:
-                    byte_strides = current.strides
-            else:
+            if strides is not None:
                 byte_strides = tuple(ITEM * s for s in strides)
+            else:  # torch: the row-major layout must fit, then an unchanged size keeps its strides
+                byte_strides = _contiguous_bytes(shape)
             try:
-                if strides is None:
-                    self._strided(b, shape, _contiguous_bytes(shape), base + offset)
                 array = self._strided(b, shape, byte_strides, base + offset)
+                if strides is None and tuple(shape) == current.shape:
+                    array = self._strided(b, shape, current.strides, base + offset)
             except REFUSALS:  # ("buffer is too small" is a TypeError)
                 if isinstance(source, np.ndarray):
                     self.buffers.pop()  # refused: no new buffer
