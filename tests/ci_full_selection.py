@@ -73,6 +73,11 @@ CI_FULL = (
         "against the one-device index stays in test_index_cli.py",
     ),
     (
+        "tests/retrieval/test_retrieval_run_devices.py::*",
+        "a benchmark's smoke run (issue 26: two `run` processes of the retrieval task); the task "
+        "on every CPU device stays in test_evaluation.py",
+    ),
+    (
         "tests/test_gpu_check.py::test_tiny_cpu_run_prints_every_section_with_finite_figures",
         "benchmarks/gpu_check.py end to end at tiny sizes on the CPU (issue 26; 30-75 s: a dozen "
         "compiles); the shell script's no-GPU and GPU branches stay in the default run",

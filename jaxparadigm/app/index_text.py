@@ -5,13 +5,13 @@ Each function does the library call and returns the text: the CLI only parses ar
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jaxparadigm.app.encoder_devices import encoder_on_cpu_devices
 from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.document_files import Skipped, describe_skipped, plural
 from jaxparadigm.retrieval.index_build import add_to_index, build_index
@@ -26,25 +26,6 @@ def _encoder(model_path: str | os.PathLike | None):
     from jaxparadigm.retrieval.sentence_encoder import cached_minilm
 
     return cached_minilm(None if model_path is None else str(model_path))
-
-
-@contextlib.contextmanager
-def _spread(encoder, devices: int | None) -> Iterator[str]:
-    """The encoder's micro-batches sent in turn to the first ``devices`` local CPU devices (issue
-    26: two micro-batches encode side by side on a 2-core machine) while the block runs; yields
-    the words for the summary ("" for one device). The cached encoder's devices are restored
-    after. ``None``, 1, or a backend other than the CPU: the encoder's own devices."""
-    import jax
-
-    before = encoder.devices
-    if devices is None or devices < 2 or jax.default_backend() != "cpu":
-        yield ""
-        return
-    encoder.devices = jax.local_devices()[:devices]
-    try:
-        yield f" on {len(encoder.devices)} CPU devices"
-    finally:
-        encoder.devices = before
 
 
 def _summary(
@@ -72,10 +53,11 @@ def index_build_text(
     **kw: Any,
 ) -> str:
     """Build (or resume building) an index of ``paths`` in ``out_dir``, encoding on ``devices``
-    CPU devices (see :func:`_spread`); returns a summary line."""
+    CPU devices (:func:`~jaxparadigm.app.encoder_devices.encoder_on_cpu_devices`); returns a
+    summary line."""
     t0 = time.perf_counter()
     encoder = _encoder(model_path)
-    with _spread(encoder, devices) as where:
+    with encoder_on_cpu_devices(encoder, devices) as where:
         m = build_index(paths, out_dir, encoder, progress=progress, **kw)
     return _summary("indexed", Path(out_dir), m, m["count"], time.perf_counter() - t0, where)
 
@@ -89,12 +71,12 @@ def index_add_text(
     devices: int | None = None,
     **kw: Any,
 ) -> str:
-    """Append ``paths`` to the index in ``index_dir``, encoding on ``devices`` CPU devices (see
-    :func:`_spread`); returns a summary line."""
+    """Append ``paths`` to the index in ``index_dir``, encoding on ``devices`` CPU devices
+    (:func:`~jaxparadigm.app.encoder_devices.encoder_on_cpu_devices`); returns a summary line."""
     t0 = time.perf_counter()
     before = committed(read_manifest(index_dir))["count"]
     encoder = _encoder(model_path)
-    with _spread(encoder, devices) as where:
+    with encoder_on_cpu_devices(encoder, devices) as where:
         m = add_to_index(index_dir, paths, encoder, progress=progress, **kw)
     added = m["count"] - before
     return _summary("added", Path(index_dir), m, added, time.perf_counter() - t0, where)

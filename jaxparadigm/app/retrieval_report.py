@@ -59,6 +59,12 @@ def _seed_lines(seed: dict) -> list[str]:
     return lines
 
 
+def _devices(m: dict) -> str:
+    """Where the encoder ran: "2 CPU devices (micro-batches in turn)", or "one device"."""
+    n = m["encode_devices"]
+    return f"{n} CPU devices (micro-batches in turn)" if n > 1 else "one device"
+
+
 def _c12_lines(m: dict) -> list[str]:
     """The C1.2 section (dot vs cosine) and the mechanics (timings, compiled shapes)."""
     c = m["c1_2"]
@@ -81,7 +87,7 @@ def _c12_lines(m: dict) -> list[str]:
         "## Mechanics",
         "",
         f"Model load {m['load_seconds']:.1f} s; all semantic encoding {m['semantic_seconds']:.1f} s "
-        f"on a shared CPU; the encoder's jit has compiled {len(m['compiled_shapes'])} (rows, length) "
+        f"on {_devices(m)}; the encoder's jit has compiled {len(m['compiled_shapes'])} (rows, length) "
         f"shapes in this process: "
         f"{m['compiled_shapes']}.",
         "",

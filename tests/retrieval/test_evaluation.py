@@ -2,6 +2,7 @@
 
 import json
 
+import jax
 import pytest
 
 from jaxparadigm.app.retrieval_evaluation import format_search, run_experiment
@@ -16,6 +17,7 @@ def test_run_experiment_on_a_topic_subset(encoder, tmp_path):
         {"name": "r", "task": "retrieval", "out_dir": str(tmp_path)},
         [f"retrieval.topics={json.dumps(TOPICS)}", "retrieval.chunk_words=60"],
     )
+    before = encoder.devices
     report = run_experiment(cfg)
     assert report == tmp_path / "r" / "report.md"
     text = report.read_text(encoding="utf-8")
@@ -29,6 +31,10 @@ def test_run_experiment_on_a_topic_subset(encoder, tmp_path):
     assert m["results"]["semantic (passages, max)"]["recall@5"] == 1.0
     assert m["results"]["keyword (seed substring)"]["mrr"] == 0.0
     assert m["c1_2"]["max_abs_dot_minus_cos_normalized"] < 1e-5
+    # the encoding ran on every CPU device of the process (tests force 4), said in the report
+    assert m["encode_devices"] == len(jax.local_devices()) > 1
+    assert f"on {m['encode_devices']} CPU devices (micro-batches in turn)" in text
+    assert encoder.devices == before  # the cached encoder is left as it was
 
 
 @pytest.mark.parametrize(

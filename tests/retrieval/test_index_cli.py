@@ -153,20 +153,20 @@ def test_build_on_two_cpu_devices_gives_the_one_device_index(encoder, tmp_path, 
     np.testing.assert_array_equal(one, two)
 
 
-def test_spread_sets_and_restores_the_cached_encoders_devices(encoder):
+def test_encoder_on_cpu_devices_sets_and_restores_the_cached_encoders_devices(encoder):
     import jax
 
-    from jaxparadigm.app.index_text import _spread
+    from jaxparadigm.app.encoder_devices import encoder_on_cpu_devices
 
     before = encoder.devices
-    with _spread(encoder, 2) as where:
+    with encoder_on_cpu_devices(encoder, 2) as where:
         assert where == " on 2 CPU devices"
         assert encoder.devices == jax.local_devices()[:2]
     assert encoder.devices == before
-    with pytest.raises(RuntimeError), _spread(encoder, 3):
+    with pytest.raises(RuntimeError), encoder_on_cpu_devices(encoder, 3):
         assert len(encoder.devices) == 3
         raise RuntimeError("the build failed")
     assert encoder.devices == before  # restored on an error too
     for count in (None, 1):
-        with _spread(encoder, count) as where:
+        with encoder_on_cpu_devices(encoder, count) as where:
             assert where == "" and encoder.devices == before
