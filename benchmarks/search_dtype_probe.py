@@ -28,6 +28,8 @@ Each as queries/s and as a fraction of the limits measured at the start of the s
 ``jnp.dot``; this machine's speed drifts between minutes, so every round is set against its own
 limits): batch 64 against peak FLOP/s, batch 1 against read bandwidth over the bytes of the
 stored dtype.
+``XLA_FLAGS`` (printed) is the process's: run the probe under other XLA:CPU options, e.g.
+``XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=dot``, to see what they give each kernel.
 Every kernel runs once per round (``--rounds``, interleaved), each time the median of
 ``--repeats`` calls after one warm-up; printed: the medians over rounds of the time and of the
 fraction. Rows are unit vectors
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -99,7 +102,10 @@ def main(argv=None) -> dict:
         compact_rows,
     )
 
-    print(f"search dtype probe: {a.n:,} x {DIM} rows; CPU: {cpu_info()}; load {_load()}")
+    print(
+        f"search dtype probe: {a.n:,} x {DIM} rows; CPU: {cpu_info()}; load {_load()}; "
+        f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}"
+    )
     x = unit_rows(a.n, DIM, 0)
     stored = {d: compact_rows(x, d)[0] for d in ("float32", "bfloat16", "int8")}
     pad = -a.n % SCAN_ROWS  # scan dot's blocks: zero rows appended (at most 8,191; timed too)
@@ -138,7 +144,12 @@ def main(argv=None) -> dict:
         )
         return s[: q.shape[0]] + s[q.shape[0] :]
 
-    record = {"rows": a.n, "limits": [], "rows_out": []}
+    record = {
+        "rows": a.n,
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "limits": [],
+        "rows_out": [],
+    }
     source = RowSource([x])
     searchers = {d: VectorSearcher(source, dtype=d) for d in stored}
     times: dict = {}
