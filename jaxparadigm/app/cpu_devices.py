@@ -29,9 +29,10 @@ appending ``--xla_force_host_platform_device_count=N`` (and :data:`CPU_XLA_FLAGS
    request for another count is an error, the default is left unapplied with a note.
 
 ``index build|add`` have no config: rules 1 and 4 only (:func:`prepare_command_devices`), and the
-encoder sends its micro-batches to the devices in turn (measured by
-benchmarks/index_build_devices.py: ``index build docs``, 1,809 passages, median 101.5 s wall on
-two devices vs 146.2 s on one, 1.44x, benchmarks/RESULTS.md).
+encoder sends its micro-batches to the devices in turn, as in ``run``'s retrieval task
+(:mod:`jaxparadigm.app.encoder_devices`; measured by benchmarks/index_build_devices.py: ``index
+build docs``, 1,809 passages, median 101.5 s wall on two devices vs 146.2 s on one, 1.44x,
+benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ ENV_CPU_DEVICES = "JAXPARADIGM_CPU_DEVICES"
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 #: JAX's own setting of the CPU device count (``jax_num_cpu_devices``); it beats the XLA flag.
 ENV_JAX_CPU_DEVICES = "JAX_NUM_CPU_DEVICES"
-#: Further XLA:CPU flags applied with the count (none: no flag measured faster, see issue 26).
+#: Further XLA:CPU flags applied with the count. None: the YNNPACK / XNNPACK / oneDNN fusion options
+#: and the multi-output fusion were measured on search, Adam and the charlm step and none was
+#: faster (benchmarks/RESULTS.md, "XLA:CPU options", issue 26).
 CPU_XLA_FLAGS: tuple[str, ...] = ()
 
 _EXPECTED = "expected an integer >= 1 or 'auto' (one device per usable core"
