@@ -3,11 +3,11 @@
     python benchmarks/retrieval_run_devices.py [--config configs/retrieval.yaml] [--cpu-devices 1,2]
         [--rounds 3] [KEY=VALUE ...]
 
-Each run is a new process (``python -m jaxparadigm run CONFIG KEY=VALUE ... out_dir=TMP --cpu-devices K``; the overrides
-are passed on, e.g. ``retrieval.topics=[...]`` for a smaller run) with
-an empty ``XDG_CACHE_HOME``, so the passage index is encoded again every time (no cache hit):
-JAX's start, the model load and every compilation are in the wall time, as in a user's first
-run. Reported per K: the median wall time and the median of the run's own ``semantic_seconds``
+Each run is a new process (``python -m jaxparadigm run CONFIG KEY=VALUE ... out_dir=TMP
+--cpu-devices K``; the overrides are passed on, e.g. ``retrieval.topics=[...]`` for a smaller
+run) with an empty ``XDG_CACHE_HOME``, so the passage index is encoded again every time (no
+cache hit): JAX's start, the model load and every compilation are in the wall time, as in a
+user's first run. Reported per K: the median wall time and the median of the run's own ``semantic_seconds``
 (all MiniLM encoding and scoring, from ``metrics.json``), with ``encode_devices`` as the run
 recorded it; for each K after the first, whether every ranking and metric equals the first K's
 (the encoder's micro-batches on several devices give the one-device embeddings bit for bit).
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -41,7 +42,7 @@ def run(config: str, overrides: list[str], tmp: Path, devices: int) -> tuple[flo
     """Wall seconds of one ``run`` process on ``devices`` CPU devices, and its metrics.json."""
     out, cache = tmp / f"runs{devices}", tmp / f"cache{devices}"
     for d in (out, cache):
-        subprocess.run(["rm", "-rf", str(d)], check=True)
+        shutil.rmtree(d, ignore_errors=True)
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
     env["XDG_CACHE_HOME"] = str(cache)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), env.get("PYTHONPATH", "")]).rstrip(
