@@ -33,12 +33,20 @@ sys.path.insert(0, str(HERE))
 from search_bench import _load, cpu_info  # noqa: E402 - the benchmarks folder is not a package
 
 
-def build(paths: list[str], out: Path, devices: int) -> tuple[float, str]:
-    """Seconds of one ``index build`` process on ``devices`` CPU devices, and its summary line."""
+def command_env() -> dict[str, str]:
+    """This process's environment for a ``python -m jaxparadigm`` child: no ``XLA_FLAGS`` or
+    ``JAX_NUM_CPU_DEVICES`` (``--cpu-devices`` decides the count), this checkout first on
+    ``PYTHONPATH``."""
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
     env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), env.get("PYTHONPATH", "")]).rstrip(
         os.pathsep
     )
+    return env
+
+
+def build(paths: list[str], out: Path, devices: int) -> tuple[float, str]:
+    """Seconds of one ``index build`` process on ``devices`` CPU devices, and its summary line."""
+    env = command_env()
     argv = [sys.executable, "-m", "jaxparadigm", "index", "build", *paths, "--out", str(out)]
     argv += ["--cpu-devices", str(devices), "--no-progress"]
     t0 = time.perf_counter()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -32,7 +31,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from search_bench import _load, cpu_info  # noqa: E402 - the benchmarks folder is not a package
+from index_build_devices import command_env  # noqa: E402 - the benchmarks folder is not a package
+from search_bench import _load, cpu_info  # noqa: E402
 
 #: metrics.json keys that must not depend on the device count (timings and the count do)
 SAME = ("results", "per_query", "seed_example", "n_passages", "n_topics", "n_queries")
@@ -43,11 +43,7 @@ def run(config: str, overrides: list[str], tmp: Path, devices: int) -> tuple[flo
     out, cache = tmp / f"runs{devices}", tmp / f"cache{devices}"
     for d in (out, cache):
         shutil.rmtree(d, ignore_errors=True)
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
-    env["XDG_CACHE_HOME"] = str(cache)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep
-    )
+    env = {**command_env(), "XDG_CACHE_HOME": str(cache)}
     argv = [sys.executable, "-m", "jaxparadigm", "run", config, *overrides, f"out_dir={out}"]
     argv += ["--cpu-devices", str(devices)]
     t0 = time.perf_counter()
