@@ -101,9 +101,17 @@ def _bias_correction(moments: Any, decay: float, count: jax.Array) -> Any:
     return jax.tree.map(lambda t: t / correction.astype(t.dtype), moments)
 
 
-def _compute_dtype(g: jax.Array) -> Any:
-    """Moments are updated in at least float32 whatever their storage dtype (C4.2)."""
-    return jnp.promote_types(g.dtype, jnp.float32)
+def _compute_dtype(g: jax.Array, stored: Any = None) -> Any:
+    """Moments are updated in at least float32 whatever their storage dtype (C4.2).
+
+    A complex store (``mu_dtype="complex64"`` for real params) makes the moment complex, as
+    optax's ``(1 - b1) g + b1 m`` promotes to it: computing it in the real part alone rounds
+    differently from optax's complex ops (issue 34: hundreds of ulp after 10 steps).
+    """
+    dtype = jnp.promote_types(g.dtype, jnp.float32)
+    if stored is not None and jnp.iscomplexobj(stored):
+        dtype = jnp.promote_types(dtype, stored.dtype)
+    return dtype
 
 
 def _cast_to_storage(value: jax.Array, stored: jax.Array) -> jax.Array:
@@ -174,7 +182,7 @@ def update_adam_state(
             return None
         # ``g**1`` is kept on purpose: it is optax's op sequence, and XLA's fusion (hence the
         # rounding of ``m / (1 - b1^t)``) depends on it; bitwise equality with optax needs it.
-        cd = _compute_dtype(g)
+        cd = _compute_dtype(g, t)
         return coefficient(c.one_minus_b1, g.dtype) * (g**1) + coefficient(c.b1, cd) * _as(t, cd)
 
     def second_moment(g, t):
@@ -198,7 +206,7 @@ def update_adam_state(
         if m is None:
             return None
         eps_root, eps = coefficient(c.eps_root, v.dtype), coefficient(c.eps, v.dtype)
-        return (m / (jnp.sqrt(v + eps_root) + eps)).astype(g.dtype)
+        return _cast_to_storage(m / (jnp.sqrt(v + eps_root) + eps), g)
 
     new_updates = jax.tree.map(direction, updates, mu_hat, nu_hat, is_leaf=is_none)
     cast_like = lambda t, stored: stored if t is None else _cast_to_storage(t, stored)
@@ -230,8 +238,9 @@ def scale_by_adam(
     Complex params follow optax: ``|g|^2 = (conj(g) g).real`` in ``v``; ``mu_dtype=None`` keeps
     ``mu`` complex; a real ``mu_dtype`` is accepted as optax accepts it (the imaginary part of
     ``mu`` is dropped at each step; a ``UserWarning`` at init), and a complex ``mu_dtype`` for
-    real params stores a complex ``mu`` with zero imaginary part (the updates stay real, where
-    optax's become complex). ``nesterov=True`` is NAdam (Dozat 2016), as optax's. Integer params
+    real params stores a complex ``mu`` with zero imaginary part, computed in complex as optax
+    computes it (the updates stay real, where optax's become complex; their real parts are
+    bitwise optax's). ``nesterov=True`` is NAdam (Dozat 2016), as optax's. Integer params
     or gradients raise ``TypeError``.
     """
     coefficients = adam_coefficients(b1, b2, eps, eps_root)
