@@ -275,7 +275,7 @@ def run_mixed_precision(cfg: Config) -> Path:
         label = dtype + (" + loss scaling" if scaled else "")
         curves[label] = (list(range(1, len(losses) + 1)), losses.tolist())
         rows.append(
-            f"| {label} | {nu['dtype']} | {nu['bytes']} | {nu['underflow_fraction']:.4f} "
+            f"| {label} | {nu['dtype']} | {nu['bytes']} | {nu['zero_fraction']:.4f} "
             f"| {losses[-1]:.4f} | {result.final_eval['loss']:.4f} "
             f"| {np.nanmax(np.abs(losses - reference)):.3g} | {int(result.state.guard.skipped)} |"
         )

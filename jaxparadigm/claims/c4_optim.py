@@ -11,11 +11,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxparadigm.claims.evidence.adam_moments import nu_storage_evidence
 from jaxparadigm.claims.evidence.overflow import overflow_evidence
 from jaxparadigm.claims.figures import bar_chart, line_chart
 from jaxparadigm.claims.ledger import experiment
 from jaxparadigm.claims.torch_side import NOT_MEASURED, measured, torch_or_none
-from jaxparadigm.optim import adam, adam_state_report, sgd
+from jaxparadigm.optim import adam, sgd
 from jaxparadigm.optim.schedules.overflow import INT32_MAX
 
 # --- C4.1 ------------------------------------------------------------------------------------
@@ -157,14 +158,8 @@ def c4_2() -> dict[str, Any]:
     ev: dict[str, Any] = {"adam_steps": len(grads_seq)}
     for name in ("float32", "bfloat16", "float16"):
         p, state = _adam_run(name, grads_seq, params)
-        rep = adam_state_report(state)
         dev = float(jnp.max(jnp.abs(p["w"] - ref["w"])) / jnp.max(jnp.abs(ref["w"])))
-        ev[f"nu_{name}"] = {
-            "mu_dtype": rep["mu"]["dtype"],
-            "nu_bytes": rep["nu"]["bytes"],
-            "nu_underflow_fraction": rep["nu"]["underflow_fraction"],
-            "max_param_deviation_vs_fp32": dev,
-        }
+        ev[f"nu_{name}"] = {**nu_storage_evidence(state), "max_param_deviation_vs_fp32": dev}
     for dtype in ("float32", "float16"):
         ev[f"torch_{dtype}_params_state_dtypes"] = NOT_MEASURED
     torch = torch_or_none()

@@ -324,14 +324,14 @@ def _find_adam_states(state: Any) -> list[ScaleByAdamState | AdamTorchState]:
 
 
 def adam_state_report(state: Any) -> dict[str, dict[str, Any]]:
-    """Storage report of Adam's moments (evidence for C4.2).
+    """How Adam's moments ``mu`` and ``nu`` are stored in an optimiser state (C4.2).
 
-    For ``mu`` and ``nu``: ``dtype`` (stored dtype name(s)), ``bytes`` (total bytes stored),
-    ``entries`` and ``underflow_fraction`` = fraction of stored entries that are exactly zero.
-    After steps with non-zero gradients a zero moment entry is one that underflowed: float16 ``nu``
-    flushes ``(1-b2) g^2`` below ~6e-8 to zero; bfloat16 keeps float32's exponent range.
-    ``state`` is a ``ScaleByAdamState``, an ``adam_torch_style`` state, or any optimiser state
-    (e.g. a chain's tuple) that contains exactly one of them. Forces a device-to-host copy.
+    For each moment, over its non-None leaves: ``dtype`` (the stored dtype name; several names
+    joined by ``","`` in sorted order when leaves differ), ``bytes`` (``sum(leaf.nbytes)``),
+    ``entries`` (``sum(leaf.size)``) and ``zero_fraction`` (entries exactly equal to 0, divided
+    by ``entries``; 0.0 when there are none). ``state`` is a ``ScaleByAdamState``, an
+    ``adam_torch_style`` state, or any optimiser state (e.g. a chain's tuple, a dict) holding
+    exactly one of them; ``ValueError`` otherwise. Forces a device-to-host copy.
     """
     found = _find_adam_states(state)
     if len(found) != 1:
@@ -349,6 +349,6 @@ def adam_state_report(state: Any) -> dict[str, dict[str, Any]]:
             "dtype": dtypes[0] if len(dtypes) == 1 else ",".join(dtypes),
             "bytes": int(sum(jnp.asarray(leaf).nbytes for leaf in leaves)),
             "entries": entries,
-            "underflow_fraction": zeros / entries if entries else 0.0,
+            "zero_fraction": zeros / entries if entries else 0.0,
         }
     return report
