@@ -408,11 +408,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "zero_copy.append(None)",
         "the flags are only read through all(), for which None is as false as False",
     ),
-    "jaxparadigm.tensor.view.x__compute_view_strides__mutmut_12": (
+    "jaxparadigm.tensor.view_strides.x_compute_view_strides__mutmut_12": (
         "new_strides = [1] * len(new_shape)",
         "every entry is written before the strides are returned (else None is returned)",
     ),
-    "jaxparadigm.tensor.view.x__compute_view_strides__mutmut_64": (
+    "jaxparadigm.tensor.view_strides.x_compute_view_strides__mutmut_64": (
         "if tensor_d >= 0:",
         "at tensor_d == 0 the loop ends: the reset is never read",
     ),

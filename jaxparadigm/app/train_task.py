@@ -275,7 +275,7 @@ def run_mixed_precision(cfg: Config) -> Path:
         label = dtype + (" + loss scaling" if scaled else "")
         curves[label] = (list(range(1, len(losses) + 1)), losses.tolist())
         rows.append(
-            f"| {label} | {nu['dtype']} | {nu['bytes']} | {nu['underflow_fraction']:.4f} "
+            f"| {label} | {nu['dtype']} | {nu['bytes']} | {nu['zero_fraction']:.4f} "
             f"| {losses[-1]:.4f} | {result.final_eval['loss']:.4f} "
             f"| {np.nanmax(np.abs(losses - reference)):.3g} | {int(result.state.guard.skipped)} |"
         )
@@ -313,22 +313,24 @@ def run_overflow(cfg: Config) -> Path:
     out = run_dir_for(cfg)
     out.mkdir(parents=True, exist_ok=True)
     sc = cfg.optim.schedule
-    demo = overflow_evidence(
+    ev = overflow_evidence(
         center=cfg.overflow.center,
         window=cfg.overflow.window,
         base_lr=cfg.optim.learning_rate,
         start_factor=sc.start_factor,
         end_factor=sc.end_factor,
         total_iters=sc.total_iters,
+        with_torch=True,
     )
+    demo = ev.demo
     steps = list(demo.steps)
     curves = {
         "naive int32, unclamped formula": (steps, list(demo.lr_unclamped)),
         "naive int32, clamped linear_lr": (steps, list(demo.lr_naive_clamped)),
         "safe_increment int32": (steps, list(demo.lr_safe)),
     }
-    if demo.torch_lr is not None:
-        curves["torch LinearLR"] = (steps, list(demo.torch_lr))
+    if ev.torch_lr is not None:
+        curves["torch LinearLR"] = (steps, list(ev.torch_lr))
     plot = plot_curves(
         curves, out / "lr_around_overflow.png", title="lr around 2**31-1", ylabel="lr"
     )
@@ -348,14 +350,14 @@ def run_overflow(cfg: Config) -> Path:
         f"**{safe_const}** ({demo.lr_safe[-1]:.4g})",
         "- PyTorch LinearLR (Python int counter): "
         + (
-            f"min lr {min(demo.torch_lr):.4g}, last_epoch reached {max(demo.torch_last_epoch)}"
-            if demo.torch_lr is not None and demo.torch_last_epoch is not None
+            f"min lr {min(ev.torch_lr):.4g}, last_epoch reached {max(ev.torch_last_epoch)}"
+            if ev.torch_lr is not None and ev.torch_last_epoch is not None
             else "not measured (torch not installed)"
         ),
         "",
         f"![lr around overflow]({plot.name})",
         "",
-        demo.table(),
+        ev.table(),
         "",
     ]
     return _write_report(out, lines, cfg)

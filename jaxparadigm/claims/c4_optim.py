@@ -11,11 +11,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxparadigm.claims.evidence.adam_moments import nu_storage_evidence
 from jaxparadigm.claims.evidence.overflow import overflow_evidence
 from jaxparadigm.claims.figures import bar_chart, line_chart
 from jaxparadigm.claims.ledger import experiment
 from jaxparadigm.claims.torch_side import NOT_MEASURED, measured, torch_or_none
-from jaxparadigm.optim import adam, adam_state_report, sgd
+from jaxparadigm.optim import adam, sgd
+from jaxparadigm.optim.schedules.overflow import INT32_MAX
 
 # --- C4.1 ------------------------------------------------------------------------------------
 
@@ -156,14 +158,8 @@ def c4_2() -> dict[str, Any]:
     ev: dict[str, Any] = {"adam_steps": len(grads_seq)}
     for name in ("float32", "bfloat16", "float16"):
         p, state = _adam_run(name, grads_seq, params)
-        rep = adam_state_report(state)
         dev = float(jnp.max(jnp.abs(p["w"] - ref["w"])) / jnp.max(jnp.abs(ref["w"])))
-        ev[f"nu_{name}"] = {
-            "mu_dtype": rep["mu"]["dtype"],
-            "nu_bytes": rep["nu"]["bytes"],
-            "nu_underflow_fraction": rep["nu"]["underflow_fraction"],
-            "max_param_deviation_vs_fp32": dev,
-        }
+        ev[f"nu_{name}"] = {**nu_storage_evidence(state), "max_param_deviation_vs_fp32": dev}
     for dtype in ("float32", "float16"):
         ev[f"torch_{dtype}_params_state_dtypes"] = NOT_MEASURED
     torch = torch_or_none()
@@ -240,16 +236,13 @@ def _(ev):
 # --- C4.3 ------------------------------------------------------------------------------------
 
 
-INT32_MAX = 2**31 - 1
-
-
 @experiment(
     "C4.3",
     "A warmup scheduler's step counter overflows past 2^31-1 and turns the lr negative (LinearLR); TF is protected.",
 )
 def c4_3() -> dict[str, Any]:
     base, start, end, total = 1e-3, 1.0 / 3.0, 1.0, 5
-    demo = overflow_evidence(
+    demo, torch_lr, torch_last_epoch = overflow_evidence(
         window=4,
         base_lr=base,
         start_factor=start,
@@ -275,15 +268,15 @@ def c4_3() -> dict[str, Any]:
         "torch_linear_lr": NOT_MEASURED,
         "torch_last_epoch": NOT_MEASURED,
     }
-    if demo.torch_lr is not None and demo.torch_last_epoch is not None:
-        ev["torch_linear_lr"] = list(demo.torch_lr)
-        ev["torch_last_epoch"] = list(demo.torch_last_epoch)
+    if torch_lr is not None and torch_last_epoch is not None:
+        ev["torch_linear_lr"] = list(torch_lr)
+        ev["torch_last_epoch"] = list(torch_last_epoch)
     series = {
         "linear formula, naive int32": demo.lr_unclamped,
         "safe_increment int32": demo.lr_safe,
     }
-    if demo.torch_lr is not None:
-        series["torch LinearLR"] = demo.torch_lr
+    if torch_lr is not None:
+        series["torch LinearLR"] = torch_lr
     ev["_figures"] = {
         "lr_near_int32_max": line_chart(
             "c4_3_lr_near_int32_max.png",

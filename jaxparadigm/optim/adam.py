@@ -101,9 +101,17 @@ def _bias_correction(moments: Any, decay: float, count: jax.Array) -> Any:
     return jax.tree.map(lambda t: t / correction.astype(t.dtype), moments)
 
 
-def _compute_dtype(g: jax.Array) -> Any:
-    """Moments are updated in at least float32 whatever their storage dtype (C4.2)."""
-    return jnp.promote_types(g.dtype, jnp.float32)
+def _compute_dtype(g: jax.Array, stored: Any = None) -> Any:
+    """Moments are updated in at least float32 whatever their storage dtype (C4.2).
+
+    A complex store (``mu_dtype="complex64"`` for real params) makes the moment complex, as
+    optax's ``(1 - b1) g + b1 m`` promotes to it: computing it in the real part alone rounds
+    differently from optax's complex ops (issue 34: hundreds of ulp after 10 steps).
+    """
+    dtype = jnp.promote_types(g.dtype, jnp.float32)
+    if stored is not None and jnp.iscomplexobj(stored):
+        dtype = jnp.promote_types(dtype, stored.dtype)
+    return dtype
 
 
 def _cast_to_storage(value: jax.Array, stored: jax.Array) -> jax.Array:
@@ -174,7 +182,7 @@ def update_adam_state(
             return None
         # ``g**1`` is kept on purpose: it is optax's op sequence, and XLA's fusion (hence the
         # rounding of ``m / (1 - b1^t)``) depends on it; bitwise equality with optax needs it.
-        cd = _compute_dtype(g)
+        cd = _compute_dtype(g, t)
         return coefficient(c.one_minus_b1, g.dtype) * (g**1) + coefficient(c.b1, cd) * _as(t, cd)
 
     def second_moment(g, t):
@@ -198,7 +206,7 @@ def update_adam_state(
         if m is None:
             return None
         eps_root, eps = coefficient(c.eps_root, v.dtype), coefficient(c.eps, v.dtype)
-        return (m / (jnp.sqrt(v + eps_root) + eps)).astype(g.dtype)
+        return _cast_to_storage(m / (jnp.sqrt(v + eps_root) + eps), g)
 
     new_updates = jax.tree.map(direction, updates, mu_hat, nu_hat, is_leaf=is_none)
     cast_like = lambda t, stored: stored if t is None else _cast_to_storage(t, stored)
@@ -230,8 +238,9 @@ def scale_by_adam(
     Complex params follow optax: ``|g|^2 = (conj(g) g).real`` in ``v``; ``mu_dtype=None`` keeps
     ``mu`` complex; a real ``mu_dtype`` is accepted as optax accepts it (the imaginary part of
     ``mu`` is dropped at each step; a ``UserWarning`` at init), and a complex ``mu_dtype`` for
-    real params stores a complex ``mu`` with zero imaginary part (the updates stay real, where
-    optax's become complex). ``nesterov=True`` is NAdam (Dozat 2016), as optax's. Integer params
+    real params stores a complex ``mu`` with zero imaginary part, computed in complex as optax
+    computes it (the updates stay real, where optax's become complex; their real parts are
+    bitwise optax's). ``nesterov=True`` is NAdam (Dozat 2016), as optax's. Integer params
     or gradients raise ``TypeError``.
     """
     coefficients = adam_coefficients(b1, b2, eps, eps_root)
@@ -315,14 +324,14 @@ def _find_adam_states(state: Any) -> list[ScaleByAdamState | AdamTorchState]:
 
 
 def adam_state_report(state: Any) -> dict[str, dict[str, Any]]:
-    """Storage report of Adam's moments (evidence for C4.2).
+    """How Adam's moments ``mu`` and ``nu`` are stored in an optimiser state (C4.2).
 
-    For ``mu`` and ``nu``: ``dtype`` (stored dtype name(s)), ``bytes`` (total bytes stored),
-    ``entries`` and ``underflow_fraction`` = fraction of stored entries that are exactly zero.
-    After steps with non-zero gradients a zero moment entry is one that underflowed: float16 ``nu``
-    flushes ``(1-b2) g^2`` below ~6e-8 to zero; bfloat16 keeps float32's exponent range.
-    ``state`` is a ``ScaleByAdamState``, an ``adam_torch_style`` state, or any optimiser state
-    (e.g. a chain's tuple) that contains exactly one of them. Forces a device-to-host copy.
+    For each moment, over its non-None leaves: ``dtype`` (the stored dtype name; several names
+    joined by ``","`` in sorted order when leaves differ), ``bytes`` (``sum(leaf.nbytes)``),
+    ``entries`` (``sum(leaf.size)``) and ``zero_fraction`` (entries exactly equal to 0, divided
+    by ``entries``; 0.0 when there are none). ``state`` is a ``ScaleByAdamState``, an
+    ``adam_torch_style`` state, or any optimiser state (e.g. a chain's tuple, a dict) holding
+    exactly one of them; ``ValueError`` otherwise. Forces a device-to-host copy.
     """
     found = _find_adam_states(state)
     if len(found) != 1:
@@ -340,6 +349,6 @@ def adam_state_report(state: Any) -> dict[str, dict[str, Any]]:
             "dtype": dtypes[0] if len(dtypes) == 1 else ",".join(dtypes),
             "bytes": int(sum(jnp.asarray(leaf).nbytes for leaf in leaves)),
             "entries": entries,
-            "underflow_fraction": zeros / entries if entries else 0.0,
+            "zero_fraction": zeros / entries if entries else 0.0,
         }
     return report

@@ -4,9 +4,10 @@ Element ``(i_0, ..., i_{n-1})`` of a view lives at storage index
 ``offset + sum_d i_d * strides[d]`` (strides in elements, PyTorch's convention). Movement ops
 (``permute``, ``transpose``, ``expand``, ``slice``, ``narrow``, ``select``, ``unsqueeze``, ``view``)
 only recompute this metadata, never touch data; whether a reshape can stay a view is decided by
-stride arithmetic alone (PyTorch's ``computeStride``). ``materialize`` turns the metadata into the
-``jax.Array`` it denotes, expressed through ``lax.slice`` / ``reshape`` / ``transpose`` /
-``broadcast_in_dim`` whenever the strides nest, and through a gather of static indices otherwise.
+stride arithmetic alone (PyTorch's ``computeStride``, in ``view_strides``). ``materialize`` turns
+the metadata into the ``jax.Array`` it denotes, expressed through ``lax.slice`` / ``reshape`` /
+``transpose`` / ``broadcast_in_dim`` whenever the strides nest, and through a gather of static
+indices otherwise.
 
 All checks run in Python on the static metadata, before anything is traced.
 """
@@ -30,6 +31,7 @@ from jaxparadigm.tensor.static_args import (
     dims_arg,
     storage_size_of,
 )
+from jaxparadigm.tensor.view_strides import compute_view_strides, infer_view_shape
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,8 +303,8 @@ class View:
         One ``-1`` is inferred. If the new shape cannot be expressed with strides over the same
         storage, ``ValueError``: ``contiguous()``/``reshape`` would have to copy.
         """
-        target = self._infer_shape(as_int_tuple(dims_arg(shape, "shape"), "shape"))
-        strides = _compute_view_strides(self.shape, self.strides, target)
+        target = infer_view_shape(as_int_tuple(dims_arg(shape, "shape"), "shape"), self.shape)
+        strides = compute_view_strides(self.shape, self.strides, target)
         if strides is None:
             raise ValueError(
                 f"view size {target} is not compatible with the view's shape {self.shape} and "
@@ -310,29 +312,6 @@ class View:
                 "subspaces); a view cannot express it. Use contiguous()/reshape, which copies."
             )
         return View(target, strides, self.offset)
-
-    def _infer_shape(self, target: tuple[int, ...]) -> tuple[int, ...]:
-        numel = self.numel()
-        unknown = [i for i, n in enumerate(target) if n == -1]
-        if len(unknown) > 1:
-            raise ValueError(f"view shape {target}: only one dim can be -1")
-        for i, n in enumerate(target):
-            if n < -1:
-                raise ValueError(f"view shape {target}: size {n} at dim {i} is invalid")
-        known = math.prod(n for n in target if n != -1)
-        if unknown:
-            if known == 0 or numel % known:
-                raise ValueError(
-                    f"view shape {target} is invalid for a view of {numel} elements "
-                    f"(shape {self.shape})"
-                )
-            target = tuple(numel // known if n == -1 else n for n in target)
-        if math.prod(target) != numel:
-            raise ValueError(
-                f"view shape {target} is invalid for a view of {numel} elements "
-                f"(shape {self.shape})"
-            )
-        return target
 
     # ----------------------------------------------------------------------------------------
     # Data.
@@ -368,40 +347,3 @@ class View:
             out = materialize_view_jit(self, storage)
         chex.assert_shape(out, self.shape)
         return out
-
-
-def _compute_view_strides(
-    old_shape: tuple[int, ...], old_strides: tuple[int, ...], new_shape: tuple[int, ...]
-) -> tuple[int, ...] | None:
-    """PyTorch's ``at::detail::computeStride``: strides for ``new_shape`` or ``None``."""
-    if not old_shape:
-        return tuple(1 for _ in new_shape)
-    numel = math.prod(old_shape)
-    if numel == 0:
-        if old_shape == new_shape:
-            return old_strides
-        return contiguous_strides(new_shape)
-    new_strides = [0] * len(new_shape)
-    view_d = len(new_shape) - 1
-    chunk_base_stride = old_strides[-1]
-    tensor_numel = 1
-    view_numel = 1
-    for tensor_d in range(len(old_shape) - 1, -1, -1):
-        tensor_numel *= old_shape[tensor_d]
-        if tensor_d == 0 or (
-            old_shape[tensor_d - 1] != 1
-            and old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride
-        ):
-            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
-                new_strides[view_d] = view_numel * chunk_base_stride
-                view_numel *= new_shape[view_d]
-                view_d -= 1
-            if view_numel != tensor_numel:
-                return None
-            if tensor_d > 0:
-                chunk_base_stride = old_strides[tensor_d - 1]
-                tensor_numel = 1
-                view_numel = 1
-    if view_d != -1:
-        return None
-    return tuple(new_strides)

@@ -187,6 +187,18 @@ class OverflowDemoTest(absltest.TestCase):
         np.testing.assert_allclose(demo.lr_safe, [clamped(c) for c in safe], rtol=1e-6)
         np.testing.assert_allclose(demo.lr_python_int, [clamped(c) for c in steps], rtol=1e-6)
 
+    def test_defaults_are_documented_ones(self):
+        """Defaults: the window straddles 2**31 - 1 by 4 steps; LinearLR(1/3, 1, 5) at 1e-3.
+        (Moved from tests/claims/test_overflow_evidence.py: the defaults live here only.)"""
+        demo = S.overflow_demo()
+        self.assertEqual(demo.steps, tuple(range(INT32_MAX - 3, INT32_MAX + 5)))
+        # total_iters=5 and start 1/3: a counter wrapped to -2**31 gives this unclamped rate.
+        np.testing.assert_allclose(
+            demo.lr_unclamped[4], 1e-3 * (1 / 3 + (2 / 3) * (-(2**31)) / 5), rtol=1e-6
+        )
+        np.testing.assert_allclose(demo.lr_naive_clamped[4], 1e-3 / 3, rtol=1e-6)
+        np.testing.assert_allclose(demo.lr_safe, 1e-3, rtol=1e-6)
+
     def test_counters_are_int32_even_with_x64_enabled(self):
         with jax.enable_x64(True):
             demo = S.overflow_demo(window=1)

@@ -8,24 +8,19 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from jaxparadigm.optim.schedules import overflow_demo
+from jaxparadigm.optim.schedules import OverflowDemo, overflow_demo
 from jaxparadigm.optim.schedules.overflow import INT32_MAX
 
 
 class OverflowEvidence(NamedTuple):
-    """:class:`jaxparadigm.optim.schedules.OverflowDemo`'s fields, plus PyTorch's (C4.3).
+    """The library's counters and rates (``demo``) beside PyTorch's ``LinearLR`` (C4.3).
 
+    ``demo``: :func:`jaxparadigm.optim.schedules.overflow_demo`'s figures, one entry per step.
     ``torch_lr``/``torch_last_epoch``: ``torch.optim.lr_scheduler.LinearLR`` measured at the same
     steps (None when torch is not installed or not requested).
     """
 
-    steps: tuple[int, ...]
-    naive_count: tuple[int, ...]
-    safe_count: tuple[int, ...]
-    lr_unclamped: tuple[float, ...]
-    lr_naive_clamped: tuple[float, ...]
-    lr_safe: tuple[float, ...]
-    lr_python_int: tuple[float, ...]
+    demo: OverflowDemo
     torch_lr: tuple[float, ...] | None
     torch_last_epoch: tuple[int, ...] | None
 
@@ -36,13 +31,14 @@ class OverflowEvidence(NamedTuple):
             "| lr safe | lr python int | torch LinearLR | torch last_epoch |"
         )
         rows = [head, "|" + "---|" * 9]
-        for i, step in enumerate(self.steps):
+        d = self.demo
+        for i, step in enumerate(d.steps):
             torch_lr = "n/a" if self.torch_lr is None else f"{self.torch_lr[i]:.6g}"
             torch_ep = "n/a" if self.torch_last_epoch is None else str(self.torch_last_epoch[i])
             rows.append(
-                f"| {step} | {self.naive_count[i]} | {self.safe_count[i]} "
-                f"| {self.lr_unclamped[i]:.6g} | {self.lr_naive_clamped[i]:.6g} "
-                f"| {self.lr_safe[i]:.6g} | {self.lr_python_int[i]:.6g} | {torch_lr} | {torch_ep} |"
+                f"| {step} | {d.naive_count[i]} | {d.safe_count[i]} "
+                f"| {d.lr_unclamped[i]:.6g} | {d.lr_naive_clamped[i]:.6g} "
+                f"| {d.lr_safe[i]:.6g} | {d.lr_python_int[i]:.6g} | {torch_lr} | {torch_ep} |"
             )
         return "\n".join(rows)
 
@@ -83,19 +79,21 @@ def torch_linear_lr(
 
 
 def overflow_evidence(
+    *,
+    window: int,
+    base_lr: float,
+    start_factor: float,
+    end_factor: float,
+    total_iters: int,
+    with_torch: bool,
     center: int = INT32_MAX,
-    window: int = 4,
-    base_lr: float = 1e-3,
-    start_factor: float = 1.0 / 3.0,
-    end_factor: float = 1.0,
-    total_iters: int = 5,
-    with_torch: bool = True,
 ) -> OverflowEvidence:
     """:func:`~jaxparadigm.optim.schedules.overflow_demo` plus PyTorch's LinearLR (C4.3).
 
-    Counters start at ``center - window`` and take ``2 * window`` steps; PyTorch's scheduler is
-    stepped over the same steps when ``with_torch`` and torch is installed. Arguments are checked
-    by ``overflow_demo`` (``ValueError``/``TypeError`` naming the argument).
+    The library steps its int32 counters from ``center - window`` over ``2 * window`` steps (and
+    checks the arguments, ``ValueError``/``TypeError`` naming one); PyTorch's scheduler is stepped
+    over the same steps when ``with_torch`` and torch is installed. The warmup is the claim's
+    setting, so every argument but ``center`` (the int32 limit the claim is about) is explicit.
     """
     demo = overflow_demo(center, window, base_lr, start_factor, end_factor, total_iters)
     torch_lr, torch_epochs = (
@@ -103,4 +101,4 @@ def overflow_evidence(
         if with_torch
         else (None, None)
     )
-    return OverflowEvidence(*demo, torch_lr=torch_lr, torch_last_epoch=torch_epochs)
+    return OverflowEvidence(demo, torch_lr=torch_lr, torch_last_epoch=torch_epochs)
