@@ -67,7 +67,7 @@ def binary_prefix(prefix: bytes, whole: bool) -> str | None:
     try:
         prefix.decode("utf-8")
     except UnicodeDecodeError as exc:
-        if whole or exc.start < len(prefix) - 3:  # not a character cut by the prefix's end
+        if whole or exc.reason != "unexpected end of data":  # not a character cut by the end
             return f"byte 0x{prefix[exc.start]:02x} at offset {exc.start}"
     return None
 
