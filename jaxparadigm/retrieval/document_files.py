@@ -327,8 +327,8 @@ def read_documents(
     used: list[SourceFile] = []
     for real in files:
         path = real.as_posix()
-        if bad := _bad_name(path):
-            skipped.append(bad)
+        if named := _bad_name(path):
+            skipped.append(named)
             continue
         try:
             data = _file_bytes(real)
