@@ -10,7 +10,10 @@ Both return a string of the same length as ``text`` in which what is not readabl
 file's own: the passage ``[start:end]`` of the result is the span ``[start:end]`` of the file, and
 a window of only blanks holds no word piece, so it gives no passage. Whitespace does not change
 the word pieces MiniLM reads. An entity (``&amp;``) becomes its character followed by blanks.
-Only the standard library's :mod:`html.parser` is used.
+Only the standard library's :mod:`html.parser` is used; a skipped element ends where a browser
+ends it (HTML's implied end tags: ``<li>`` ends an open ``<li>``, ``<div>`` an open ``<p>``, an end
+tag every element opened inside it), and ``<!-->``, ``<!--->`` and ``--!>`` close a comment as in
+a browser, so neither can blank the rest of a page.
 """
 
 from __future__ import annotations
