@@ -5,7 +5,10 @@ run with our Flax NNX MiniLM (``jaxparadigm.retrieval``) on the seed's own examp
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 from jaxparadigm.claims.corpus_index import minilm_encoder, pydoc_index
 from jaxparadigm.claims.evidence.dot_vs_cosine import dot_vs_cosine
@@ -90,51 +93,84 @@ def _scores(scores) -> str:
     return "[" + ", ".join(f"{s:.3f}" for s in scores) + "]"
 
 
+def _top_from_scores(case) -> int | None:
+    """The doc ``case["scores"]`` rank first (``argmax``, ties to the lower index), or None when
+    the scores are empty, not a number, or disagree with the recorded ``case["top"]``: a sentence
+    that names a top doc reads it from the scores, never from a field that could say otherwise."""
+    scores = [float(s) for s in case["scores"]]
+    if not scores or any(math.isnan(s) for s in scores):
+        return None
+    top = int(ranking_from_scores(np.asarray(scores))[0])
+    return top if top == case["top"] else None
+
+
+def _unranked(what: str, case) -> str:
+    return (
+        f"{what}'s scores {_scores(case['scores'])} do not rank first the doc its evidence records "
+        f"({case['top']}): inconsistent evidence, no ranking is claimed."
+    )
+
+
 def _english_clause(en, relevant) -> tuple[bool, str]:
-    """(passed, sentence) for the English translation of the seed example."""
-    if en["top"] not in relevant:
+    """(passed, sentence) for the English translation of the seed example; the top doc is the
+    scores' (:func:`_top_from_scores`)."""
+    top = _top_from_scores(en)
+    if top is None:
+        return False, _unranked("The English translation of the seed example", en)
+    if top not in relevant:
         return False, (
-            f"The English translation of the seed example ranks doc {en['top']} first, not one of "
+            f"The English translation of the seed example ranks doc {top} first, not one of "
             f"docs {relevant}."
         )
     if en["keyword_match"]:
         return False, (
-            f"The English translation ranks doc {en['top']} first, but substring matching also finds "
+            f"The English translation ranks doc {top} first, but substring matching also finds "
             f"docs {en['keyword_match']}, so it is no paraphrase test."
         )
     return True, (
-        f"The English translation of the seed example ranks doc {en['top']} first with no substring "
+        f"The English translation of the seed example ranks doc {top} first with no substring "
         f"match (scores {_scores(en['scores'])})."
     )
 
 
 def _chinese_clauses(zh, ctl, relevant) -> tuple[bool, list[str]]:
-    """(passed, sentences) for the article's own (Chinese) example and its unrelated control query."""
+    """(passed, sentences) for the article's own (Chinese) example and its unrelated control query;
+    each top doc is the scores' (:func:`_top_from_scores`)."""
     unk = zh["unk_fraction"][0]
     in_vocab = unk < UNK_LIMIT
+    top, ctl_top = _top_from_scores(zh), _top_from_scores(ctl)
+    tail = f"{unk:.0%} of its word pieces are [UNK] in all-MiniLM-L6-v2's vocabulary" + (
+        "." if in_vocab else ", so the model barely sees it."
+    )
+    if top is None:
+        return False, [
+            _unranked("The article's Chinese query", zh) + " " + tail[0].upper() + tail[1:]
+        ]
     sentences = [
-        f"The article's Chinese query ranks doc {zh['top']} first (scores {_scores(zh['scores'])}); "
-        f"{unk:.0%} of its word pieces are [UNK] in all-MiniLM-L6-v2's vocabulary"
-        + ("." if in_vocab else ", so the model barely sees it.")
+        f"The article's Chinese query ranks doc {top} first (scores {_scores(zh['scores'])}); "
+        + tail
     ]
     m_zh, m_ctl = _margin(zh["scores"]), _margin(ctl["scores"])
-    mimicked = ctl["top"] == zh["top"] and not m_ctl < m_zh / 2  # a NaN margin proves nothing
-    if mimicked:
+    mimicked = ctl_top == top and not m_ctl < m_zh / 2  # a NaN margin proves nothing
+    if ctl_top is None:
+        mimicked = True  # an unreadable control cannot clear the Chinese ranking
+        sentences.append(_unranked("The unrelated Chinese control query", ctl))
+    elif mimicked:
         sentences.append(
-            f"An unrelated Chinese query ('weather tomorrow') ranks doc {ctl['top']} first too, with "
+            f"An unrelated Chinese query ('weather tomorrow') ranks doc {ctl_top} first too, with "
             f"margin {m_ctl:.3f} against {m_zh:.3f}: the Chinese ranking is not evidence."
         )
-    elif ctl["top"] == zh["top"]:
+    elif ctl_top == top:
         sentences.append(
-            f"An unrelated Chinese query also ranks doc {ctl['top']} first, but with margin "
+            f"An unrelated Chinese query also ranks doc {ctl_top} first, but with margin "
             f"{m_ctl:.3f}, under half of the real query's {m_zh:.3f}."
         )
     else:
         sentences.append(
-            f"An unrelated Chinese query ranks doc {ctl['top']} first instead (scores "
+            f"An unrelated Chinese query ranks doc {ctl_top} first instead (scores "
             f"{_scores(ctl['scores'])})."
         )
-    return zh["top"] in relevant and in_vocab and not mimicked, sentences
+    return top in relevant and in_vocab and not mimicked, sentences
 
 
 @c1_1.decide
@@ -143,7 +179,9 @@ def _(ev):
     overlap (NaN never beats). Otherwise ``holds`` when the English translation of the seed ranks doc
     0 or 2 first without a substring match AND the Chinese seed does too, with under 50% [UNK] word
     pieces and an unrelated control query that does not rank the same doc first with at least half
-    the margin. Otherwise ``conditional``; the summary states each check's outcome.
+    the margin. "Ranks doc N first" is read from each case's scores (argmax); a recorded ``top``
+    that disagrees with its scores, or a NaN score, passes no check. Otherwise ``conditional``; the
+    summary states each check's outcome.
     """
     pd = ev["pydoc"]
     r1 = {m: v["recall@1"] for m, v in pd.items()}

@@ -6,6 +6,12 @@ nodes *once its aliases are expanded* (an "alias bomb": 400 bytes of nested ``&a
 10**9 list items), nested deeper than :data:`MAX_YAML_DEPTH`, or with a recursive alias --
 before anything is built from it (:class:`YamlLimitError`).
 
+Two limits hold while the document is *composed*, before a node past them exists: more than
+:data:`MAX_YAML_NODES` nodes as written (a 2 MB list of 10**6 items is refused after its first
+10,001 nodes, not after building all of them), and an integer of more than
+:data:`MAX_YAML_INT_DIGITS` digits (Python's own ``int()`` limit, which would escape as a bare
+ValueError): the error names the key path of the value (``model.hidden[2]``).
+
 Serves C5.1 ("validate against a schema" starts with the config itself).
 """
 
@@ -20,6 +26,7 @@ from jaxparadigm.config.schema import shown
 __all__ = [
     "DuplicateKeyError",
     "MAX_YAML_DEPTH",
+    "MAX_YAML_INT_DIGITS",
     "MAX_YAML_NODES",
     "YamlLimitError",
     "parse_yaml",
@@ -28,6 +35,9 @@ __all__ = [
 #: The most nodes a config document may have with its aliases expanded (the project's configs
 #: have under 200; each node becomes a Python object the schema walks).
 MAX_YAML_NODES = 10_000
+#: The most digits an integer in a config may have: Python's default int-string limit
+#: (``sys.get_int_max_str_digits()``, 4300), checked on the text before ``int()`` is called.
+MAX_YAML_INT_DIGITS = 4300
 #: The deepest nesting of sequences/mappings a config document may have (the schema is 4 deep).
 MAX_YAML_DEPTH = 32
 
@@ -36,27 +46,67 @@ class DuplicateKeyError(yaml.YAMLError):
     """A YAML mapping names the same key twice."""
 
 
-class YamlLimitError(yaml.YAMLError):
-    """A YAML document too large once its aliases are expanded, too deep, or self-referencing."""
+class YamlLimitError(yaml.YAMLError, ValueError):
+    """A YAML document too large (as written or with its aliases expanded), too deep,
+    self-referencing, or holding an integer of more than :data:`MAX_YAML_INT_DIGITS` digits."""
+
+
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
+def _label(parent, index) -> str | None:
+    """How a node under ``parent`` at ``index`` is named in a key path (None: a mapping key)."""
+    if isinstance(parent, yaml.SequenceNode):
+        return f"[{index}]"
+    if isinstance(index, yaml.ScalarNode):
+        return str(index.value)
+    return None if isinstance(parent, yaml.MappingNode) else ""
+
+
+def _key_path(labels: list[str | None]) -> str:
+    if None in labels:
+        return "a mapping key"
+    path = "".join(part if part.startswith("[") else f".{part}" for part in labels if part)
+    return f"key {shown(path.lstrip('.'))}" if path else "the value"
 
 
 class _StrictLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that refuses a key given twice in one mapping (PyYAML keeps the last)."""
 
     _depth = 0
+    _nodes = 0
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._labels: list[str | None] = []  # the key path of the node being composed
 
     def compose_node(self, parent, index):
-        """PyYAML's composer recurses once per level: refuse past MAX_YAML_DEPTH at once."""
+        """PyYAML's composer recurses once per level: refuse past MAX_YAML_DEPTH at once, past
+        MAX_YAML_NODES nodes as written, and an integer longer than MAX_YAML_INT_DIGITS."""
         self._depth += 1
+        self._nodes += 1
+        self._labels.append(_label(parent, index))
         try:
+            line = self.peek_event().start_mark.line + 1
             if self._depth > MAX_YAML_DEPTH:
+                raise YamlLimitError(f"nesting deeper than {MAX_YAML_DEPTH} levels at line {line}")
+            if self._nodes > MAX_YAML_NODES:
                 raise YamlLimitError(
-                    f"nesting deeper than {MAX_YAML_DEPTH} levels at line "
-                    f"{self.peek_event().start_mark.line + 1}"
+                    f"more than {MAX_YAML_NODES} nodes (keys, values and list items) by line "
+                    f"{line}; expected a config of at most {MAX_YAML_NODES} nodes"
                 )
-            return super().compose_node(parent, index)
+            node = super().compose_node(parent, index)
+            if isinstance(node, yaml.ScalarNode) and node.tag == _INT_TAG:
+                digits = len(node.value.replace("_", "").lstrip("+-"))
+                if digits > MAX_YAML_INT_DIGITS:
+                    raise YamlLimitError(
+                        f"{_key_path(self._labels)}: an integer of {digits} digits at line "
+                        f"{line}; expected at most {MAX_YAML_INT_DIGITS} digits"
+                    )
+            return node
         finally:
             self._depth -= 1
+            self._labels.pop()
 
     def construct_mapping(self, node, deep=False):
         seen: dict[Any, int] = {}

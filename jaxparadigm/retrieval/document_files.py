@@ -21,6 +21,21 @@ skipped as "duplicate content" ("already indexed" when it is the same real path)
 passage's ``[start:end]`` is a span of the file's own characters (``\\r\\n`` stays two characters).
 JSONL is split on ``"\\n"`` only (U+2028, U+2029 and U+0085 inside strings are content).
 
+**Every path the OS allows is read or skipped with a reason.** The walk is iterative (no depth
+bound; a folder whose path the OS refuses, e.g. past ``PATH_MAX``, is skipped "unreadable"). A
+name that is not valid UTF-8 (a bytes name) is skipped as "name not UTF-8" and shown with its bad
+bytes as ``\\xNN`` (it could not be stored in the index's UTF-8 JSON). FIFOs, sockets and devices
+are "unsupported type"; a symlink cycle is "symlink loop"; a file is opened non-blocking and
+checked to be regular after opening, so nothing blocks. Only the first :data:`SNIFF_BYTES` of a
+file decide that it is binary (a NUL byte, or bytes that are not UTF-8): a 1 GiB file of NULs
+named ``.txt`` is skipped without being read whole.
+
+**JSON lines are bounded before they are built.** :func:`read_json_line` is ``json.loads`` with
+every integer's digits counted before ``int()`` runs (at most :data:`MAX_JSON_INT_DIGITS`): a
+longer one, bad JSON or nesting past the recursion limit is one :class:`JsonLineError` (a
+ValueError), and in a ``.jsonl`` input that line alone is skipped as "bad JSONL line". A ``.jsonl``
+that starts with a UTF-8 byte-order mark keeps its first record.
+
 **Problems do not stop the reading.** A file that cannot be used is recorded as a
 :class:`Skipped` with one of :data:`SKIP_REASONS` and read_documents goes on; ``strict=True``
 raises one :class:`~jaxparadigm.errors.InputError` listing them all instead. A path named on the
@@ -29,28 +44,42 @@ command line that does not exist is still an error at once (a typo, not a folder
 
 from __future__ import annotations
 
+import errno
 import hashlib
-import json
 import os
+import stat
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from jaxparadigm.errors import InputError
+from jaxparadigm.retrieval.bounded_reading import (
+    MAX_JSON_INT_DIGITS,
+    SNIFF_BYTES,
+    JsonLineError,
+    binary_prefix,
+    read_json_line,
+    shown_name,
+)
 from jaxparadigm.retrieval.passages import Document
 from jaxparadigm.retrieval.readable_text import html_readable, markup_boilerplate
 
 __all__ = [
     "FILE_TYPES",
+    "MAX_JSON_INT_DIGITS",
     "SKIP_REASONS",
+    "SNIFF_BYTES",
+    "JsonLineError",
     "Skipped",
     "SourceFile",
     "Reading",
     "collect_files",
     "read_documents",
+    "read_json_line",
     "describe_skipped",
     "plural",
+    "shown_name",
 ]
 
 FILE_TYPES = {
@@ -73,6 +102,8 @@ SKIP_REASONS = (
     "dangling symlink",
     "unsupported type",
     "symlinked folder",
+    "name not UTF-8",
+    "symlink loop",
 )
 
 
@@ -108,31 +139,83 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
+def _bad_name(path: str) -> Skipped | None:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return Skipped(shown_name(path), "name not UTF-8", "rename it to UTF-8 to index it")
+    return None
+
+
+def _kind(mode: int) -> str:
+    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+
+
+def _link_problem(p: Path) -> Skipped:
+    """Why the symlink ``p`` leads to no file: a cycle, or nothing there."""
+    try:
+        target = os.readlink(p)
+        os.stat(p)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return Skipped(p.as_posix(), "symlink loop", "a cycle of symlinks")
+        return Skipped(p.as_posix(), "dangling symlink", f"-> {shown_name(target)}")
+    return Skipped(p.as_posix(), "unsupported type", "not a regular file")  # pragma: no cover
+
+
+def _entry(entry: os.DirEntry, top: Path, dirs: list, found: list, skipped: list) -> None:
+    """Sort one folder entry into ``dirs`` (to walk), ``found`` (to read) or ``skipped``."""
+    p = top / entry.name
+    try:
+        is_dir = entry.is_dir()
+    except OSError:  # a symlink cycle: ELOOP, told apart below
+        is_dir = False
+    if bad := _bad_name(p.as_posix()):
+        skipped.append(bad)
+    elif is_dir:
+        if entry.is_symlink():
+            skipped.append(Skipped(p.as_posix(), "symlinked folder", "not followed"))
+        else:
+            dirs.append(p)
+    elif entry.is_symlink() and not p.exists():
+        skipped.append(_link_problem(p))
+    elif not entry.is_file():
+        skipped.append(Skipped(p.as_posix(), "unsupported type", _kind(entry.stat().st_mode)))
+    elif p.suffix.lower() not in FILE_TYPES:
+        what = f"suffix {p.suffix}" if p.suffix else "no suffix"
+        skipped.append(Skipped(p.as_posix(), "unsupported type", what))
+    else:
+        found.append(p)
+
+
 def _walk(root: Path) -> tuple[list[Path], list[Skipped]]:
-    found, skipped = [], []
-    for top, dirs, files in os.walk(root):
-        top_path = Path(top)
-        for d in [d for d in dirs if not d.startswith(".")]:
-            if (top_path / d).is_symlink():
-                skipped.append(
-                    Skipped((top_path / d).as_posix(), "symlinked folder", "not followed")
+    """The files under ``root`` (hidden entries skipped, symlinked folders not followed), with an
+    explicit stack: no recursion, so no depth bound but the OS's own (``PATH_MAX``)."""
+    found: list[Path] = []
+    skipped: list[Skipped] = []
+    stack = [root]
+    while stack:
+        top = stack.pop()
+        dirs: list[Path] = []
+        try:
+            with os.scandir(top) as it:
+                entries = sorted(
+                    (e for e in it if not e.name.startswith(".")), key=lambda e: e.name
                 )
-        dirs[:] = sorted(
-            d for d in dirs if not d.startswith(".") and not (top_path / d).is_symlink()
-        )
-        for name in files:
-            if name.startswith("."):
-                continue
-            p = top_path / name
-            if p.is_symlink() and not p.exists():
-                skipped.append(Skipped(p.as_posix(), "dangling symlink", f"-> {os.readlink(p)}"))
-            elif not p.is_file():
-                skipped.append(Skipped(p.as_posix(), "unsupported type", "not a regular file"))
-            elif p.suffix.lower() not in FILE_TYPES:
-                what = f"suffix {p.suffix}" if p.suffix else "no suffix"
-                skipped.append(Skipped(p.as_posix(), "unsupported type", what))
-            else:
-                found.append(p)
+            for entry in entries:
+                try:
+                    _entry(entry, top, dirs, found, skipped)
+                except OSError as exc:
+                    path = shown_name(top / entry.name)
+                    skipped.append(Skipped(path, "unreadable", exc.strerror or type(exc).__name__))
+        except OSError as exc:
+            skipped.append(
+                Skipped(shown_name(top), "unreadable", exc.strerror or type(exc).__name__)
+            )
+        stack += reversed(dirs)
     found.sort(key=lambda p: p.relative_to(root).parts)
     return found, skipped
 
@@ -167,21 +250,43 @@ def collect_files(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], list[
     return list(dict.fromkeys(out)), skipped  # one real path, one read
 
 
+class _NotText(Exception):
+    """A file that is not one to read: ``reason`` (of SKIP_REASONS) and ``detail``."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(reason, detail)
+        self.reason, self.detail = reason, detail
+
+
 def _file_bytes(path: Path) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+    """The bytes of the regular file at ``path``; :class:`_NotText` for a special file or one whose
+    first :data:`SNIFF_BYTES` are binary (the rest is then never read). Opened non-blocking, so a
+    FIFO put in a file's place cannot block."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    with open(fd, "rb", closefd=True) as fh:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _NotText("unsupported type", _kind(mode))
+        prefix = fh.read(SNIFF_BYTES)
+        rest = fh.read(1)
+        binary = binary_prefix(prefix, whole=not rest)
+        if binary:
+            raise _NotText("not UTF-8", binary)
+        return prefix + rest + fh.read() if rest else prefix
 
 
 def _jsonl(path: str, text: str) -> tuple[list[Document], list[Skipped]]:
     docs, skipped = [], []
+    if text.startswith("\ufeff"):  # a UTF-8 byte-order mark: not part of the first record
+        text = text[1:]
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         where = f"{path}:{n}"
         try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            skipped.append(Skipped(where, "bad JSONL line", f"not JSON: {exc}"))
+            record = read_json_line(line)
+        except JsonLineError as exc:
+            skipped.append(Skipped(where, "bad JSONL line", str(exc)))
             continue
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
             detail = "expected a JSON object with a string 'text' field"
@@ -222,10 +327,16 @@ def read_documents(
     used: list[SourceFile] = []
     for real in files:
         path = real.as_posix()
+        if named := _bad_name(path):
+            skipped.append(named)
+            continue
         try:
             data = _file_bytes(real)
         except OSError as exc:
             skipped.append(Skipped(path, "unreadable", exc.strerror or type(exc).__name__))
+            continue
+        except _NotText as exc:
+            skipped.append(Skipped(path, exc.reason, exc.detail))
             continue
         if not data.strip():
             skipped.append(Skipped(path, "empty", f"{plural(len(data), 'byte')}, no text"))

@@ -10,13 +10,17 @@ Both return a string of the same length as ``text`` in which what is not readabl
 file's own: the passage ``[start:end]`` of the result is the span ``[start:end]`` of the file, and
 a window of only blanks holds no word piece, so it gives no passage. Whitespace does not change
 the word pieces MiniLM reads. An entity (``&amp;``) becomes its character followed by blanks.
-Only the standard library's :mod:`html.parser` is used.
+Only the standard library's :mod:`html.parser` is used; a skipped element ends where a browser
+ends it (HTML's implied end tags: ``<li>`` ends an open ``<li>``, ``<div>`` an open ``<p>``, an end
+tag every element opened inside it), and ``<!-->``, ``<!--->`` and ``--!>`` close a comment as in
+a browser, so neither can blank the rest of a page.
 """
 
 from __future__ import annotations
 
 import html
 import re
+from collections import Counter
 from html.parser import HTMLParser
 
 __all__ = ["html_readable", "markup_boilerplate", "blank"]
@@ -26,6 +30,34 @@ SKIP_ROLES = frozenset({"navigation", "search"})
 VOID_TAGS = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
 )
+#: Start tags that end an open ``<p>`` (HTML's "close a p element"), as a browser parses them.
+P_CLOSERS = frozenset(
+    "address article aside blockquote details dialog div dl fieldset figcaption figure footer "
+    "form h1 h2 h3 h4 h5 h6 header hgroup hr main menu nav ol p pre section table ul".split()
+)
+#: A start tag -> the open elements it ends implicitly (the nearest one, HTML's optional end tags).
+IMPLIED_ENDS = {
+    "li": frozenset({"li"}),
+    "dt": frozenset({"dt", "dd"}),
+    "dd": frozenset({"dt", "dd"}),
+    "option": frozenset({"option"}),
+    "optgroup": frozenset({"option", "optgroup"}),
+    "tr": frozenset({"tr", "td", "th"}),
+    "td": frozenset({"td", "th"}),
+    "th": frozenset({"td", "th"}),
+    "thead": frozenset({"thead", "tbody", "tfoot", "tr", "td", "th"}),
+    "tbody": frozenset({"thead", "tbody", "tfoot", "tr", "td", "th"}),
+    "tfoot": frozenset({"thead", "tbody", "tfoot", "tr", "td", "th"}),
+    **{tag: frozenset({"p"}) for tag in P_CLOSERS},
+}
+#: Open elements an implied end does not reach past (a nested list's ``<li>`` ends no outer one).
+SCOPE_TAGS = frozenset({"ul", "ol", "menu", "dl", "table", "select", "button", "html", "body"})
+#: How many open elements an implied end looks down through for the element it ends.
+IMPLIED_END_REACH = 64
+#: Comments a browser closes early: ``<!-->`` and ``<!--->`` are whole (empty) comments, and
+#: ``--!>`` ends a comment. :mod:`html.parser` reads the first two as the start of a comment that
+#: runs to the next ``-->`` (blanking the page between); they are blanked before parsing instead.
+ABRUPT_COMMENT = re.compile(r"<!--->|<!-->|--!>")
 
 
 def blank(text: str) -> str:
@@ -33,13 +65,23 @@ def blank(text: str) -> str:
     return re.sub(r"[^\n]", " ", text)
 
 
+def _abrupt_comment(m: re.Match) -> str:
+    return "-->".rjust(len(m.group())) if m.group() == "--!>" else blank(m.group())
+
+
 class _Readable(HTMLParser):
+    """Blanks what is not readable text. Open elements are kept on a stack with HTML's implied end
+    tags (a ``<li>`` ends the open ``<li>``, a ``<div>`` the open ``<p>``, an end tag every element
+    opened inside it), so a skipped element ends where a browser ends it."""
+
     def __init__(self, text: str):
         super().__init__(convert_charrefs=False)
         self.text = text
         self.out = list(blank(text))
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-        self.skip: list | None = None  # [tag, depth] of the skipped element we are inside
+        self.open: list[str] = []  # the open (non-void) elements, outermost first
+        self.counts: Counter[str] = Counter()  # how many of each tag are open
+        self.skip: int | None = None  # stack index of the skipped element we are inside
 
     def _pos(self) -> int:
         line, col = self.getpos()
@@ -50,17 +92,38 @@ class _Readable(HTMLParser):
             chars = chars[: len(raw)]  # never longer than the characters it replaces
             self.out[pos : pos + len(chars)] = chars
 
+    def _close_to(self, index: int) -> None:
+        """Pop the open elements from ``index`` up; a skipped element among them ends."""
+        for tag in self.open[index:]:
+            self.counts[tag] -= 1
+        del self.open[index:]
+        if self.skip is not None and self.skip >= len(self.open):
+            self.skip = None
+
+    def _implied_end(self, tag: str) -> None:
+        ends = IMPLIED_ENDS.get(tag)
+        if not ends or not any(self.counts[t] for t in ends):
+            return
+        lowest = max(len(self.open) - IMPLIED_END_REACH, 0)
+        for i in range(len(self.open) - 1, lowest - 1, -1):
+            if self.open[i] in ends:
+                self._close_to(i)
+                return
+            if self.open[i] in SCOPE_TAGS:
+                return
+
     def handle_starttag(self, tag, attrs):
-        if self.skip is not None:
-            self.skip[1] += tag == self.skip[0]
-        elif tag not in VOID_TAGS and (tag in SKIP_TAGS or dict(attrs).get("role") in SKIP_ROLES):
-            self.skip = [tag, 1]
+        self._implied_end(tag)
+        if tag in VOID_TAGS:
+            return
+        self.open.append(tag)
+        self.counts[tag] += 1
+        if self.skip is None and (tag in SKIP_TAGS or dict(attrs).get("role") in SKIP_ROLES):
+            self.skip = len(self.open) - 1
 
     def handle_endtag(self, tag):
-        if self.skip is not None and tag == self.skip[0]:
-            self.skip[1] -= 1
-            if self.skip[1] == 0:
-                self.skip = None
+        if self.counts[tag]:  # an end tag with no open element is ignored, as a browser does
+            self._close_to(len(self.open) - 1 - self.open[::-1].index(tag))
 
     def handle_data(self, data):
         self._put(self._pos(), data, data)
@@ -82,6 +145,7 @@ def html_readable(text: str) -> str:
     """The readable text of an HTML document, blanked in place (module docstring) (C1.1)."""
     if not isinstance(text, str):
         raise TypeError(f"text: got {type(text).__name__}, expected str")
+    text = ABRUPT_COMMENT.sub(_abrupt_comment, text)  # same length: offsets stay the file's
     parser = _Readable(text)
     parser.feed(text)
     parser.close()

@@ -27,7 +27,7 @@ def _summary(**changes):
 
 def test_english_sentence_follows_the_english_top_doc():
     assert "English translation of the seed example ranks doc 2 first" in _summary().summary
-    moved = _summary(seed_en__top=1)
+    moved = _summary(seed_en__top=1, seed_en__scores=[0.2, 0.5, 0.3])
     assert "ranks doc 2 first" not in moved.summary
     assert "ranks doc 1 first, not one of docs [0, 2]" in moved.summary
 
@@ -41,10 +41,14 @@ def test_unk_sentence_only_when_the_query_is_out_of_vocabulary():
 
 def test_control_sentence_follows_the_control_ranking():
     assert "ranks doc 0 first too" in _summary().summary
-    differs = _summary(seed_zh_control__top=1)
+    differs = _summary(seed_zh_control__top=1, seed_zh_control__scores=[0.3, 0.5, 0.2])
     assert "first too" not in differs.summary
     assert "ranks doc 1 first instead" in differs.summary
-    holds = _summary(seed_zh_control__top=1, seed_zh__unk_fraction=[0.1])
+    holds = _summary(
+        seed_zh_control__top=1,
+        seed_zh_control__scores=[0.3, 0.5, 0.2],
+        seed_zh__unk_fraction=[0.1],
+    )
     assert holds.status == "holds" and "Holds for English paraphrases only" not in holds.summary
 
 

@@ -266,15 +266,24 @@ EXPECT = {
     },
 }
 
+# The control query ranking doc 1 first: its scores and its recorded top moved together (the rule
+# reads the top doc from the scores and refuses a recorded top that disagrees with them).
+C1_CONTROL_ON_DOC_1 = {"seed_zh_control/scores": [0.3, 0.5, 0.2], "seed_zh_control/top": 1}
+
 EXTRA = {
     "C1.1": [
-        ({"seed_zh/unk_fraction": [0.1, 0.1, 0.1, 0.1], "seed_zh_control/top": 1}, "holds"),
+        ({"seed_zh/unk_fraction": [0.1, 0.1, 0.1, 0.1], **C1_CONTROL_ON_DOC_1}, "holds"),
         (
-            {"seed_zh/unk_fraction": [0.1], "seed_zh_control/top": 1, "seed_en/top": 1},
+            {
+                "seed_zh/unk_fraction": [0.1],
+                **C1_CONTROL_ON_DOC_1,
+                "seed_en/scores": [0.2, 0.5, 0.3],
+                "seed_en/top": 1,
+            },
             "conditional",
         ),
         (
-            {"seed_zh/unk_fraction": [0.1], "seed_zh_control/top": 1, "seed_en/keyword_match": [2]},
+            {"seed_zh/unk_fraction": [0.1], **C1_CONTROL_ON_DOC_1, "seed_en/keyword_match": [2]},
             "conditional",
         ),
     ],
