@@ -25,7 +25,8 @@ from jax import dtypes
 
 from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
 from jaxparadigm.autodiff.complex_refusal import refuse_complex
-from jaxparadigm.autodiff.graph import Saved, flat_trace
+from jaxparadigm.autodiff.graph import flat_trace
+from jaxparadigm.autodiff.saved import Saved
 from jaxparadigm.autodiff.trace_cache import static_key
 
 __all__ = ["grad", "value_and_grad", "vjp"]
