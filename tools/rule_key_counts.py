@@ -17,7 +17,7 @@ Two independent counts:
   loop variable (its values show in the dynamic count).
 
 Zero-rule lists: the registration call sites (file:line) whose rule is a zero rule (a VJP named
-``_zero*`` or a JVP built by ``zero_rule``); each distinct call site is one list. Also printed:
+``_zero*`` or a JVP built by ``zero_rule``); the call sites inside one ``for`` loop are one list. Also printed:
 the primitives with a zero rule in one table and not the other.
 """
 
@@ -56,7 +56,12 @@ def _profile(frame, event, arg):
         caller = caller.f_back
     where = "?" if caller is None else f"{caller.f_code.co_filename}:{caller.f_lineno}"
     _SEEN.append(
-        {"table": table.kind, "first": first, "aliases": tuple(local.get("aliases", ())), "at": where}
+        {
+            "table": table.kind,
+            "first": first,
+            "aliases": tuple(local.get("aliases", ())),
+            "at": where,
+        }
     )
 
 
@@ -94,6 +99,17 @@ def _static(root: pathlib.Path) -> collections.Counter:
     return counts
 
 
+def _enclosing(path: pathlib.Path, line: int) -> int:
+    """The first line of the innermost ``for`` loop around ``line`` (the line itself if none):
+    the registrations one loop makes from one list count as one list."""
+    best = line
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.For) and node.lineno <= line <= (node.end_lineno or line):
+            if best == line or node.lineno > best:
+                best = node.lineno
+    return best
+
+
 def _is_zero(kind: str, rule: Any) -> bool:
     name = getattr(rule, "__name__", "")
     return name.startswith("_zero") if kind == "VJP" else name.endswith("_zero_jvp")
@@ -125,10 +141,8 @@ def main() -> None:
     static = _static(root)
     for (fn, kind), n in sorted(static.items()):
         print(f"  {fn:16s} {kind:18s} {n:4d}")
-    per_fn = collections.defaultdict(set)
-    for fn, kind in static:
-        per_fn[kind].add(fn)
-    print(f"  spellings: {len(per_fn)} ({', '.join(sorted(per_fn))})")
+    spelled = sorted({kind for _, kind in static if not kind.startswith("variable")})
+    print(f"  spellings (variables aside): {len(spelled)} ({', '.join(spelled)})")
 
     print("\nzero-rule lists (call sites registering a zero rule)")
     zero_sites: dict[str, set] = collections.defaultdict(set)
@@ -146,11 +160,13 @@ def main() -> None:
             path, line = call["at"].rsplit(":", 1)
             rel = pathlib.Path(path).relative_to(root.parent.parent)
             zero_sites[str(rel)].add((call["table"], int(line)))
+    n_lists = 0
     for path, sites in sorted(zero_sites.items()):
         lines = sorted({(t, ln) for t, ln in sites})
-        print(f"  {path}: {', '.join(f'{t}@{ln}' for t, ln in lines)}")
-    n_lists = sum(len({ln for _, ln in sites}) for sites in zero_sites.values())
-    print(f"  zero-rule lists (distinct call sites): {n_lists}")
+        loops = {_enclosing(root.parent.parent / path, ln) for _, ln in lines}
+        n_lists += len(loops)
+        print(f"  {path}: {', '.join(f'{t}@{ln}' for t, ln in lines)} ({len(loops)} list(s))")
+    print(f"  zero-rule lists (distinct loops or call sites): {n_lists}")
     print(f"  zero VJP {len(zero_names['VJP'])}, zero JVP {len(zero_names['JVP'])}")
     print(f"  zero JVP, no zero VJP: {sorted(zero_names['JVP'] - zero_names['VJP'])}")
     print(f"  zero VJP, no zero JVP: {sorted(zero_names['VJP'] - zero_names['JVP'])}")
