@@ -189,7 +189,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         _HINT,
     ),
     # jaxparadigm/autodiff (random sample, seed 17)
-    "jaxparadigm.autodiff.rules.control_flow_jvp.x__kept__mutmut_8": (
+    "jaxparadigm.autodiff.rules.tangents.x_kept_tangents__mutmut_8": (
         "return [instantiate(t, p) for t, p, f in zip(tangents, primals, flags, strict=None) if f]",
         "each caller passes one tangent, one value and one flag per output, carry or stacked "
         "output of the same body (cond, scan, while): same length",
@@ -237,7 +237,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "env.update(zip(self.inputs, flat_args, strict=False))",
         "forward raises TypeError just before unless len(flat_args) == len(self.inputs)",
     ),
-    "jaxparadigm.autodiff.rules.reduction.x__reduce_window_chooser_vjp__mutmut_18": (
+    "jaxparadigm.autodiff.rules.reduce_window.x__reduce_window_chooser_vjp__mutmut_18": (
         "config = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, bdil, strict=None)]",
         "reduce_window's padding and base_dilation have one entry per operand dim (jax checks "
         "both when it binds the primitive): same length",

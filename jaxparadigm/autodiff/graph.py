@@ -12,7 +12,7 @@ VJP registry and calls the rule; cotangents of a variable used by several equati
 An equation whose primitive has a forward rule (``registry.register_forward``: ``jit``,
 ``custom_vjp_call``, ``scan``) keeps residuals in the environment under its ``Node``; the reverse
 sweep hands them to the VJP rule (``residuals=``) instead of recomputing the inner forward. A call's
-residuals are a :class:`Saved` environment: the inner graph plus the values its reverse sweep reads.
+residuals are a ``saved.Saved`` environment: the inner graph plus the values its reverse sweep reads.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import jax
@@ -33,7 +33,7 @@ from jaxparadigm.autodiff.complex_refusal import COMPLEX_REFUSED
 from jaxparadigm.autodiff.registry import get_forward, get_vjp, has_forward
 from jaxparadigm.autodiff.trace_cache import TRACES, closes_over_tracers, trace_key
 
-__all__ = ["Graph", "Node", "Saved", "topological_order", "trace", "count_equations"]
+__all__ = ["Graph", "Node", "topological_order", "trace", "count_equations"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -306,46 +306,6 @@ class Graph:
                 lines.append(f'  {source[v]} -> out{i} [label="{name(v)}"];')
         lines.append("}")
         return "\n".join(lines)
-
-
-@jax.tree_util.register_pytree_node_class
-class Saved:
-    """Residuals of a call: its ``graph`` and the forward values its reverse sweep reads. C2.2.
-
-    ``Saved.of(graph, env)`` keeps only ``graph.read_by_backward`` (closed-over constants are
-    restored from the graph, ``drop`` names variables the caller restores itself, e.g. a scan's
-    per-iteration inputs). It is a pytree whose leaves are the kept values, so a ``lax.scan`` can
-    stack one per iteration; ``backward(cts)`` runs the graph's reverse sweep on it.
-    """
-
-    def __init__(self, graph: Graph, env: dict):
-        self.graph = graph
-        self.env = env
-
-    @classmethod
-    def of(cls, graph: Graph, env: dict, drop: Iterable[Any] = ()) -> Saved:
-        drop = set(drop)
-        return cls(graph, {k: env[k] for k in graph.read_by_backward if k in env and k not in drop})
-
-    def full_env(self, restored: dict | None = None) -> dict:
-        """The environment for the reverse sweep: constants, ``restored`` values, saved values."""
-        env = dict(zip(self.graph.jaxpr.constvars, self.graph.consts, strict=True))
-        env.update(restored or {})
-        env.update(self.env)
-        return env
-
-    def backward(self, cts: Sequence, restored: dict | None = None) -> list:
-        """Input cotangents of the saved call given its output cotangents (``None`` = zero)."""
-        return self.graph.backward(self.full_env(restored), list(cts))
-
-    def tree_flatten(self) -> tuple[list[Any], tuple[Graph, tuple[Any, ...]]]:
-        keys = tuple(self.env)
-        return [self.env[k] for k in keys], (self.graph, keys)
-
-    @classmethod
-    def tree_unflatten(cls, aux: tuple[Graph, tuple[Any, ...]], children: Iterable[Any]) -> Saved:
-        graph, keys = aux
-        return cls(graph, dict(zip(keys, children, strict=True)))
 
 
 def flat_trace(

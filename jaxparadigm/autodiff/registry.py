@@ -30,7 +30,11 @@ When a primitive has one, ``Graph.forward`` runs it instead of binding the primi
 (``custom_vjp_call``: what the user's ``fwd`` saved; ``jit``/``scan``: the inner program's
 forward environment). A VJP rule called on its own gets ``residuals=None`` and recomputes them.
 
-All three tables are instances of one mechanism, :class:`RuleTable`.
+All three tables are instances of one mechanism, :class:`RuleTable`, keyed by the primitive's
+``.name`` (the name a jaxpr equation carries). The rule modules register with the primitive
+*object* (``@register_vjp(P.sin_p)``, ``@register_jvp(P.sin_p)``), so one search for ``sin_p``
+finds both of a primitive's rules; a string is accepted for a primitive with no object to name
+(a user's own primitive, or an alias: a name older jax versions gave the same primitive).
 """
 
 from __future__ import annotations
@@ -38,18 +42,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from jax.extend.core import Primitive
+
 __all__ = [
     "JVPRule",
     "MissingJVPRule",
     "MissingVJPRule",
     "RuleTable",
     "VJPRule",
+    "PrimitiveKey",
     "get_forward",
     "get_jvp",
     "get_vjp",
     "has_forward",
     "has_jvp",
     "has_vjp",
+    "primitive_name",
     "register_forward",
     "register_jvp",
     "register_vjp",
@@ -63,6 +71,20 @@ VJPRule = Callable[..., tuple]
 # A rule a ``register_*`` decorator hands back unchanged.
 _Rule = TypeVar("_Rule", bound=Callable[..., Any])
 JVPRule = Callable[..., tuple]
+# What a rule is registered under: a primitive object (keyed by its ``.name``) or that name.
+PrimitiveKey = Primitive | str
+
+
+def primitive_name(primitive: PrimitiveKey, fn: str = "register") -> str:
+    """The table key of ``primitive``: a ``Primitive``'s ``.name``, or a non-empty str itself."""
+    if isinstance(primitive, Primitive):
+        return primitive.name
+    if isinstance(primitive, str) and primitive:
+        return primitive
+    raise TypeError(
+        f"{fn}: primitive_name={primitive!r}; expected a str (a non-empty primitive name) "
+        "or a jax Primitive"
+    )
 
 
 class MissingVJPRule(NotImplementedError):
@@ -109,22 +131,19 @@ class RuleTable:
         return len(self.rules)
 
     def register(
-        self, primitive_name: str, *aliases: str, overwrite: bool = False
+        self, primitive: PrimitiveKey, *aliases: PrimitiveKey, overwrite: bool = False
     ) -> Callable[[_Rule], _Rule]:
-        """Decorator adding a rule under ``primitive_name`` (and ``aliases``).
+        """Decorator adding a rule under ``primitive``'s name (and the ``aliases``' names).
 
         Registering a name twice raises ``ValueError`` unless ``overwrite=True``; every name is
         checked before any is written, so a conflicting alias leaves no partial entry.
         """
         fn = f"register_{self.kind.lower()}"
-        names = (primitive_name, *aliases)
-        for name in names:
-            if not isinstance(name, str) or not name:
-                raise TypeError(f"{fn}: primitive_name={name!r}; expected a non-empty str")
+        names = tuple(primitive_name(p, fn) for p in (primitive, *aliases))
 
         def decorate(rule: _Rule) -> _Rule:
             if not callable(rule):
-                raise TypeError(f"{fn}({primitive_name!r}): rule={rule!r} is not callable")
+                raise TypeError(f"{fn}({names[0]!r}): rule={rule!r} is not callable")
             for name in names:
                 if name in self.rules and not overwrite and self.rules[name] is not rule:
                     raise ValueError(
@@ -137,25 +156,22 @@ class RuleTable:
 
         return decorate
 
-    def get(self, primitive_name: str) -> Callable[..., tuple]:
-        """The rule registered for ``primitive_name``; the table's ``missing`` error if none."""
-        if not isinstance(primitive_name, str):
-            raise TypeError(
-                f"get_{self.kind.lower()}: primitive_name={primitive_name!r}; expected a str"
-            )
+    def get(self, primitive: PrimitiveKey) -> Callable[..., tuple]:
+        """The rule registered for ``primitive``; the table's ``missing`` error if none."""
+        name = primitive_name(primitive, f"get_{self.kind.lower()}")
         try:
-            return self.rules[primitive_name]
+            return self.rules[name]
         except KeyError:
-            raise self.missing(primitive_name) from None
+            raise self.missing(name) from None
 
-    def has(self, primitive_name: str) -> bool:
-        return primitive_name in self.rules
+    def has(self, primitive: PrimitiveKey) -> bool:
+        return primitive_name(primitive, f"has_{self.kind.lower()}") in self.rules
 
     def names(self) -> tuple[str, ...]:
         return tuple(sorted(self.rules))
 
-    def unregister(self, primitive_name: str) -> None:
-        self.rules.pop(primitive_name, None)
+    def unregister(self, primitive: PrimitiveKey) -> None:
+        self.rules.pop(primitive_name(primitive, f"unregister_{self.kind.lower()}"), None)
 
 
 VJP_RULES = RuleTable("VJP", MissingVJPRule)
@@ -163,24 +179,24 @@ JVP_RULES = RuleTable("JVP", MissingJVPRule)
 
 
 def register_vjp(
-    primitive_name: str, *aliases: str, overwrite: bool = False
+    primitive: PrimitiveKey, *aliases: PrimitiveKey, overwrite: bool = False
 ) -> Callable[[_Rule], _Rule]:
-    """Decorator adding ``rule`` to the VJP registry under ``primitive_name`` (and ``aliases``). C3.2.
+    """Decorator adding ``rule`` to the VJP registry under ``primitive`` (and ``aliases``). C3.2.
 
     ``rule(ct, *primals, **params)`` returns one cotangent per primal (``None`` for zero).
     Registering a name twice raises ``ValueError`` unless ``overwrite=True``.
     """
-    return VJP_RULES.register(primitive_name, *aliases, overwrite=overwrite)
+    return VJP_RULES.register(primitive, *aliases, overwrite=overwrite)
 
 
-def get_vjp(primitive_name: str) -> VJPRule:
-    """The VJP rule registered for ``primitive_name``; ``MissingVJPRule`` if none. C3.2."""
-    return VJP_RULES.get(primitive_name)
+def get_vjp(primitive: PrimitiveKey) -> VJPRule:
+    """The VJP rule registered for ``primitive``; ``MissingVJPRule`` if none. C3.2."""
+    return VJP_RULES.get(primitive)
 
 
-def has_vjp(primitive_name: str) -> bool:
-    """Whether ``primitive_name`` has a registered VJP rule. C3.2."""
-    return VJP_RULES.has(primitive_name)
+def has_vjp(primitive: PrimitiveKey) -> bool:
+    """Whether ``primitive`` has a registered VJP rule. C3.2."""
+    return VJP_RULES.has(primitive)
 
 
 def registered_primitives() -> tuple[str, ...]:
@@ -188,31 +204,31 @@ def registered_primitives() -> tuple[str, ...]:
     return VJP_RULES.names()
 
 
-def unregister_vjp(primitive_name: str) -> None:
+def unregister_vjp(primitive: PrimitiveKey) -> None:
     """Remove a VJP rule (used by tests that register temporary rules). C3.2."""
-    VJP_RULES.unregister(primitive_name)
+    VJP_RULES.unregister(primitive)
 
 
 def register_jvp(
-    primitive_name: str, *aliases: str, overwrite: bool = False
+    primitive: PrimitiveKey, *aliases: PrimitiveKey, overwrite: bool = False
 ) -> Callable[[_Rule], _Rule]:
-    """Decorator adding ``rule`` to the JVP registry under ``primitive_name`` (and ``aliases``). C3.2.
+    """Decorator adding ``rule`` to the JVP registry under ``primitive`` (and ``aliases``). C3.2.
 
     ``rule(primals, tangents, **params)`` returns ``(primal_out, tangent_out)``; a ``None``
     tangent (in or out) is a symbolic zero. Registering a name twice raises ``ValueError`` unless
     ``overwrite=True``.
     """
-    return JVP_RULES.register(primitive_name, *aliases, overwrite=overwrite)
+    return JVP_RULES.register(primitive, *aliases, overwrite=overwrite)
 
 
-def get_jvp(primitive_name: str) -> JVPRule:
-    """The JVP rule registered for ``primitive_name``; ``MissingJVPRule`` if none. C3.2."""
-    return JVP_RULES.get(primitive_name)
+def get_jvp(primitive: PrimitiveKey) -> JVPRule:
+    """The JVP rule registered for ``primitive``; ``MissingJVPRule`` if none. C3.2."""
+    return JVP_RULES.get(primitive)
 
 
-def has_jvp(primitive_name: str) -> bool:
-    """Whether ``primitive_name`` has a registered JVP rule. C3.2."""
-    return JVP_RULES.has(primitive_name)
+def has_jvp(primitive: PrimitiveKey) -> bool:
+    """Whether ``primitive`` has a registered JVP rule. C3.2."""
+    return JVP_RULES.has(primitive)
 
 
 def registered_jvp_primitives() -> tuple[str, ...]:
@@ -220,30 +236,30 @@ def registered_jvp_primitives() -> tuple[str, ...]:
     return JVP_RULES.names()
 
 
-def unregister_jvp(primitive_name: str) -> None:
+def unregister_jvp(primitive: PrimitiveKey) -> None:
     """Remove a JVP rule (used by tests that register temporary rules)."""
-    JVP_RULES.unregister(primitive_name)
+    JVP_RULES.unregister(primitive)
 
 
 FORWARD_RULES = RuleTable("forward", NotImplementedError)
 
 
 def register_forward(
-    primitive_name: str, *aliases: str, overwrite: bool = False
+    primitive: PrimitiveKey, *aliases: PrimitiveKey, overwrite: bool = False
 ) -> Callable[[_Rule], _Rule]:
     """Decorator adding a forward rule ``rule(*primals, **params) -> (outputs, residuals)``. C2.2.
 
     The graph's forward sweep keeps ``residuals`` and passes them to the primitive's VJP rule as
     ``residuals=`` (saved instead of recomputed in the backward sweep).
     """
-    return FORWARD_RULES.register(primitive_name, *aliases, overwrite=overwrite)
+    return FORWARD_RULES.register(primitive, *aliases, overwrite=overwrite)
 
 
-def get_forward(primitive_name: str) -> Callable[..., tuple]:
-    """The forward rule of ``primitive_name`` (``NotImplementedError`` if none). C2.2/C3.2."""
-    return FORWARD_RULES.get(primitive_name)
+def get_forward(primitive: PrimitiveKey) -> Callable[..., tuple]:
+    """The forward rule of ``primitive`` (``NotImplementedError`` if none). C2.2/C3.2."""
+    return FORWARD_RULES.get(primitive)
 
 
-def has_forward(primitive_name: str) -> bool:
-    """Whether ``primitive_name`` keeps residuals through a forward rule. C2.2/C3.2."""
-    return FORWARD_RULES.has(primitive_name)
+def has_forward(primitive: PrimitiveKey) -> bool:
+    """Whether ``primitive`` keeps residuals through a forward rule. C2.2/C3.2."""
+    return FORWARD_RULES.has(primitive)

@@ -25,7 +25,8 @@ from jax import dtypes
 
 from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
 from jaxparadigm.autodiff.complex_refusal import refuse_complex
-from jaxparadigm.autodiff.graph import Saved, flat_trace
+from jaxparadigm.autodiff.graph import flat_trace
+from jaxparadigm.autodiff.saved import Saved
 from jaxparadigm.autodiff.trace_cache import static_key
 
 __all__ = ["grad", "value_and_grad", "vjp"]
@@ -80,6 +81,20 @@ def _grads_for(args, argnums, flat_args, wrt, in_cts, float0_for_rest=False):
     return per_arg
 
 
+def _check_scalar_float_output(out_avals: list) -> None:
+    """grad's output contract: one real floating-point scalar (``TypeError`` otherwise). C3.2."""
+    if len(out_avals) != 1 or out_avals[0].shape != ():
+        shapes = [tuple(a.shape) for a in out_avals]
+        raise TypeError(
+            "grad requires a function with a scalar output; got output shape(s) "
+            f"{shapes if len(out_avals) != 1 else shapes[0]}"
+        )
+    if not jnp.issubdtype(out_avals[0].dtype, jnp.floating):
+        raise TypeError(
+            f"grad requires a real floating-point output; got dtype {out_avals[0].dtype}"
+        )
+
+
 def value_and_grad(
     f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
 ) -> Callable:
@@ -118,17 +133,7 @@ def value_and_grad(
             f_wrt, wrt_args, None, has_aux, cache_as=(f, static)
         )
         wrt = [True] * len(flat_args)
-        out_avals = [v.aval for v in graph.outputs[:n_out]]
-        if n_out != 1 or out_avals[0].shape != ():
-            shapes = [tuple(a.shape) for a in out_avals]
-            raise TypeError(
-                "grad requires a function with a scalar output; got output shape(s) "
-                f"{shapes if n_out != 1 else shapes[0]}"
-            )
-        if not jnp.issubdtype(out_avals[0].dtype, jnp.floating):
-            raise TypeError(
-                f"grad requires a real floating-point output; got dtype {out_avals[0].dtype}"
-            )
+        _check_scalar_float_output([v.aval for v in graph.outputs[:n_out]])
         env = graph.forward(flat_args, wrt)
         outs = graph.outputs_of(env)
         value = outs[0]

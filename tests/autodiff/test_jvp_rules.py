@@ -252,8 +252,9 @@ def _check_case(name, order):
     check_fwd(fn, args, order, numeric_tol=numeric)
 
 
-# One-line derivative-table entries (elementwise_jvp_rules' unary table) beyond a representative
-# few run under -m slow only; every bespoke rule, edge case and combination runs by default.
+# One-line derivative-table entries (the unary tables of rules/elementary.py and special.py)
+# beyond a representative few run under -m slow only; every bespoke rule, edge case and
+# combination runs by default.
 TABLE_SLOW = set(
     "exp2 expm1 log1p cos tan acos atan cosh asinh acosh atanh erfc rsqrt square sinh".split()
 )
@@ -378,7 +379,7 @@ def test_scatter_mul_repeated_indices_and_zero_updates():
 
 
 def test_products_of_others():
-    from jaxparadigm.autodiff.rules.indexing_jvp import products_of_others
+    from jaxparadigm.autodiff.rules.indexing import products_of_others
 
     u = jnp.array([2.0, 0.0, 3.0, 5.0, 4.0, 0.0])
     slot = jnp.array([1, 1, 3, 1, -1, 3])

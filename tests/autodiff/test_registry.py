@@ -1,9 +1,16 @@
 """The static VJP registry (C3.2): lookup, registration, missing rules, the required rule set."""
 
+import ast
+import importlib
+import operator
+import pathlib
+
 import jax
+import jax.extend.core.primitives as P
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax import lax
 from jax.extend.core import Primitive
 
 from jaxparadigm.autodiff import (
@@ -123,3 +130,111 @@ def test_rules_are_plain_functions_of_arrays():
     dx, dy = get_vjp("mul")(ct, x, y)
     np.testing.assert_allclose(dx, [7.5])
     np.testing.assert_allclose(dy, [3.0])
+
+
+def test_a_primitive_object_is_keyed_by_its_name():
+    """register/get take the primitive object or its name: one table key, ``.name``."""
+    try:
+        register_vjp(triple_p)(lambda ct, x, **p: (3.0 * ct,))
+        assert "test_triple" in registered_primitives()
+        assert get_vjp(triple_p) is get_vjp("test_triple")
+    finally:
+        unregister_vjp(triple_p)
+    assert "test_triple" not in registered_primitives()
+    assert get_vjp(P.sin_p) is get_vjp("sin")
+    with pytest.raises(
+        TypeError, match=r"primitive_name=3\.5; expected a str .* or a jax Primitive"
+    ):
+        register_vjp(3.5)
+
+
+def test_one_zero_rule_list_for_both_tables():
+    """Every primitive of ``ZERO_DERIVATIVE`` has a zero rule in both tables, and no other
+    primitive has one: no VJP/JVP list can drift from the other again."""
+    from jaxparadigm.autodiff.registry import JVP_RULES, VJP_RULES, get_jvp
+    from jaxparadigm.autodiff.rules.zero_derivative import ZERO_DERIVATIVE
+
+    names = {p.name for p in ZERO_DERIVATIVE}
+    assert len(names) == len(ZERO_DERIVATIVE) == 32
+    zero_vjp = {n for n, r in VJP_RULES.rules.items() if r.__name__ == "_zero_vjp"}
+    zero_jvp = {n for n, r in JVP_RULES.rules.items() if r.__name__.endswith("_zero_jvp")}
+    assert zero_vjp == zero_jvp == names
+    x = jnp.array([1.5, -2.0])
+    assert get_vjp(P.floor_p)(jnp.ones(2), x) == (None,)
+    out, t = get_jvp(P.floor_p)([x], [jnp.ones(2)])
+    np.testing.assert_array_equal(out, [1.0, -2.0])
+    assert t is None
+
+
+def test_bitcast_between_float_dtypes_has_a_zero_gradient_like_jax():
+    """The reconciled zero list gave ``bitcast_convert_type`` a VJP (formerly only a JVP):
+    a float16 -> bfloat16 reinterpretation carries no gradient, as jax's ``defjvp_zero``."""
+    f = lambda x: jnp.sum(lax.bitcast_convert_type(x, jnp.bfloat16).astype(jnp.float32) + x)
+    x = jnp.array([0.5, -1.25, 3.0], jnp.float16)
+    ours, ref = grad(f)(x), jax.grad(f)(x)
+    assert ours.dtype == ref.dtype == jnp.float16
+    np.testing.assert_array_equal(np.asarray(ours, np.float32), np.asarray(ref, np.float32))
+    np.testing.assert_array_equal(np.asarray(ours, np.float32), [1.0, 1.0, 1.0])
+
+
+def _registered_keys(path):
+    """``(table, primitive name)`` for each register_vjp/register_jvp call in a rule module; a
+    loop variable is resolved to the elements of the tuple (or the keys of the dict) it runs
+    over, and each key expression (the primitive and its aliases) to the object it names."""
+    module = importlib.import_module(f"jaxparadigm.autodiff.rules.{path.stem}")
+    tree = ast.parse(path.read_text())
+    assigned = {
+        t.id: node.value
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Name) and node.value is not None
+    }
+    keys = set()
+
+    def add(table, expr):
+        if isinstance(expr, ast.Constant):
+            keys.add((table, expr.value))
+        else:
+            keys.add((table, operator.attrgetter(ast.unparse(expr))(module).name))
+
+    def calls(node):
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.args:
+                table = {"register_vjp": "VJP", "register_jvp": "JVP"}.get(sub.func.id)
+                if table:
+                    yield from ((table, arg) for arg in sub.args)  # the key and its aliases
+
+    loop_vars = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.For):
+            it = node.iter
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute):
+                it = it.func.value  # TABLE.items()
+            it = assigned.get(it.id, it) if isinstance(it, ast.Name) else it
+            elts = it.keys if isinstance(it, ast.Dict) else getattr(it, "elts", [])
+            target = node.target.elts[0] if isinstance(node.target, ast.Tuple) else node.target
+            loop_vars.add(target.id)
+            for table, arg in calls(node):
+                if isinstance(arg, ast.Name) and arg.id == target.id:
+                    for e in elts:
+                        add(table, e)
+    for table, arg in calls(tree):
+        if not (isinstance(arg, ast.Name) and arg.id in loop_vars):
+            add(table, arg)
+    return keys
+
+
+def test_a_primitive_s_two_rules_live_in_one_module():
+    """Issue 33: a family's VJP and JVP rules sit side by side -- every primitive registered in
+    both tables is registered in both by the same rule module."""
+    from jaxparadigm.autodiff import registered_jvp_primitives, rules
+
+    where: dict = {}
+    for path in sorted(pathlib.Path(rules.__file__).parent.glob("*.py")):
+        for table, name in _registered_keys(path):
+            where.setdefault(name, {}).setdefault(table, set()).add(path.name)
+    both = {k: v for k, v in where.items() if set(v) == {"VJP", "JVP"}}
+    assert {k: v for k, v in both.items() if v["VJP"] != v["JVP"]} == {}
+    # the parse found every key of both tables
+    assert set(registered_primitives()) & set(registered_jvp_primitives()) == set(both)

@@ -1,5 +1,7 @@
-"""VJP rules for control flow: ``cond``/``switch``, ``scan`` (and ``fori_loop`` with static bounds,
+"""Rules for control flow: ``cond``/``switch``, ``scan`` (and ``fori_loop`` with static bounds,
 which lowers to it), ``while`` and host callbacks (claim C3.2).
+
+Reverse mode:
 
 * ``scan``: the forward rule runs the body through our graph inside a ``lax.scan`` and stacks one
   ``Saved`` environment per iteration (the residuals; the loop-invariant constants and the
@@ -13,15 +15,31 @@ which lowers to it), ``while`` and host callbacks (claim C3.2).
   each branch's VJP recomputing that branch's forward (the other branches never run).
 * ``while``: reverse mode is refused with jax's message (the trip count is not static).
 * ``pure_callback`` / ``io_callback``: refused; the host function has no derivative we can see.
+
+Forward mode runs our interpreter (``eval_jvp``) on the inner jaxpr, re-staged through the same
+public construct so the result keeps its structure:
+
+* ``cond``: ``lax.switch`` over the branches' JVPs; an output has a tangent if any branch gives
+  one (the others return zeros);
+* ``scan`` / ``while``: a ``lax.scan`` / ``lax.while_loop`` over (carry, carry tangent); which
+  carries need a tangent is the fixed point of the body's activity analysis;
+* ``pure_callback``/``io_callback``: a clear ``NotImplementedError`` (host code is opaque);
+  ``debug_callback``/``debug_print`` run on the primals.
 """
 
 from __future__ import annotations
 
+import jax.extend.core.primitives as P
 import jax.numpy as jnp
 from jax import lax
+from jax._src import debugging
+from jax._src.callback import io_callback_p, pure_callback_p
 
-from jaxparadigm.autodiff.graph import Graph, Saved
-from jaxparadigm.autodiff.registry import register_forward, register_vjp
+from jaxparadigm.autodiff.graph import Graph
+from jaxparadigm.autodiff.jvp_interpreter import eval_jvp_closed, nonzero_outputs
+from jaxparadigm.autodiff.registry import register_forward, register_jvp, register_vjp
+from jaxparadigm.autodiff.rules.tangents import kept_tangents, scatter_nonzero
+from jaxparadigm.autodiff.saved import Saved
 
 __all__: list[str] = []
 
@@ -49,7 +67,7 @@ def _split(seq, *sizes):
     return out
 
 
-@register_forward("scan")
+@register_forward(P.scan_p)
 def _scan_forward(*args, reverse, length, jaxpr, num_consts, num_carry, unroll=1, **params):
     """Run the scan with our graph as the body; keep one ``Saved`` per iteration."""
     body = Graph(jaxpr)
@@ -71,7 +89,7 @@ def _scan_forward(*args, reverse, length, jaxpr, num_consts, num_carry, unroll=1
     return [*carry, *ys], saved
 
 
-@register_vjp("scan")
+@register_vjp(P.scan_p)
 def _scan_vjp(
     cts, *args, reverse, length, jaxpr, num_consts, num_carry, unroll=1, residuals=None, **params
 ):
@@ -122,6 +140,53 @@ def _scan_vjp(
     return (*d_consts, *ct_init, *ct_xs)
 
 
+def _carry_fixed_point(jaxpr, nz_consts, nz_carry, nz_xs, n_carry):
+    """Smallest set of carries with a tangent that the body maps into itself."""
+    while True:
+        nz_out = nonzero_outputs(jaxpr, [*nz_consts, *nz_carry, *nz_xs])
+        grown = [a or b for a, b in zip(nz_carry, nz_out[:n_carry], strict=True)]
+        if grown == nz_carry:
+            return nz_carry, nz_out[n_carry:]
+        nz_carry = grown
+
+
+@register_jvp(P.scan_p)
+def _scan_jvp(
+    primals, tangents, *, reverse, length, jaxpr, num_consts, num_carry, unroll, **params
+):
+    """``scan`` over ((carry, d carry), (x, d x)) with the body's JVP; consts' tangents close over."""
+    n_c = num_consts
+    consts, init, xs = primals[:n_c], primals[n_c : n_c + num_carry], primals[n_c + num_carry :]
+    t_consts, t_init, t_xs = (
+        tangents[:n_c],
+        tangents[n_c : n_c + num_carry],
+        tangents[n_c + num_carry :],
+    )
+    nz_xs = [t is not None for t in t_xs]
+    nz_carry, nz_ys = _carry_fixed_point(
+        jaxpr, [t is not None for t in t_consts], [t is not None for t in t_init], nz_xs, num_carry
+    )
+
+    def body(carry, x):
+        (c, c_t), (xp, x_t) = carry, x
+        outs, touts = eval_jvp_closed(
+            jaxpr,
+            [*consts, *c, *xp],
+            [*t_consts, *scatter_nonzero(c_t, nz_carry), *scatter_nonzero(x_t, nz_xs)],
+        )
+        new_c, ys = outs[:num_carry], outs[num_carry:]
+        new_t = kept_tangents(touts[:num_carry], new_c, nz_carry)
+        return (new_c, new_t), (ys, kept_tangents(touts[num_carry:], ys, nz_ys))
+
+    init_t = kept_tangents(t_init, init, nz_carry)
+    xs_t = [t for t in t_xs if t is not None]
+    (c, c_t), (ys, ys_t) = lax.scan(
+        body, (list(init), init_t), (list(xs), xs_t), length=length, reverse=reverse, unroll=unroll
+    )
+    outs = [*c, *ys]
+    return outs, [*scatter_nonzero(c_t, nz_carry), *scatter_nonzero(ys_t, nz_ys)]
+
+
 def _branch_vjp(branch):
     """One branch's VJP: recompute its forward through our graph, then sweep back."""
 
@@ -133,7 +198,7 @@ def _branch_vjp(branch):
     return vjp
 
 
-@register_vjp("cond")
+@register_vjp(P.cond_p)
 def _cond_vjp(cts, index, *ops, branches, **params):
     """Cotangents through the taken branch: ``switch(index, [vjp of each branch])``."""
     out_avals = branches[0].out_avals
@@ -142,7 +207,26 @@ def _cond_vjp(cts, index, *ops, branches, **params):
     return (None, *in_cts)
 
 
-@register_vjp("while")
+@register_jvp(P.cond_p)
+def _cond_jvp(primals, tangents, *, branches, **params):
+    """``switch(index, branches)``: the JVP of the taken branch (all staged, one runs)."""
+    index, *ops = primals
+    nz_in = [t is not None for t in tangents[1:]]
+    nz_out = [any(col) for col in zip(*(nonzero_outputs(b, nz_in) for b in branches), strict=True)]
+    given = [t for t in tangents[1:] if t is not None]
+
+    def staged(branch):
+        def fn(ops, given):
+            outs, touts = eval_jvp_closed(branch, ops, scatter_nonzero(given, nz_in))
+            return outs, kept_tangents(touts, outs, nz_out)
+
+        return fn
+
+    outs, touts = lax.switch(index, [staged(b) for b in branches], list(ops), given)
+    return list(outs), scatter_nonzero(touts, nz_out)
+
+
+@register_vjp(P.while_p)
 def _while_vjp(cts, *args, **params):
     raise ValueError(
         "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
@@ -152,10 +236,63 @@ def _while_vjp(cts, *args, **params):
     )
 
 
-@register_vjp("pure_callback", "io_callback")
+@register_jvp(P.while_p)
+def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    """``while_loop`` over (carry, d carry); the predicate reads the primal carry only."""
+    c_consts = primals[:cond_nconsts]
+    b_consts = primals[cond_nconsts : cond_nconsts + body_nconsts]
+    init = primals[cond_nconsts + body_nconsts :]
+    t_b = tangents[cond_nconsts : cond_nconsts + body_nconsts]
+    t_init = tangents[cond_nconsts + body_nconsts :]
+    nz_carry, _ = _carry_fixed_point(
+        body_jaxpr, [t is not None for t in t_b], [t is not None for t in t_init], [], len(init)
+    )
+
+    def cond_fn(carry):
+        c, _ = carry
+        (pred,), _ = eval_jvp_closed(cond_jaxpr, [*c_consts, *c], [None] * (len(c_consts) + len(c)))
+        return pred
+
+    def body_fn(carry):
+        c, c_t = carry
+        outs, touts = eval_jvp_closed(
+            body_jaxpr, [*b_consts, *c], [*t_b, *scatter_nonzero(c_t, nz_carry)]
+        )
+        return outs, kept_tangents(touts, outs, nz_carry)
+
+    c, c_t = lax.while_loop(cond_fn, body_fn, (list(init), kept_tangents(t_init, init, nz_carry)))
+    return list(c), scatter_nonzero(c_t, nz_carry)
+
+
+@register_vjp(pure_callback_p, io_callback_p)
 def _callback_vjp(cts, *args, **params):
     raise ValueError(
         "Host callbacks (jax.pure_callback / io_callback) cannot be differentiated: the host "
         "function is opaque to the graph. Wrap the callback in jax.custom_vjp (or "
         "jaxparadigm.autodiff.Function) and give it a backward."
     )
+
+
+def _callback_jvp(name):
+    def rule(primals, tangents, **params):
+        raise NotImplementedError(
+            f"forward mode cannot differentiate through {name}: host callbacks are opaque to "
+            "the engine. Give the function a derivative with jax.custom_jvp."
+        )
+
+    return rule
+
+
+register_jvp(pure_callback_p)(_callback_jvp("pure_callback"))
+register_jvp(io_callback_p)(_callback_jvp("io_callback"))
+
+
+def _debug_rule(prim):
+    def rule(primals, tangents, **params):
+        return list(prim.bind(*primals, **params)), []
+
+    return rule
+
+
+register_jvp(debugging.debug_callback_p)(_debug_rule(debugging.debug_callback_p))
+register_jvp(debugging.debug_print_p)(_debug_rule(debugging.debug_print_p))

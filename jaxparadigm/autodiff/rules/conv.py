@@ -9,15 +9,20 @@ A convolution is bilinear; each cotangent is itself a convolution (jax's transpo
             ``batch`` group counts swapped), padding from ``_vjp_rhs_padding``
 
 Grouped convolutions move the group axis between feature dims as jax does.
+
+Forward mode: a convolution is bilinear, ``d conv(x, w) = conv(dx, w) + conv(x, dw)`` with the
+same parameters (``tangents.bilinear_rule``).
 """
 
 from __future__ import annotations
 
+import jax.extend.core.primitives as P
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxparadigm.autodiff.registry import register_vjp
+from jaxparadigm.autodiff.registry import register_jvp, register_vjp
+from jaxparadigm.autodiff.rules.tangents import bilinear_rule
 
 __all__: list[str] = []
 
@@ -148,7 +153,10 @@ def _conv_rhs_ct(ct, lhs, rhs, p):
     return out.astype(jnp.result_type(rhs))
 
 
-@register_vjp("conv_general_dilated")
+@register_vjp(P.conv_general_dilated_p)
 def _conv_general_dilated_vjp(ct, lhs, rhs, **params):
     """Both operands' cotangents, each a convolution (see the module docstring)."""
     return _conv_lhs_ct(ct, lhs, rhs, params), _conv_rhs_ct(ct, lhs, rhs, params)
+
+
+register_jvp(P.conv_general_dilated_p)(bilinear_rule(P.conv_general_dilated_p))

@@ -24,6 +24,7 @@ VJPs of qr and svd are the transposes of these JVPs through our reverse sweep
 
 from __future__ import annotations
 
+import jax.extend.core.primitives as P
 import jax.numpy as jnp
 from jax import lax
 
@@ -65,7 +66,7 @@ def _eigh(a, params):
     return lax.linalg.eigh_p.bind(a, **params)
 
 
-@register_jvp("eigh")
+@register_jvp(P.eigh_p)
 def _eigh_jvp(primals, tangents, **params):
     """dw = diag(V^T dA V), dV = V (F o V^T dA V) (Giles 2008). C3.2."""
     (a,), (da,) = primals, tangents
@@ -74,7 +75,7 @@ def _eigh_jvp(primals, tangents, **params):
     return [v, w], [_mm(v, _inverse_gaps(w) * s), _diag(s)]
 
 
-@register_vjp("eigh")
+@register_vjp(P.eigh_p)
 def _eigh_vjp(cts, a, **params):
     """ct_A = V (diag(ct_w) + F o (V^T ct_V)) V^T, the transpose of the JVP. C3.2."""
     ct_v, ct_w = cts
@@ -96,7 +97,7 @@ def _thin_qr_jvp(q, r, dx):
     return _mm(q, omega - c) + dx_rinv, _mm(c - omega, r)
 
 
-@register_jvp("qr")
+@register_jvp(P.qr_p)
 def _qr_jvp(primals, tangents, *, pivoting, full_matrices, **params):
     """Townsend's QR JVP (jax's ``qr_jvp_rule``), wide and full-matrices cases included. C3.2."""
     (x,), (dx,) = primals, tangents
@@ -129,13 +130,13 @@ def _qr_jvp(primals, tangents, *, pivoting, full_matrices, **params):
     return outs, tans + ([None] if pivoting else [])
 
 
-@register_vjp("qr")
+@register_vjp(P.qr_p)
 def _qr_vjp(cts, x, **params):
     """ct_X = the transpose of the QR JVP's linear map dX -> (dQ, dR), applied to the cts. C3.2."""
     return transpose_jvp(_qr_jvp, cts, [x], params)
 
 
-@register_jvp("svd")
+@register_jvp(P.svd_p)
 def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, subset_by_index, **params):
     """Townsend's SVD JVP (jax's ``_svd_jvp_rule``); singular values only when not compute_uv."""
     (a,), (da,) = primals, tangents
@@ -169,7 +170,7 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, subset_by_index, *
     return [s, u, vt], [ds, du, mT(dv)]  # thin == full here: square or full_matrices=False
 
 
-@register_vjp("svd")
+@register_vjp(P.svd_p)
 def _svd_vjp(cts, a, **params):
     """ct_A = the transpose of the SVD JVP's linear map dA -> (ds, dU, dV^T). C3.2."""
     return transpose_jvp(_svd_jvp, cts, [a], params)

@@ -1,72 +1,88 @@
-"""VJP rules for elementwise primitives (claim C3.2).
+"""Rules for the arithmetic and identity primitives: add, sub, mul, div, pow, max/min, clamp,
+select_n, convert_element_type, copies and barriers (claim C3.2).
 
-Each rule is ``rule(ct, *primals, **params) -> tuple of cotangents`` (``None`` = zero) and is
-written with differentiable ``jnp``/``lax`` ops so that a backward pass can itself be
-differentiated (claim C3.3). A jaxpr may combine a rank-0 literal with an array
-(``mul 0.5:f32[] x``), so binary rules reduce the cotangent back to each operand's shape.
+Reverse mode: ``rule(ct, *primals, **params) -> tuple of cotangents`` (``None`` = zero), written
+with differentiable ``jnp``/``lax`` ops so that a backward pass can itself be differentiated
+(claim C3.3). A jaxpr may combine a rank-0 literal with an array (``mul 0.5:f32[] x``), so binary
+rules reduce the cotangent back to each operand's shape (``unbroadcast``).
+
+Forward mode, in the same algebraic form as ``jax._src.lax`` (our oracle): e.g.
+``d(x/y)/dy = -x * y**-2`` with ``integer_pow``, not ``-x / (y*y)``, whose nested derivatives
+square the denominator again at every order and overflow float32 by the 6th. Where a derivative
+is not classical:
+
+* ``max``/``min``: ties split the tangent (and the cotangent) 1/2 - 1/2 (``balanced_eq``);
+* ``clamp(lo, x, hi)``: x gets ``dx`` strictly inside ``(lo, hi)``, a bound gets its tangent only
+  when strictly active (so at ``x == lo`` every tangent is dropped, as in jax);
+* ``pow(x, y)``: ``d/dx = y x^(y-1)`` (masked to 0 at ``y == 0`` only for integer ``y``),
+  ``d/dy = log(x) x^y`` with ``log(0)`` replaced by 0.
+
+Complex numbers are refused in reverse mode (``complex_refusal``); forward mode treats
+``real``/``imag``/``conj``/``complex`` as the linear maps they are. Functions of one argument
+(exp, log, sin, ...): ``elementary.py``; special functions: ``special.py``; primitives with a
+zero derivative: ``zero_derivative.py``.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
+from typing import Any
 
 import jax
+import jax.extend.core.primitives as P
 import jax.numpy as jnp
 from jax import lax
+from jax._src.lax.lax import optimization_barrier_p
 
 from jaxparadigm.autodiff.complex_refusal import COMPLEX_REFUSED
-from jaxparadigm.autodiff.registry import register_vjp
+from jaxparadigm.autodiff.registry import register_jvp, register_vjp
+from jaxparadigm.autodiff.rules.tangents import (
+    add_tangents,
+    bilinear_rule,
+    instantiate,
+    linear_rule,
+    partials_rule,
+)
 from jaxparadigm.autodiff.unbroadcast import unbroadcast
 
-__all__ = ["unbroadcast"]
+__all__ = ["balanced_eq", "unbroadcast"]
 
 
-def _zero_rule(ct, *primals, **params):
-    """Piecewise-constant or gradient-blocking ops: every cotangent is zero."""
-    del ct, params
-    return (None,) * len(primals)
-
-
-for _name in (
-    "stop_gradient",
-    "sign",
-    "floor",
-    "ceil",
-    "round",
-    "is_finite",
-    "eq",
-    "ne",
-    "lt",
-    "le",
-    "gt",
-    "ge",
-    "and",
-    "or",
-    "not",
-    "xor",
-    "argmax",
-    "argmin",
-    "nextafter",
-):
-    register_vjp(_name)(_zero_rule)
-
-
-@register_vjp("add", "add_any")
+@register_vjp(P.add_p, P.add_jaxvals_p)
 def _add_vjp(ct, x, y, **params):
     return unbroadcast(ct, x), unbroadcast(ct, y)
 
 
-@register_vjp("sub")
+@register_vjp(P.sub_p)
 def _sub_vjp(ct, x, y, **params):
     return unbroadcast(ct, x), unbroadcast(-ct, y)
 
 
-@register_vjp("mul")
+def _additive_rule(prim, sign_y: float):
+    """x + y (sign_y = 1) or x - y (sign_y = -1): d out = dx + sign_y dy."""
+
+    def rule(primals, tangents, **params):
+        tx, ty = tangents
+        ty = ty if ty is None or sign_y > 0 else -ty
+        return prim.bind(*primals, **params), add_tangents(tx, ty)
+
+    return rule
+
+
+register_jvp(P.add_p)(_additive_rule(P.add_p, 1.0))
+register_jvp(P.add_jaxvals_p)(_additive_rule(P.add_jaxvals_p, 1.0))
+register_jvp(P.sub_p)(_additive_rule(P.sub_p, -1.0))
+
+
+@register_vjp(P.mul_p)
 def _mul_vjp(ct, x, y, **params):
     return unbroadcast(ct * y, x), unbroadcast(ct * x, y)
 
 
-@register_vjp("div")
+register_jvp(P.mul_p)(bilinear_rule(P.mul_p))
+
+
+@register_vjp(P.div_p)
 def _div_vjp(ct, x, y, **params):
     """d(x/y) = dx / y - x dy y**-2, with ``integer_pow(y, -2)`` as jax writes it: repeated
     differentiation then stays polynomial in y (``/ (y * y)`` would square y at every order and
@@ -74,132 +90,41 @@ def _div_vjp(ct, x, y, **params):
     return unbroadcast(ct / y, x), unbroadcast(-ct * x * lax.integer_pow(y, -2), y)
 
 
-@register_vjp("neg")
+@register_vjp(P.neg_p)
 def _neg_vjp(ct, x, **params):
     return (-ct,)
 
 
-@register_vjp("copy", "copy_p", "reduce_precision")
+# "copy_p": copy_p's legacy name (older jax), kept as an alias.
+@register_vjp(P.copy_p, "copy_p", P.reduce_precision_p)
 def _identity_vjp(ct, x, **params):
     return (ct,)
 
 
-@register_vjp("optimization_barrier", "device_put")
+for _p in (P.neg_p, P.copy_p, P.reduce_precision_p, P.sharding_constraint_p, P.device_put_p):
+    register_jvp(_p)(linear_rule(_p))
+
+
+@register_vjp(optimization_barrier_p, P.device_put_p)
 def _optimization_barrier_vjp(cts, *xs, **params):
     """An identity on each of its operands (a barrier, a device placement): cotangents pass
     through unchanged."""
     return tuple(cts)
 
 
-@register_vjp("sharding_constraint")
+@register_vjp(P.sharding_constraint_p)
 def _sharding_constraint_vjp(ct, x, **params):
     """A layout annotation: the value is unchanged, so is its cotangent."""
     return (ct,)
 
 
-@register_vjp("exp")
-def _exp_vjp(ct, x, **params):
-    return (ct * jnp.exp(x),)
+@register_jvp(optimization_barrier_p)
+def _optimization_barrier_jvp(primals, tangents, **params):
+    """The barrier only orders computation: tangents pass through unchanged."""
+    return list(optimization_barrier_p.bind(*primals, **params)), list(tangents)
 
 
-@register_vjp("exp2")
-def _exp2_vjp(ct, x, **params):
-    return (ct * jnp.exp2(x) * math.log(2.0),)
-
-
-@register_vjp("expm1")
-def _expm1_vjp(ct, x, **params):
-    return (ct * (jnp.expm1(x) + 1.0),)
-
-
-@register_vjp("log")
-def _log_vjp(ct, x, **params):
-    return (ct / x,)
-
-
-@register_vjp("log1p")
-def _log1p_vjp(ct, x, **params):
-    return (ct / (1.0 + x),)
-
-
-@register_vjp("sin")
-def _sin_vjp(ct, x, **params):
-    return (ct * jnp.cos(x),)
-
-
-@register_vjp("cos")
-def _cos_vjp(ct, x, **params):
-    return (-ct * jnp.sin(x),)
-
-
-@register_vjp("tan")
-def _tan_vjp(ct, x, **params):
-    t = jnp.tan(x)
-    return (ct * (1.0 + t * t),)
-
-
-@register_vjp("tanh")
-def _tanh_vjp(ct, x, **params):
-    t = jnp.tanh(x)
-    return (ct * (1.0 - t * t),)
-
-
-@register_vjp("logistic")
-def _logistic_vjp(ct, x, **params):
-    s = lax.logistic(x)
-    return (ct * s * (1.0 - s),)
-
-
-@register_vjp("erf")
-def _erf_vjp(ct, x, **params):
-    return (ct * (2.0 / math.sqrt(math.pi)) * jnp.exp(-x * x),)
-
-
-@register_vjp("erfc")
-def _erfc_vjp(ct, x, **params):
-    return (ct * (-2.0 / math.sqrt(math.pi)) * jnp.exp(-x * x),)
-
-
-@register_vjp("sqrt")
-def _sqrt_vjp(ct, x, **params):
-    return (ct * 0.5 / jnp.sqrt(x),)
-
-
-@register_vjp("rsqrt")
-def _rsqrt_vjp(ct, x, **params):
-    return (ct * -0.5 * lax.rsqrt(x) / x,)
-
-
-@register_vjp("cbrt")
-def _cbrt_vjp(ct, x, **params):
-    c = jnp.cbrt(x)
-    return (ct / (3.0 * c * c),)
-
-
-@register_vjp("abs")
-def _abs_vjp(ct, x, **params):
-    """d|x|/dx = 1 for x >= 0, -1 for x < 0: jax's convention, so grad(abs)(0.0) == 1.0.
-
-    (PyTorch's ``sign(x)`` gives 0 at x == 0; the PyTorch-style tape has no ``abs``.)
-    """
-    return (jnp.where(x >= 0, ct, -ct),)
-
-
-@register_vjp("square")
-def _square_vjp(ct, x, **params):
-    return (ct * 2.0 * x,)
-
-
-@register_vjp("integer_pow")
-def _integer_pow_vjp(ct, x, *, y, **params):
-    """d/dx x**n = n x**(n-1)."""
-    if y == 0:
-        return (None,)
-    d = x if y == 2 else (jnp.ones_like(x) if y == 1 else lax.integer_pow(x, y - 1))
-    return (ct * (y * d),)
-
-
-@register_vjp("pow")
+@register_vjp(P.pow_p)
 def _pow_vjp(ct, x, y, **params):
     """d/dx x**y = y x**(y-1); d/dy x**y = log(x) x**y, as jax's ``pow`` JVP (our oracle).
 
@@ -226,6 +151,30 @@ def _pow_vjp(ct, x, y, **params):
     return unbroadcast(dx, x), unbroadcast(dy, y)
 
 
+def _pow_dx(t, x, y, out):
+    if jnp.issubdtype(jnp.result_type(y), jnp.integer):
+        yf = jnp.asarray(y).astype(jnp.result_type(x))
+        safe = jnp.where(y == 0, jnp.ones_like(yf), yf)
+        jac = jnp.where(y == 0, jnp.zeros_like(yf), safe * jnp.power(x, safe - 1.0))
+    else:
+        jac = y * jnp.power(x, y - 1.0)
+    return t * jac
+
+
+def _pow_dy(t, x, y, out):
+    safe_x = jnp.where(x == 0, jnp.ones_like(x), x)
+    return t * jnp.log(safe_x) * out
+
+
+register_jvp(P.pow_p)(partials_rule(P.pow_p, _pow_dx, _pow_dy))
+
+
+def balanced_eq(x: jax.Array, z: jax.Array, y: jax.Array) -> jax.Array:
+    """1 where x attains z, halved where y attains it too (jax's tie convention)."""
+    dtype = jnp.result_type(z)
+    return jnp.where(x == z, 1.0, 0.0).astype(dtype) / jnp.where(y == z, 2.0, 1.0).astype(dtype)
+
+
 def _select_max_min(ct, x, y, x_wins):
     """Cotangent split of max/min: the winner gets ct, ties split it 1/2 - 1/2 (as jax does)."""
     tie = (x == y).astype(ct.dtype)
@@ -234,17 +183,17 @@ def _select_max_min(ct, x, y, x_wins):
     return unbroadcast(ct * wx, x), unbroadcast(ct * wy, y)
 
 
-@register_vjp("max")
+@register_vjp(P.max_p)
 def _max_vjp(ct, x, y, **params):
     return _select_max_min(ct, x, y, x > y)
 
 
-@register_vjp("min")
+@register_vjp(P.min_p)
 def _min_vjp(ct, x, y, **params):
     return _select_max_min(ct, x, y, x < y)
 
 
-@register_vjp("clamp")
+@register_vjp(P.clamp_p)
 def _clamp_vjp(ct, lo, x, hi, **params):
     """clamp(lo, x, hi), jax's convention (strict inequalities, so a tie passes no cotangent):
     x gets ct where lo < x < hi, lo where lo > x (and lo < hi), hi where hi < x."""
@@ -256,7 +205,27 @@ def _clamp_vjp(ct, lo, x, hi, **params):
     )
 
 
-@register_vjp("select_n")
+_PARTIALS: dict[Any, tuple[Callable[..., Any] | None, ...]] = {
+    P.div_p: (lambda t, x, y, o: t / y, lambda t, x, y, o: (-t * x) * lax.integer_pow(y, -2)),
+    P.max_p: (
+        lambda t, x, y, o: t * balanced_eq(x, o, y),
+        lambda t, x, y, o: t * balanced_eq(y, o, x),
+    ),
+    P.min_p: (
+        lambda t, x, y, o: t * balanced_eq(x, o, y),
+        lambda t, x, y, o: t * balanced_eq(y, o, x),
+    ),
+    P.clamp_p: (
+        lambda t, lo, x, hi, o: jnp.where((lo > x) & (lo < hi), t, jnp.zeros_like(o)),
+        lambda t, lo, x, hi, o: jnp.where((x > lo) & (x < hi), t, jnp.zeros_like(o)),
+        lambda t, lo, x, hi, o: jnp.where(hi < x, t, jnp.zeros_like(o)),
+    ),
+}
+for _p, _ds in _PARTIALS.items():
+    register_jvp(_p)(partials_rule(_p, *_ds))
+
+
+@register_vjp(P.select_n_p)
 def _select_n_vjp(ct, which, *cases, **params):
     """select_n(which, *cases): case i receives ct where ``which == i``; ``which`` gets none."""
     zeros = jnp.zeros_like(ct)
@@ -270,7 +239,20 @@ def _select_n_vjp(ct, which, *cases, **params):
     return tuple(out)
 
 
-@register_vjp("convert_element_type")
+@register_jvp(P.select_n_p)
+def _select_n_jvp(primals, tangents, **params):
+    """select_n(which, *cases): the tangent is the same selection among the cases' tangents."""
+    which, *cases = primals
+    out = P.select_n_p.bind(which, *cases, **params)
+    case_t = tangents[1:]
+    if all(t is None for t in case_t):
+        return out, None
+    return out, P.select_n_p.bind(
+        which, *(instantiate(t, c) for t, c in zip(case_t, cases, strict=True))
+    )
+
+
+@register_vjp(P.convert_element_type_p)
 def _convert_element_type_vjp(ct, x, **params):
     dtype = jnp.result_type(x)
     if not jnp.issubdtype(dtype, jnp.inexact):
@@ -278,10 +260,28 @@ def _convert_element_type_vjp(ct, x, **params):
     return (ct.astype(dtype),)
 
 
-@register_vjp("real", "imag", "conj", "complex")
+@register_jvp(P.convert_element_type_p)
+def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type, sharding):
+    """Linear into a float dtype; a zero tangent into an integer/bool dtype."""
+    (x,), (t,) = primals, tangents
+    out = P.convert_element_type_p.bind(
+        x, new_dtype=new_dtype, weak_type=weak_type, sharding=sharding
+    )
+    if not jnp.issubdtype(new_dtype, jnp.inexact):
+        return out, None
+    return out, P.convert_element_type_p.bind(
+        t, new_dtype=new_dtype, weak_type=weak_type, sharding=sharding
+    )
+
+
+@register_vjp(P.real_p, P.imag_p, P.conj_p, P.complex_p)
 def _complex_refused_vjp(ct, *primals, **params):
     """Complex numbers are refused (``complex_refusal``): a clear error, never a dropped part."""
     raise TypeError(
         "backward: a cotangent reaches a complex-number primitive (real/imag/conj/complex); "
         + COMPLEX_REFUSED
     )
+
+
+for _p in (P.real_p, P.imag_p, P.conj_p, P.complex_p):
+    register_jvp(_p)(linear_rule(_p))

@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import jax.extend.core.primitives as P
 import jax.numpy as jnp
 from jax import lax
 
@@ -107,7 +108,7 @@ def _tri_solve(a, b, **params):
     return lax.linalg.triangular_solve(a, b, **params)
 
 
-@register_jvp("triangular_solve")
+@register_jvp(P.triangular_solve_p)
 def _triangular_solve_jvp(primals, tangents, **params):
     """dX = op(A)^{-1} (dB - op(dA) X) (left) or (dB - X op(dA)) op(A)^{-1} (right). C3.2."""
     a, b = primals
@@ -121,7 +122,7 @@ def _triangular_solve_jvp(primals, tangents, **params):
     return x, _tri_solve(a, rhs, **params)
 
 
-@register_vjp("triangular_solve")
+@register_vjp(P.triangular_solve_p)
 def _triangular_solve_vjp(ct, a, b, **params):
     """ct_B = op(A)^{-T} ct (left) / ct op(A)^{-T} (right); ct_A = the triangle of -ct_B X^T
     (left) or -X^T ct_B (right), transposed back when ``transpose_a``. C3.2."""
@@ -148,7 +149,7 @@ def _tridiagonal_matvec(dl, d, du, x):
     return y
 
 
-@register_jvp("tridiagonal_solve")
+@register_jvp(P.tridiagonal_solve_p)
 def _tridiagonal_solve_jvp(primals, tangents, **params):
     """dX = A^{-1} (dB - dA X), dA = tridiag(d dl, d d, d du), one more solve. C3.2."""
     dl, d, du, b = primals
@@ -160,7 +161,7 @@ def _tridiagonal_solve_jvp(primals, tangents, **params):
     return x, _tri_diag_solve(dl, d, du, rhs, params)
 
 
-@register_vjp("tridiagonal_solve")
+@register_vjp(P.tridiagonal_solve_p)
 def _tridiagonal_solve_vjp(ct, dl, d, du, b, **params):
     """ct_B = A^{-T} ct (A^T: the off-diagonals swapped and shifted); ct of each diagonal is
     -<ct_B, X> along its band, zero at the entries the solve never reads. C3.2."""
@@ -184,7 +185,7 @@ def _lower_solve(low, b, *, left: bool, transpose: bool):
     return _tri_solve(low, b, left_side=left, lower=True, transpose_a=transpose)
 
 
-@register_jvp("cholesky")
+@register_jvp(P.cholesky_p)
 def _cholesky_jvp(primals, tangents, **params):
     """dL = L Phi(L^{-1} dA L^{-T}) (Murray 2016; jax's ``_cholesky_jvp_rule``). C3.2."""
     (a,), (da,) = primals, tangents
@@ -196,7 +197,7 @@ def _cholesky_jvp(primals, tangents, **params):
     return out, _mm(low, _phi(inner))
 
 
-@register_vjp("cholesky")
+@register_vjp(P.cholesky_p)
 def _cholesky_vjp(ct, a, **params):
     """ct_A = L^{-T} Phi(L^T ct_L) L^{-1}: the transpose of the JVP (Phi is self-adjoint). C3.2."""
     low = jnp.tril(lax.linalg.cholesky_p.bind(a, **params))
@@ -226,7 +227,7 @@ def _lu_jvp_matrix(lu, da, perm):
     return _mm(low, jnp.tril(lau, -1)) + _mm(jnp.triu(lau), u)
 
 
-@register_jvp("lu")
+@register_jvp(P.lu_p)
 def _lu_jvp(primals, tangents, **params):
     """d(lu) = L tril(S, -1) + triu(S) U with S = L^{-1} (P dA) U^{-1}; pivots: no tangent. C3.2."""
     (a,), (da,) = primals, tangents
@@ -234,7 +235,7 @@ def _lu_jvp(primals, tangents, **params):
     return [lu, pivots, perm], [_lu_jvp_matrix(lu, da, perm), None, None]
 
 
-@register_vjp("lu")
+@register_vjp(P.lu_p)
 def _lu_vjp(cts, a, **params):
     """ct_A = the transpose of the JVP's linear map dA -> d(lu), applied to ct_lu. C3.2."""
     return transpose_jvp(_lu_jvp, cts, [a], params)
@@ -254,14 +255,14 @@ def _bind_solve(consts, rhs, const_lengths, jaxprs):
     return list(lax.linear_solve_p.bind(*flat, *rhs, const_lengths=const_lengths, jaxprs=jaxprs))
 
 
-@register_forward("custom_linear_solve")
+@register_forward(P.linear_solve_p)
 def _custom_linear_solve_forward(*args, const_lengths, jaxprs):
     """Bind the solve; keep its outputs as residuals (the VJP needs the solution x). C2.2/C3.2."""
     outs = list(lax.linear_solve_p.bind(*args, const_lengths=const_lengths, jaxprs=jaxprs))
     return outs, outs
 
 
-@register_jvp("custom_linear_solve")
+@register_jvp(P.linear_solve_p)
 def _custom_linear_solve_jvp(primals, tangents, *, const_lengths, jaxprs):
     """dx = A^{-1} (db - dA x): dA x is our JVP of ``matvec`` in its constants at x. C3.2.
 
@@ -280,7 +281,7 @@ def _custom_linear_solve_jvp(primals, tangents, *, const_lengths, jaxprs):
     return outs, dx + [None] * (len(outs) - len(b))
 
 
-@register_vjp("custom_linear_solve")
+@register_vjp(P.linear_solve_p)
 def _custom_linear_solve_vjp(cts, *args, const_lengths, jaxprs, residuals=None):
     """ct_b = A^{-T} ct_x (the transposed solve); ct_matvec_consts = -(matvec's VJP in its
     constants at x, applied to ct_b). Needs ``transpose_solve`` (as jax does). C3.2."""

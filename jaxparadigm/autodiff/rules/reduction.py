@@ -1,25 +1,21 @@
-"""VJP rules for reductions: full, windowed (pooling) and cumulative (claim C3.2).
+"""Rules for full reductions: reduce_sum/max/min/prod and the variadic ``reduce`` (claim C3.2).
+
+Reverse mode:
 
 reduce_sum          dx = broadcast(ct) over the reduced axes
 reduce_max/min      ct shared equally among the positions attaining the extremum (jax's rule)
 reduce_prod         dx_i = ct * prod_{j != i} x_j, as (exclusive prefix) * (exclusive suffix)
                     products, so zeros in x are exact (no division by x)
-reduce_window_sum   pad ct (interior padding undoes the strides), then a window sum with the
-                    base dilation as stride: jax's transpose rule
-reduce_window_max/min  each window's ct goes to its first extremal element (row-major window
-                    order, XLA's select-and-scatter), written with strided slices and pads
-cumsum              the cumsum of ct in the other direction
-cumprod/cummax/cummin/cumlogsumexp  the reverse sweep of our engine over the parallel-prefix
-                    implementation ``lax.associative_scan`` (jax differentiates the same
-                    implementation for their JVPs)
 reduce (variadic)   our reverse sweep (VJP) or our JVP interpreter (JVP) over jax's tree
                     reduction with the user's reducer
+
+Forward mode: ``reduce_sum`` is linear; ``reduce_max``/``reduce_min``: the tangent averaged over
+the positions attaining the extremum (jax's ``_reduce_chooser_jvp_rule``); ``reduce_prod``:
+``sum_i dx_i prod_{j != i} x_j`` with exclusive prefix/suffix products, so zeros in ``x`` are
+exact. Windowed reductions: ``reduce_window.py``; cumulative ones: ``cumulative.py``.
 """
 
 from __future__ import annotations
-
-import functools
-import itertools
 
 import jax
 import jax.extend.core.primitives as P
@@ -30,17 +26,20 @@ from jax import lax
 from jaxparadigm.autodiff.graph import Graph, trace
 from jaxparadigm.autodiff.jvp_interpreter import eval_jvp_closed
 from jaxparadigm.autodiff.registry import register_jvp, register_vjp
-from jaxparadigm.autodiff.rules.structural import unpad
+from jaxparadigm.autodiff.rules.tangents import linear_rule
 
 __all__: list[str] = []
 
 
-@register_vjp("reduce_sum")
+@register_vjp(P.reduce_sum_p)
 def _reduce_sum_vjp(ct, x, *, axes, **params):
     """y = sum_axes x: dx = broadcast of dy back over ``axes``."""
     shape = jnp.shape(x)
     kept = tuple(d for d in range(len(shape)) if d not in axes)
     return (lax.broadcast_in_dim(ct, shape, kept),)
+
+
+register_jvp(P.reduce_sum_p)(linear_rule(P.reduce_sum_p, (0,)))
 
 
 def _reduce_chooser_vjp(ct, x, axes, reducer):
@@ -53,17 +52,41 @@ def _reduce_chooser_vjp(ct, x, axes, reducer):
     return (lax.broadcast_in_dim(ct / counts, shape, kept) * hit,)
 
 
-@register_vjp("reduce_max")
+@register_vjp(P.reduce_max_p)
 def _reduce_max_vjp(ct, x, *, axes, **params):
     return _reduce_chooser_vjp(ct, x, axes, jnp.max)
 
 
-@register_vjp("reduce_min")
+@register_vjp(P.reduce_min_p)
 def _reduce_min_vjp(ct, x, *, axes, **params):
     return _reduce_chooser_vjp(ct, x, axes, jnp.min)
 
 
-@register_vjp("reduce_prod")
+def _chooser_rule(prim):
+    """max/min over ``axes``: ``d out = sum(dx * hit) / sum(hit)``, ``hit = (x == out)``.
+
+    Both sums are ``reduce_sum`` in the tangent's dtype, as jax's rule has them (``jnp.sum``
+    would accumulate bfloat16 in float32 and round once: 1 ulp off jax's tangent).
+    """
+
+    def rule(primals, tangents, *, axes, **params):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axes=axes, **params)
+        kept = tuple(d for d in range(jnp.ndim(x)) if d not in axes)
+        dtype = jnp.result_type(t)
+        hit = (x == lax.broadcast_in_dim(out, jnp.shape(x), kept)).astype(dtype)
+        zero = np.zeros((), dtype)
+        total = lambda a: lax.reduce(a, zero, lax.add, tuple(axes))  # reduce_sum in ``dtype``
+        return out, total(t * hit) / total(hit)
+
+    return rule
+
+
+register_jvp(P.reduce_max_p)(_chooser_rule(P.reduce_max_p))
+register_jvp(P.reduce_min_p)(_chooser_rule(P.reduce_min_p))
+
+
+@register_vjp(P.reduce_prod_p)
 def _reduce_prod_vjp(ct, x, *, axes, **params):
     """dx_i = ct * prod_{j != i} x_j over the reduced axes (flattened to one trailing axis)."""
     shape = jnp.shape(x)
@@ -83,168 +106,25 @@ def _reduce_prod_vjp(ct, x, *, axes, **params):
     return (lax.transpose(d, tuple(int(a) for a in np.argsort(perm))),)
 
 
-def _dilate(shape, dilation):
-    return tuple(0 if d == 0 else 1 + r * (d - 1) for d, r in zip(shape, dilation, strict=True))
-
-
-@register_vjp("reduce_window_sum")
-def _reduce_window_sum_vjp(
-    ct, x, *, window_dimensions, window_strides, padding, base_dilation, window_dilation, **params
-):
-    """jax's transpose: pad ct (lo/hi from the conv-VJP padding, interior = stride - 1), then sum
-    windows of the same (dilated) size with the base dilation as stride."""
-    in_shape = jnp.shape(x)
-    lhs = _dilate(in_shape, base_dilation)
-    rhs = _dilate(window_dimensions, window_dilation)
-    out = _dilate(ct.shape, window_strides)
-    before = [r - lo - 1 for r, (lo, _) in zip(rhs, padding, strict=True)]
-    after = [a + r - 1 - o - b for a, r, o, b in zip(lhs, rhs, out, before, strict=True)]
-    config = [(b, a, s - 1) for b, a, s in zip(before, after, window_strides, strict=True)]
-    padded = lax.pad(ct, jnp.zeros((), ct.dtype), config)
-    # bound directly: lax.reduce_window with a traced init (under jit) would emit the generic
-    # ``reduce_window`` primitive, and the next derivative would need a rule for that
-    dx = P.reduce_window_sum_p.bind(
-        padded,
-        window_dimensions=tuple(window_dimensions),
-        window_strides=tuple(base_dilation),
-        padding=((0, 0),) * len(in_shape),
-        base_dilation=(1,) * len(in_shape),
-        window_dilation=tuple(window_dilation),
-    )
-    return (dx,)
-
-
-def _reduce_window_chooser_vjp(ct, x, params, better, init):
-    """Route each window's ct to the window's first extremal element (``better`` = ge / le)."""
-    dims, strides = params["window_dimensions"], params["window_strides"]
-    wdil, bdil, padding = params["window_dilation"], params["base_dilation"], params["padding"]
-    config = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, bdil, strict=True)]
-    xp = lax.pad(x, jnp.asarray(init, x.dtype), config)
-    out_shape = ct.shape
-    windows = []
-    for offset in itertools.product(*[range(d) for d in dims]):
-        start = [k * w for k, w in zip(offset, wdil, strict=True)]
-        limit = [
-            s + (n - 1) * st + 1 if n else s
-            for s, n, st in zip(start, out_shape, strides, strict=True)
-        ]
-        windows.append((start, limit, lax.slice(xp, start, limit, strides)))
-    best = functools.reduce(
-        lambda a, b: jnp.where(better(b[2], a), b[2], a), windows[1:], windows[0][2]
-    )
-    taken = jnp.zeros(out_shape, bool)
-    dxp = jnp.zeros(xp.shape, ct.dtype)
-    zero = jnp.zeros((), ct.dtype)
-    for start, limit, w in windows:
-        hit = (w == best) & ~taken
-        taken = taken | hit
-        back = [
-            (s, d - lim, st - 1)
-            for s, d, lim, st in zip(start, xp.shape, limit, strides, strict=True)
-        ]
-        dxp = dxp + lax.pad(jnp.where(hit, ct, zero), zero, back)
-    return (unpad(dxp, config),)
-
-
-@register_vjp("reduce_window_max")
-def _reduce_window_max_vjp(ct, x, **params):
-    return _reduce_window_chooser_vjp(ct, x, params, lambda a, b: a > b, -jnp.inf)
-
-
-@register_vjp("reduce_window_min")
-def _reduce_window_min_vjp(ct, x, **params):
-    return _reduce_window_chooser_vjp(ct, x, params, lambda a, b: a < b, jnp.inf)
-
-
-@register_vjp(P.select_and_gather_add_p.name)
-def _select_and_gather_add_vjp(
-    ct,
-    tangents,
-    operand,
-    *,
-    select_prim,
-    window_dimensions,
-    window_strides,
-    padding,
-    base_dilation,
-    window_dilation,
-    **params,
-):
-    """Our forward mode's windowed max/min tangent (``reduce_window_max`` JVP) is linear in the
-    tangents; its transpose scatters ct back to each window's selected element
-    (``select_and_scatter_add``), as jax's ``_select_and_gather_add_transpose``. The operand only
-    selects: no cotangent. Window dilation is refused as in jax."""
-    if any(d != 1 for d in window_dilation):
-        raise NotImplementedError(
-            f"select_and_gather_add VJP: window_dilation={window_dilation}; expected all 1 "
-            "(jax has no VJP for dilated max-pool windows either)"
-        )
-    if any(d != 1 for d in base_dilation):
-        ident = -jnp.inf if select_prim is P.ge_p else jnp.inf
-        config = tuple((0, 0, d - 1) for d in base_dilation)
-        operand = lax.pad(operand, jnp.asarray(ident, operand.dtype), config)
-    dt = P.select_and_scatter_add_p.bind(
-        ct,
-        operand,
-        select_prim=select_prim,
-        window_dimensions=tuple(window_dimensions),
-        window_strides=tuple(window_strides),
-        padding=tuple(padding),
-    )
-    if any(d != 1 for d in base_dilation):
-        dt = lax.slice(dt, (0,) * dt.ndim, dt.shape, tuple(base_dilation))
-    return dt, None
-
-
-@register_vjp(P.select_and_scatter_add_p.name)
-def _select_and_scatter_add_vjp(
-    ct, source, operand, *, select_prim, window_dimensions, window_strides, padding, **params
-):
-    """The transpose of ``select_and_gather_add``: each window reads ct at its selected element."""
-    ones = (1,) * len(window_dimensions)
-    d_source = P.select_and_gather_add_p.bind(
-        ct,
-        operand,
-        select_prim=select_prim,
-        window_dimensions=tuple(window_dimensions),
-        window_strides=tuple(window_strides),
-        padding=tuple(padding),
-        base_dilation=ones,
-        window_dilation=ones,
-    )
-    return d_source, None
-
-
-@register_vjp("cumsum")
-def _cumsum_vjp(ct, x, *, axis, reverse, **params):
-    """The transpose of a running sum is the running sum in the other direction."""
-    return (lax.cumsum(ct, axis=axis, reverse=not reverse),)
-
-
-def _associative_scan_vjp(combine):
-    """VJP of a cumulative reduction: our reverse sweep over ``lax.associative_scan(combine)``."""
-
-    def rule(ct, x, *, axis, reverse, **params):
-        graph = trace(
-            functools.partial(lax.associative_scan, combine, axis=axis, reverse=reverse), x
-        )
-        env = graph.forward([x])
-        return tuple(graph.backward(env, [ct]))
-
-    return rule
-
-
-def _logaddexp(a, b):
-    """log(e^a + e^b) as jax's ``cumlogsumexp`` combines (its custom JVP is not needed here)."""
-    from jax._src.lax.other import logaddexp
-
-    return logaddexp(a, b)
-
-
-register_vjp("cumprod")(_associative_scan_vjp(lax.mul))
-register_vjp("cummax")(_associative_scan_vjp(lax.max))
-register_vjp("cummin")(_associative_scan_vjp(lax.min))
-register_vjp("cumlogsumexp")(_associative_scan_vjp(_logaddexp))
+@register_jvp(P.reduce_prod_p)
+def _reduce_prod_jvp(primals, tangents, *, axes, **params):
+    """``d prod(x) = sum_i dx_i prod_{j != i} x_j`` (exclusive products: exact at zeros)."""
+    (x,), (t,) = primals, tangents
+    out = P.reduce_prod_p.bind(x, axes=axes, **params)
+    kept = [d for d in range(jnp.ndim(x)) if d not in axes]
+    perm = (*kept, *sorted(axes))
+    shape = jnp.shape(x)
+    n = 1
+    for d in axes:
+        n *= shape[d]
+    flat = lambda a: jnp.reshape(lax.transpose(a, perm), (*(shape[d] for d in kept), n))
+    xf, tf = flat(x), flat(t)
+    ones = jnp.ones((*xf.shape[:-1], 1), xf.dtype)
+    before = jnp.concatenate([ones, jnp.cumprod(xf, axis=-1)[..., :-1]], axis=-1)
+    after = jnp.concatenate([jnp.cumprod(xf[..., ::-1], axis=-1)[..., -2::-1], ones], axis=-1)
+    if n == 0:
+        before = after = xf
+    return out, jnp.sum(tf * before * after, axis=-1)
 
 
 def _tree_reduce(graph, init_values, axes, shape):
@@ -279,7 +159,7 @@ def _tree_reduce(graph, init_values, axes, shape):
     return tree
 
 
-@register_vjp("reduce")
+@register_vjp(P.reduce_p)
 def _reduce_vjp(cts, *args, jaxpr, dimensions, **params):
     """Variadic ``lax.reduce`` with any reducer: our reverse sweep over jax's tree reduction
     (the implementation jax differentiates for its JVP). The init values get no cotangent: XLA
@@ -296,7 +176,7 @@ def _reduce_vjp(cts, *args, jaxpr, dimensions, **params):
     return (*in_cts, *([None] * n))
 
 
-@register_jvp("reduce")
+@register_jvp(P.reduce_p)
 def _reduce_jvp(primals, tangents, *, jaxpr, dimensions, **params):
     """Variadic ``lax.reduce``, forward mode: our JVP interpreter over the same tree reduction
     (as jax's ``_reduce_jvp_rule``). Like jax, a nonzero tangent of an init value is refused."""

@@ -1,7 +1,12 @@
-"""VJP rules for contractions, reductions and shape/indexing primitives (claim C3.2).
+"""Rules for contractions and shape primitives: dot_general, reshape, slice, pad, ... (C3.2).
 
-Same convention as ``elementwise``: ``rule(ct, *primals, **params)`` returns one cotangent
-per primal (``None`` = zero), written with differentiable ``lax``/``jnp`` ops (claim C3.3).
+Reverse mode: ``rule(ct, *primals, **params)`` returns one cotangent per primal (``None`` = zero),
+written with differentiable ``lax``/``jnp`` ops (claim C3.3); each is the transpose of the
+movement (``reshape`` back, ``pad`` undoes ``slice``, a sum undoes ``broadcast_in_dim``, ...).
+
+Forward mode: a movement is linear, ``d out = prim(d x)`` with the same parameters (in the
+operand only where the others are shapes or indices: ``linear_rule(prim, (0,))``);
+``dot_general`` is bilinear, ``d (x . y) = dx . y + x . dy``.
 """
 
 from __future__ import annotations
@@ -9,11 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import jax
+import jax.extend.core.primitives as P
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax._src.lax.lax import split_p, stack_p, tile_p, unstack_p
 
-from jaxparadigm.autodiff.registry import register_vjp
+from jaxparadigm.autodiff.registry import register_jvp, register_vjp
+from jaxparadigm.autodiff.rules.tangents import bilinear_rule, linear_rule
 
 __all__ = ["unpad"]
 
@@ -57,7 +65,7 @@ def _dot_transpose_lhs(ct, x_ndim, y, dimension_numbers, swap_ans=False, **dot_p
     return lax.transpose(res, tuple(int(a) for a in out_axes))
 
 
-@register_vjp("dot_general")
+@register_vjp(P.dot_general_p)
 def _dot_general_vjp(
     ct, x, y, *, dimension_numbers, precision=None, preferred_element_type=None, **params
 ):
@@ -70,7 +78,10 @@ def _dot_general_vjp(
     return _cast_like(dx, x), _cast_like(dy, y)
 
 
-@register_vjp("broadcast_in_dim")
+register_jvp(P.dot_general_p)(bilinear_rule(P.dot_general_p))
+
+
+@register_vjp(P.broadcast_in_dim_p)
 def _broadcast_in_dim_vjp(ct, x, *dyn_shape, shape, broadcast_dimensions, **params):
     """Sum ct over the new dims and over dims that were size 1 in x, then reshape to x."""
     x_shape = jnp.shape(x)
@@ -82,7 +93,7 @@ def _broadcast_in_dim_vjp(ct, x, *dyn_shape, shape, broadcast_dimensions, **para
     return (_cast_like(jnp.reshape(out, x_shape), x), *([None] * len(dyn_shape)))
 
 
-@register_vjp("reshape")
+@register_vjp(P.reshape_p)
 def _reshape_vjp(ct, x, *dyn_shape, dimensions=None, **params):
     """y = reshape(transpose(x, dimensions), new_sizes): reshape ct to the transposed shape of x,
     then apply the inverse permutation (``dimensions=None`` is the identity)."""
@@ -94,18 +105,19 @@ def _reshape_vjp(ct, x, *dyn_shape, dimensions=None, **params):
     return (lax.transpose(ct, tuple(int(a) for a in np.argsort(perm))), *([None] * len(dyn_shape)))
 
 
-@register_vjp("squeeze", "expand_dims")
+# "expand_dims": a legacy alias kept from the first registry (no jax primitive has the name).
+@register_vjp(P.squeeze_p, "expand_dims")
 def _squeeze_vjp(ct, x, **params):
     """Squeezing moves no data: reshape ct back to x's shape."""
     return (jnp.reshape(ct, jnp.shape(x)),)
 
 
-@register_vjp("transpose")
+@register_vjp(P.transpose_p)
 def _transpose_vjp(ct, x, *, permutation, **params):
     return (lax.transpose(ct, tuple(int(a) for a in np.argsort(permutation))),)
 
 
-@register_vjp("concatenate")
+@register_vjp(P.concatenate_p)
 def _concatenate_vjp(ct, *xs, dimension, **params):
     """Slice ct back into the pieces that were concatenated along ``dimension``."""
     out, start = [], 0
@@ -116,7 +128,7 @@ def _concatenate_vjp(ct, *xs, dimension, **params):
     return tuple(out)
 
 
-@register_vjp("stack")
+@register_vjp(stack_p)
 def _stack_vjp(ct, *xs, axis, **params):
     """``stack(xs, axis)`` puts x_i at index i of a new axis: x_i's cotangent is ``ct[..., i, ...]``."""
     return tuple(
@@ -124,7 +136,7 @@ def _stack_vjp(ct, *xs, axis, **params):
     )
 
 
-@register_vjp("unstack")
+@register_vjp(unstack_p)
 def _unstack_vjp(cts, x, *, axis, **params):
     """``unstack(x, axis)`` returns the slices along ``axis``: stack their cotangents back."""
     shape = list(jnp.shape(x))
@@ -134,7 +146,7 @@ def _unstack_vjp(cts, x, *, axis, **params):
     return (_cast_like(jnp.stack(pieces, axis=axis), x),)
 
 
-@register_vjp("tile")
+@register_vjp(tile_p)
 def _tile_vjp(ct, x, *, reps, **params):
     """Each output axis holds ``reps[i]`` copies of x's axis i: sum the copies."""
     shape = jnp.shape(x)
@@ -143,7 +155,7 @@ def _tile_vjp(ct, x, *, reps, **params):
     return (_cast_like(summed, x),)
 
 
-@register_vjp("split")
+@register_vjp(split_p)
 def _split_vjp(cts, x, *, sizes, axis, **params):
     """Concatenate the pieces' cotangents (zeros for unused pieces) along ``axis``."""
     pieces = []
@@ -156,7 +168,7 @@ def _split_vjp(cts, x, *, sizes, axis, **params):
     return (lax.concatenate(pieces, axis),)
 
 
-@register_vjp("slice")
+@register_vjp(P.slice_p)
 def _slice_vjp(ct, x, *, start_indices, limit_indices, strides, **params):
     """Pad ct with zeros back to x's shape (interior padding undoes the stride)."""
     shape = jnp.shape(x)
@@ -188,7 +200,7 @@ def unpad(ct: jax.Array, padding_config: Sequence[tuple[int, int, int]]) -> jax.
     return lax.slice(unpadded, [0] * ct.ndim, unpadded.shape, strides)
 
 
-@register_vjp("pad")
+@register_vjp(P.pad_p)
 def _pad_vjp(ct, x, padding_value, *, padding_config, **params):
     """Un-pad for x; the padding value receives the cotangent of every padded position."""
     dx = unpad(ct, padding_config)
@@ -196,7 +208,7 @@ def _pad_vjp(ct, x, padding_value, *, padding_config, **params):
     return dx, dpad.astype(jnp.result_type(padding_value))
 
 
-@register_vjp("rev")
+@register_vjp(P.rev_p)
 def _rev_vjp(ct, x, *, dimensions, **params):
     """Reversal is its own transpose."""
     return (lax.rev(ct, dimensions),)
@@ -214,7 +226,7 @@ def _clamped_starts(starts, operand_shape, window_shape):
     )
 
 
-@register_vjp("dynamic_slice")
+@register_vjp(P.dynamic_slice_p)
 def _dynamic_slice_vjp(ct, x, *starts, slice_sizes, **params):
     """Scatter ct into zeros at the same (clamped) start indices."""
     shape = jnp.shape(x)
@@ -223,7 +235,7 @@ def _dynamic_slice_vjp(ct, x, *starts, slice_sizes, **params):
     return (lax.dynamic_update_slice(zeros, ct, at), *([None] * len(starts)))
 
 
-@register_vjp("dynamic_update_slice")
+@register_vjp(P.dynamic_update_slice_p)
 def _dynamic_update_slice_vjp(ct, x, update, *starts, **params):
     """x receives ct with the updated window zeroed; update receives that window of ct."""
     usize = jnp.shape(update)
@@ -231,3 +243,24 @@ def _dynamic_update_slice_vjp(ct, x, update, *starts, **params):
     dx = lax.dynamic_update_slice(ct, jnp.zeros(usize, ct.dtype), at)
     dupdate = lax.dynamic_slice(ct, at, usize)
     return (dx, _cast_like(dupdate, update), *([None] * len(starts)))
+
+
+# Forward mode: linear in the operand (the other operands are shapes or start indices) ...
+for _p in (
+    P.broadcast_in_dim_p,
+    P.reshape_p,
+    P.squeeze_p,
+    P.transpose_p,
+    P.rev_p,
+    P.slice_p,
+    P.dynamic_slice_p,
+    split_p,
+    tile_p,
+    unstack_p,
+):
+    register_jvp(_p)(linear_rule(_p, (0,)))
+# ... in every operand (pad: the operand and the padding value) ...
+for _p in (P.concatenate_p, P.pad_p, stack_p):
+    register_jvp(_p)(linear_rule(_p))
+# ... in the operand and the update (the rest are start indices).
+register_jvp(P.dynamic_update_slice_p)(linear_rule(P.dynamic_update_slice_p, (0, 1)))

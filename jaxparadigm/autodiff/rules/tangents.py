@@ -9,6 +9,9 @@ a zero tangent (see ``registry``). Most primitives fall in one of four shapes, a
 * unary with a derivative: ``out_dot = t * f'(x)`` (``deriv(t, x, y)`` may use the output ``y``);
 * bilinear (mul, dot_general, conv): ``prim(dx, y) + prim(x, dy)``;
 * n-ary with one partial per operand: ``out_dot = sum_i d_i(t_i, *xs, y)``.
+
+``scatter_nonzero`` and ``kept_tangents`` move tangents between the full operand list and the
+fixed list of non-zero ones a staged inner program (cond, scan, while, remat) carries.
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ __all__ = [
     "add_tangents",
     "bilinear_rule",
     "instantiate",
+    "kept_tangents",
     "linear_rule",
     "partials_rule",
+    "scatter_nonzero",
     "unary_rule",
     "zero_rule",
 ]
@@ -47,6 +52,19 @@ def add_tangents(*ts: jax.Array | None) -> jax.Array | None:
     for t in present[1:]:
         out = out + t
     return out
+
+
+def scatter_nonzero(values: Sequence[Any], flags: Sequence[bool]) -> list[Any]:
+    """Full list from the values of the flagged (nonzero) positions; ``None`` elsewhere."""
+    it = iter(values)
+    return [next(it) if f else None for f in flags]
+
+
+def kept_tangents(
+    tangents: Sequence[jax.Array | None], primals: Sequence[Any], flags: Sequence[bool]
+) -> list[jax.Array]:
+    """The tangents at flagged positions, zeros instantiated (a fixed structure for staging)."""
+    return [instantiate(t, p) for t, p, f in zip(tangents, primals, flags, strict=True) if f]
 
 
 def _bind(prim, args, params):
