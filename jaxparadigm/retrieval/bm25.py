@@ -3,7 +3,8 @@
 For a corpus of ``N`` passages with mean length ``avgdl`` (in words), a passage ``d`` of ``|d|``
 words and a query of words ``q_1 .. q_m`` (a word repeated in the query counts each time):
 
-    score(d, q) = sum_i idf(q_i) * f(q_i, d) * (k1 + 1) / (f(q_i, d) + k1 * (1 - b + b * |d| / avgdl))
+    score(d, q) = sum_i idf(q_i) * f(q_i, d) * (k1 + 1) / (f(q_i, d) + k1 * L(d))
+    L(d)        = 1 - b + b * |d| / avgdl
     idf(t)      = ln((N - n(t) + 0.5) / (n(t) + 0.5))        (Robertson / Sparck Jones)
 
 with ``f(t, d)`` the count of ``t`` in ``d`` and ``n(t)`` the number of passages holding ``t``.
@@ -46,7 +47,7 @@ class BM25Index(NamedTuple):
 
 
 def bm25_words(text: str) -> list[str]:
-    """The words BM25 counts: lower-cased ``\\w+`` runs of ``text`` minus the stopwords, in order."""
+    """The words BM25 counts: lower-cased ``\\w+`` runs of ``text`` minus stopwords, in order."""
     if not isinstance(text, str):
         raise TypeError(f"text: got {type(text).__name__} {text!r}, expected str")
     return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]

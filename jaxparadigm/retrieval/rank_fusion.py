@@ -34,10 +34,14 @@ def reciprocal_rank_fusion(
     score: dict[Hashable, float] = {}
     for j, ranking in enumerate(rankings):
         if isinstance(ranking, str) or not isinstance(ranking, Sequence):
-            raise TypeError(f"rankings[{j}]: got {type(ranking).__name__}, expected a list of items")
+            raise TypeError(
+                f"rankings[{j}]: got {type(ranking).__name__}, expected a list of items"
+            )
         if len(set(ranking)) != len(ranking):
             dup = next(x for i, x in enumerate(ranking) if x in ranking[:i])
-            raise ValueError(f"rankings[{j}]: item {dup!r} appears twice, expected each at most once")
+            raise ValueError(
+                f"rankings[{j}]: item {dup!r} appears twice, expected each at most once"
+            )
         for rank, item in enumerate(ranking, start=1):
             score[item] = score.get(item, 0.0) + 1.0 / (k + rank)
     fused = sorted(score.items(), key=lambda pair: -pair[1])  # stable: ties keep first-met order

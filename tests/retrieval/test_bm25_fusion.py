@@ -69,7 +69,8 @@ def test_bm25_words_and_top():
     assert bm25_words("How do I Copy_Tree a folder?") == ["copy_tree", "folder"]
     index = bm25_index(["the cat sat", "a dog", "dog dog cat", "nothing here", "bird"])
     # "a dog" (1 word) beats "dog dog cat" (3 words, dog twice) by length normalisation:
-    # 2.5 / (1 + 1.5(.25 + .75 / 1.6)) = 1.203 > 5 / (2 + 1.5(.25 + 2.25 / 1.6)) = 1.115; 0, 3, 4 score 0
+    # 2.5 / (1 + 1.5(.25 + .75 / 1.6)) = 1.203 > 5 / (2 + 1.5(.25 + 2.25 / 1.6)) = 1.115;
+    # passages 0, 3 and 4 score 0 (no dog)
     assert bm25_top(index, "dog", 10) == [1, 2]
     assert bm25_top(index, "dog", 1) == [1]
     assert bm25_top(index, "unicorn", 3) == []
