@@ -14,15 +14,17 @@ questions in a user's words, each with its evidence ``(file, exact substring)``:
 
 For each setting ``WINDOW/OVERLAP`` (word pieces) every corpus is indexed with the public
 ``build_index`` (cached under ``--cache-dir``: a rerun only searches) and each question is ranked
-two ways: ``dense`` (``IndexSearcher.search``, cosine of all-MiniLM-L6-v2 embeddings) and
-``hybrid`` (:func:`~jaxparadigm.retrieval.rank_fusion.reciprocal_rank_fusion`, k = 60, of the dense
-top 100 and the :mod:`~jaxparadigm.retrieval.bm25` top 100). A passage answers a question when it
-comes from an evidence file and covers at least half of an occurrence of the evidence substring
-(``[start, end)`` offsets in the file). Reported per setting, method and kind of text: recall@1,
-@3, @10, MRR (rank beyond 100 counts 0) and the questions with an answer in the top 3; and, for
-answering hits in the top 3, how often the shown excerpt holds the evidence: the
-:func:`~jaxparadigm.retrieval.excerpt.best_excerpt` (240 characters) versus the passage's first
-160 characters. The load average and CPU model are printed with the table.
+three ways: ``dense`` (``IndexSearcher.search``, cosine of all-MiniLM-L6-v2 embeddings),
+``hybrid`` (:func:`~jaxparadigm.retrieval.rank_fusion.reciprocal_rank_fusion`, k = 60, of the
+dense top 100 and the :mod:`~jaxparadigm.retrieval.bm25` top 100) and ``bm25`` alone (for
+reference). A passage answers a question when it comes from an evidence file and covers at least
+half of an occurrence of the evidence substring (``[start, end)`` offsets in the file). Reported
+per setting, method and kind of text: recall@1, @3, @10, MRR (rank beyond 100 counts 0) and the
+questions with an answer in the top 3; and, for answering dense hits in the top 3, how often the
+shown excerpt holds the evidence: :func:`~jaxparadigm.retrieval.excerpt.best_excerpt` (word
+overlap, 240 characters) versus the segment whose MiniLM embedding is nearest the query's (its
+first 240 characters) and the passage's first 160 characters (what ``search`` prints today).
+The load average and CPU model are printed with the table.
 """
 
 from __future__ import annotations
@@ -36,12 +38,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from index_bench import cpu_info  # noqa: E402
 
 HERE = Path(__file__).resolve().parent / "relevance"
 DEPTH, RRF_K, EXCERPT_CHARS, LEAD_CHARS = 100, 60, 240, 160
 DEFAULT_SETTINGS = "254/32,128/32,96/24,64/16"
+METHODS = ("dense", "hybrid", "bm25")
 
 #: How corpora.json was chosen (``--freeze`` rewrites it from these rules and the installed files).
 SELECTION = {
@@ -166,7 +171,7 @@ def evaluate(
     """Build (or reuse) the corpus index for one setting; rank and judge its questions."""
     from jaxparadigm.retrieval import IndexSearcher, build_index
     from jaxparadigm.retrieval.bm25 import bm25_index, bm25_top
-    from jaxparadigm.retrieval.excerpt import best_excerpt
+    from jaxparadigm.retrieval.excerpt import best_excerpt, segments
     from jaxparadigm.retrieval.rank_fusion import reciprocal_rank_fusion
 
     folder = index_dir(cache, name, spec, files, window, overlap)
@@ -180,28 +185,31 @@ def evaluate(
     keyword = bm25_index([p.text for p in passages])
     texts = [q["question"] for q in questions]
     dense_hits = searcher.search(encoder, texts, k=min(DEPTH, len(passages)))
+    query_vecs = np.asarray(encoder.encode(texts, normalize=True), np.float32)
     root = Path(spec["root"])
-    ranks: dict[str, list] = {"dense": [], "hybrid": []}
-    shown = {"excerpt": 0, "lead": 0, "answering": 0}
-    for q, hits in zip(questions, dense_hits, strict=True):
+    ranks: dict[str, list] = {m: [] for m in METHODS}
+    shown = {"excerpt": 0, "cosine": 0, "lead": 0, "answering": 0}
+    for q, qv, hits in zip(questions, query_vecs, dense_hits, strict=True):
         spans = evidence_spans(root, q["evidence"])
         dense = [h.row for h in hits]
-        hybrid = [
-            row
-            for row, _ in reciprocal_rank_fusion(
-                [dense, bm25_top(keyword, q["question"], DEPTH)], RRF_K
-            )
-        ]
-        good = {r for r in set(dense) | set(hybrid) if answers(passages[r], spans)}
-        ranks["dense"].append(first_rank(dense, good))
-        ranks["hybrid"].append(first_rank(hybrid, good))
+        keywords = bm25_top(keyword, q["question"], DEPTH)
+        hybrid = [row for row, _ in reciprocal_rank_fusion([dense, keywords], RRF_K)]
+        good = {r for r in set(hybrid) if answers(passages[r], spans)}
+        for method, ranking in zip(METHODS, (dense, hybrid, keywords), strict=True):
+            ranks[method].append(first_rank(ranking, good))
         for row in dense[:3]:
             if row in good:
                 ex = best_excerpt(passages[row].text, q["question"], EXCERPT_CHARS)
                 shown["answering"] += 1
                 shown["excerpt"] += answers(passages[row], spans, ex.start, ex.end)
                 shown["lead"] += answers(passages[row], spans, 0, LEAD_CHARS)
-    return {"passages": len(passages), "build_s": built, "ranks": ranks, "shown": shown}
+                # the alternative: the segment whose MiniLM embedding is nearest the query's
+                segs = segments(passages[row].text)
+                vecs = encoder.encode([passages[row].text[a:b] for a, b in segs], normalize=True)
+                a, b = segs[int(np.argmax(np.asarray(vecs) @ qv))]
+                shown["cosine"] += answers(passages[row], spans, a, min(b, a + EXCERPT_CHARS))
+    ids = [q["id"] for q in questions]
+    return {"passages": len(passages), "build_s": built, "ids": ids, "ranks": ranks, "shown": shown}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -294,7 +302,7 @@ def report(results: list[dict], settings: list[tuple[int, int]], names: list[str
     print("|---|---|---|---|---|---|---|---|")
     for w, o in settings:
         rows = [r for r in results if (r["window"], r["overlap"]) == (w, o)]
-        for method in ("dense", "hybrid"):
+        for method in METHODS:
             groups = [(r["corpus"], r["ranks"][method]) for r in rows]
             groups.append(("all", [x for r in rows for x in r["ranks"][method]]))
             for label, ranks in groups if len(rows) > 1 else groups[:1]:
@@ -309,9 +317,10 @@ def report(results: list[dict], settings: list[tuple[int, int]], names: list[str
         n = sum(r["shown"]["answering"] for r in rows)
         ex = sum(r["shown"]["excerpt"] for r in rows)
         lead = sum(r["shown"]["lead"] for r in rows)
+        cos = sum(r["shown"]["cosine"] for r in rows)
         print(
-            f"  {w}/{o}: best_excerpt ({EXCERPT_CHARS} chars) {ex}/{n}, "
-            f"first {LEAD_CHARS} chars {lead}/{n}"
+            f"  {w}/{o}: best_excerpt (word overlap, {EXCERPT_CHARS} chars) {ex}/{n}, "
+            f"segment nearest by MiniLM cosine {cos}/{n}, first {LEAD_CHARS} chars {lead}/{n}"
         )
 
 

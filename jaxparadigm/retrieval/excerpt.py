@@ -28,7 +28,7 @@ from typing import NamedTuple
 from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.keyword import STOPWORDS
 
-__all__ = ["Excerpt", "query_words", "best_excerpt", "mark_text"]
+__all__ = ["Excerpt", "query_words", "segments", "best_excerpt", "mark_text"]
 
 _WORD = re.compile(r"\w+")
 # a segment ends after . ! ? + whitespace, at a blank line, or before a line starting a list item
@@ -53,8 +53,9 @@ def query_words(query: str) -> frozenset[str]:
     return kept or words
 
 
-def _segments(text: str) -> list[tuple[int, int]]:
-    """Non-blank ``[start, end)`` spans of ``text`` between breaks, whitespace trimmed."""
+def segments(text: str) -> list[tuple[int, int]]:
+    """The segments of ``text`` (module docstring): non-blank ``[start, end)`` spans between
+    breaks, whitespace trimmed, in order."""
     spans, at = [], 0
     for m in [*_BREAK.finditer(text), None]:
         stop = len(text) if m is None else m.start()
@@ -99,15 +100,15 @@ def best_excerpt(passage: str, query: str, max_chars: int = 240) -> Excerpt:
     hits = [m.span() for m in _WORD.finditer(passage) if m.group().casefold() in words]
     best: tuple[int, int] | None = None
     best_n = 0
-    segments = _segments(passage)
-    if not segments:
+    spans = segments(passage)
+    if not spans:
         return Excerpt(0, 0, "", ())
-    for s, e in segments:
+    for s, e in spans:
         found = {passage[a:b].casefold() for a, b in hits if s <= a and b <= e}
         if len(found) > best_n:
             best, best_n = (s, e), len(found)
     if best is None:
-        s, e = segments[0]
+        s, e = spans[0]
         anchor = (s, s)
     else:
         s, e = best

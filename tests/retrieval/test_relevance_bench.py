@@ -89,5 +89,7 @@ def test_tiny_run_of_the_bench(tmp_path, capsys):
     assert r["passages"] > 10
     assert r["ranks"]["dense"][0] is not None and r["ranks"]["hybrid"][1] is not None
     assert r["ranks"]["hybrid"] == [1, 1]  # measured: both docstrings first by BM25 + dense
+    assert r["ids"] == ["source-11", "source-12"] and set(r["ranks"]) == {"dense", "hybrid", "bm25"}
+    assert r["shown"]["answering"] >= 1 and r["shown"]["excerpt"] <= r["shown"]["answering"]
     assert bench.main([*args]) == 0  # the cached index is reused
     assert "built/loaded" in capsys.readouterr().out
