@@ -15,16 +15,16 @@ questions in a user's words, each with its evidence ``(file, exact substring)``:
 For each setting ``WINDOW/OVERLAP`` (word pieces) every corpus is indexed with the public
 ``build_index`` (cached under ``--cache-dir``: a rerun only searches) and each question is ranked
 three ways: ``dense`` (``IndexSearcher.search``, cosine of all-MiniLM-L6-v2 embeddings),
-``hybrid`` (:func:`~jaxparadigm.retrieval.rank_fusion.reciprocal_rank_fusion`, k = 60, of the
-dense top 100 and the :mod:`~jaxparadigm.retrieval.bm25` top 100) and ``bm25`` alone (for
-reference). A passage answers a question when it comes from an evidence file and covers at least
-half of an occurrence of the evidence substring (``[start, end)`` offsets in the file). Reported
-per setting, method and kind of text: recall@1, @3, @10, MRR (rank beyond 100 counts 0) and the
-questions with an answer in the top 3; and, for answering dense hits in the top 3, how often the
-shown excerpt holds the evidence: :func:`~jaxparadigm.retrieval.excerpt.best_excerpt` (word
-overlap, 240 characters) versus the segment whose MiniLM embedding is nearest the query's (its
-first 240 characters) and the passage's first 160 characters (what ``search`` prints today).
-The load average and CPU model are printed with the table.
+``hybrid`` (:func:`~jaxparadigm.retrieval.hybrid_search.hybrid_search`: reciprocal rank fusion,
+k = 60, of the dense top 100 and the :mod:`~jaxparadigm.retrieval.bm25` top 100) and ``bm25``
+alone (for reference). A passage answers a question when it comes from an evidence file and
+covers at least half of an occurrence of the evidence substring (``[start, end)`` offsets in the
+file). Reported per setting, method and kind of text: recall@1, @3, @10, MRR (rank beyond 100
+counts 0) and the questions with an answer in the top 3; and, for answering dense hits in the top
+3, how often the shown excerpt holds the evidence: ``excerpt.best_excerpt`` (word overlap, 240
+characters) versus the segment whose MiniLM embedding is nearest
+the query's (its first 240 characters) and the passage's first 160 characters (what ``search``
+prints today). The load average and CPU model are printed with the table.
 """
 
 from __future__ import annotations
@@ -170,9 +170,9 @@ def evaluate(
 ) -> dict:
     """Build (or reuse) the corpus index for one setting; rank and judge its questions."""
     from jaxparadigm.retrieval import IndexSearcher, build_index
-    from jaxparadigm.retrieval.bm25 import bm25_index, bm25_top
+    from jaxparadigm.retrieval.bm25 import bm25_top
     from jaxparadigm.retrieval.excerpt import best_excerpt, segments
-    from jaxparadigm.retrieval.rank_fusion import reciprocal_rank_fusion
+    from jaxparadigm.retrieval.hybrid_search import hybrid_search, keyword_index
 
     folder = index_dir(cache, name, spec, files, window, overlap)
     t0 = time.perf_counter()
@@ -182,18 +182,21 @@ def evaluate(
     built = time.perf_counter() - t0
     searcher = IndexSearcher(folder)
     passages = [searcher.passage(r) for r in range(len(searcher))]
-    keyword = bm25_index([p.text for p in passages])
+    keyword = keyword_index(searcher)
     texts = [q["question"] for q in questions]
     dense_hits = searcher.search(encoder, texts, k=min(DEPTH, len(passages)))
+    fused = hybrid_search(
+        searcher, encoder, texts, k=2 * DEPTH, keyword=keyword, depth=DEPTH, rrf_k=RRF_K
+    )
     query_vecs = np.asarray(encoder.encode(texts, normalize=True), np.float32)
     root = Path(spec["root"])
     ranks: dict[str, list] = {m: [] for m in METHODS}
     shown = {"excerpt": 0, "cosine": 0, "lead": 0, "answering": 0}
-    for q, qv, hits in zip(questions, query_vecs, dense_hits, strict=True):
+    for q, qv, hits, fused_hits in zip(questions, query_vecs, dense_hits, fused, strict=True):
         spans = evidence_spans(root, q["evidence"])
         dense = [h.row for h in hits]
         keywords = bm25_top(keyword, q["question"], DEPTH)
-        hybrid = [row for row, _ in reciprocal_rank_fusion([dense, keywords], RRF_K)]
+        hybrid = [h.row for h in fused_hits]
         good = {r for r in set(hybrid) if answers(passages[r], spans)}
         for method, ranking in zip(METHODS, (dense, hybrid, keywords), strict=True):
             ranks[method].append(first_rank(ranking, good))

@@ -13,15 +13,18 @@ then ``R_2``, and so on (so a tie between a dense and a keyword hit goes to the 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import TypeVar
 
 from jaxparadigm.errors import require_int
 
 __all__ = ["reciprocal_rank_fusion"]
 
+T = TypeVar("T", bound=Hashable)
+
 
 def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[Hashable]], k: int = 60, top: int | None = None
-) -> list[tuple[Hashable, float]]:
+    rankings: Sequence[Sequence[T]], k: int = 60, top: int | None = None
+) -> list[tuple[T, float]]:
     """``[(item, RRF score)]`` best first over the union of ``rankings`` (module docstring); at most
     ``top`` of them when given. An item may appear at most once in each ranking."""
     if isinstance(rankings, str) or not isinstance(rankings, Sequence):
@@ -31,7 +34,7 @@ def reciprocal_rank_fusion(
     require_int("k", k, 0)
     if top is not None:
         require_int("top", top, 1)
-    score: dict[Hashable, float] = {}
+    score: dict[T, float] = {}
     for j, ranking in enumerate(rankings):
         if isinstance(ranking, str) or not isinstance(ranking, Sequence):
             raise TypeError(
