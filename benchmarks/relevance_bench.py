@@ -22,9 +22,9 @@ covers at least half of an occurrence of the evidence substring (``[start, end)`
 file). Reported per setting, method and kind of text: recall@1, @3, @10, MRR (rank beyond 100
 counts 0) and the questions with an answer in the top 3; and, for answering dense hits in the top
 3, how often the shown excerpt holds the evidence: ``excerpt.best_excerpt`` (word overlap, 240
-characters) versus the segment whose MiniLM embedding is nearest
-the query's (its first 240 characters) and the passage's first 160 characters (what ``search``
-prints today). The load average and CPU model are printed with the table.
+characters) versus the segment whose MiniLM embedding is nearest the query's (its first 240
+characters) and the passage's first 160 characters (what ``search`` prints today). The load
+average and CPU model are printed with the table.
 """
 
 from __future__ import annotations
