@@ -67,6 +67,7 @@ BENCHES = {
     "train": "train-step throughput; --sharding modes; --num-processes groups; --cpu-devices",
     "index": "persistent-index search vs FAISS (faiss-cpu if installed), build and encode rates",
     "search": "exact search per dtype as fractions of measured read bandwidth and peak FLOP/s",
+    "relevance": "recall@1/3/10, MRR per window and dense vs hybrid on installed third-party docs",
 }
 
 
