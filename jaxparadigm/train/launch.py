@@ -44,6 +44,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 from jaxparadigm.errors import InputError, TrainingAborted
 from jaxparadigm.train.distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
@@ -239,7 +240,7 @@ _DIVERTED = b"--- process 0's stderr after another process failed (kept off the 
 def _relays(proc: subprocess.Popen, i: int, out, held: _Held) -> list[threading.Thread]:
     """Started threads copying worker ``i``'s output: process 0's to our stdout/stderr (its
     stderr through ``held``), the others' (both streams) to their log file ``out``."""
-    pipes = [(proc.stdout, out, None)]
+    pipes: list[tuple[Any, Any, _Held | None]] = [(proc.stdout, out, None)]
     if i == 0:
         pipes = [(proc.stdout, sys.stdout, None), (proc.stderr, sys.stderr, held)]
     threads = [threading.Thread(target=_relay, args=p, daemon=True) for p in pipes]
