@@ -127,11 +127,18 @@ def _train_section(result: TrainResult, cfg) -> list[str]:
         + ", ".join(f"{k} = {_fmt(v)}" for k, v in sorted(result.final_eval.items())),
         f"- first / last train loss: {_fmt(result.losses[0])} / {_fmt(result.losses[-1])}"
         if result.losses
-        else "- no steps run in this call",
-        f"- throughput (after compilation, on a machine shared with other jobs): "
-        f"{result.steps_per_second:.1f} steps/s, {result.examples_per_second:.0f} examples/s",
-        f"- step latency (host-observed, incl. metrics fetch): P50 "
-        f"{result.step_latency_ms['p50']:.2f} ms, P99 {result.step_latency_ms['p99']:.2f} ms",
+        else "- no steps run in this call (the earlier calls' losses are in metrics.jsonl)",
+        *(  # no throughput or latency of a call that ran no step (issue 34: a report rewritten)
+            [
+                f"- throughput (after compilation, on a machine shared with other jobs): "
+                f"{result.steps_per_second:.1f} steps/s, {result.examples_per_second:.0f} "
+                "examples/s",
+                f"- step latency (host-observed, incl. metrics fetch): P50 "
+                f"{result.step_latency_ms['p50']:.2f} ms, P99 {result.step_latency_ms['p99']:.2f} ms",
+            ]
+            if result.losses
+            else []
+        ),
         f"- guard: {int(g.skipped)} step(s) skipped, {int(g.rollbacks)} rollback(s), "
         f"lr scale {float(result.state.lr_scale):g}",
         f"- metrics: `{result.run_dir / 'metrics.jsonl'}`",

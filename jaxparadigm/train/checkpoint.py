@@ -72,6 +72,7 @@ from jaxparadigm.train.checkpoint_signature import (  # noqa: F401 (re-exported)
     state_signature,
 )
 from jaxparadigm.train.distributed import on_primary
+from jaxparadigm.train.faults import save_point, watching_save
 from jaxparadigm.train.orbax_loop import draining_event_loops
 from jaxparadigm.train.sharding import to_host
 
@@ -197,20 +198,22 @@ class Checkpointer:
             f"{i:05d}": x if isinstance(x, jax.Array) else leaf
             for i, ((_, x), leaf) in enumerate(zip(pairs, leaves, strict=True))
         }
-        if self._step_dir(step).is_dir() and self.incomplete_reason(step):  # not restorable:
-            on_primary(lambda: self._set_aside(step), "checkpoint-replace")  # replace it
-            self._manager.reload()
-        with draining_event_loops():  # a failed write leaves no write in flight
-            self._manager.save(
-                step,
-                args=ocp.args.Composite(
-                    state=ocp.args.StandardSave(arrays), meta=ocp.args.JsonSave(meta)
-                ),
-                force=True,
-            )
-        self._manager.wait_until_finished()
-        if jax.process_index() == 0:
-            self._purge_deleted()
+        with watching_save(self.directory, step):  # test-only kill points (train.faults)
+            if self._step_dir(step).is_dir() and self.incomplete_reason(step):  # not restorable:
+                on_primary(lambda: self._set_aside(step), "checkpoint-replace")  # replace it
+                self._manager.reload()
+            with draining_event_loops():  # a failed write leaves no write in flight
+                self._manager.save(
+                    step,
+                    args=ocp.args.Composite(
+                        state=ocp.args.StandardSave(arrays), meta=ocp.args.JsonSave(meta)
+                    ),
+                    force=True,
+                )
+            self._manager.wait_until_finished()
+            save_point("saved")
+            if jax.process_index() == 0:
+                self._purge_deleted()
         return step
 
     def _set_aside(self, step: int) -> None:

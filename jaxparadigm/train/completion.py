@@ -5,7 +5,10 @@ before starting anything (no JAX backend, no orbax): a run whose final step (``t
 already a complete checkpoint of the same
 state-defining config is done, and running it again would only overwrite its report with a
 zero-step one. Raising ``train.steps`` trains further (resume); another ``name=`` starts a
-separate run.
+separate run. A run killed after its final checkpoint but before its ``report.md`` was written
+(issue 34) is not done: the report is missing, so the run goes on, resumes at its final
+checkpoint without training a step, and writes the report (final evaluation and signature of the
+restored state; the steps' figures are in ``metrics.jsonl``).
 """
 
 from __future__ import annotations
@@ -33,10 +36,12 @@ def finished_run(run_dir: Path, name: str, steps: int, signed: Any) -> str | Non
     ``steps``, it holds every file of a complete checkpoint, and its stored config equals
     ``signed`` (what the run's checkpoints sign: ``model``, ``data``, ``optim``, ``train.seed``).
     Any other case (no checkpoint, a smaller step to resume from, a larger one, another config) is
-    left to the training loop, which resumes or refuses with its own message.
+    left to the training loop, which resumes or refuses with its own message. So is a finished
+    run whose ``run_dir/report.md`` is missing (killed before writing it): resuming at its final
+    step trains nothing and writes the report.
     """
     ckpt = Path(run_dir) / "checkpoints"
-    if not ckpt.is_dir():
+    if not ckpt.is_dir() or not (Path(run_dir) / "report.md").is_file():
         return None
     found = _steps(ckpt)
     if not found or found[-1] != steps:

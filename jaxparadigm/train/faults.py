@@ -8,17 +8,47 @@ A :class:`FaultPlan` says, per 0-based data step ``k``:
 
 NaN wins where a step is listed for both NaN and Inf. The loop logs each injected fault as a
 ``"fault"`` event before it takes effect, so a drill's metrics tell injected faults from real ones.
+
+Save points (test-only, issue 34's kill matrix): inside :func:`watching_save` (around each
+``Checkpointer.save``) every file operation Python makes in the checkpoint directory (a file
+opened for writing, mkdir, rename/replace, remove, rmtree: ``sys.addaudithook`` events, so orbax's
+own writes count), every orbax barrier (``sync_global_processes``) and the checkpointer's own
+points (``begin``, ``saved``, ``done``) is a *save point*, numbered 0, 1, ... within the save of
+one step. With the environment variable ``JAXPARADIGM_FAULT_SAVE_POINT=STEP:J@P`` process ``P``
+kills itself with SIGKILL (:meth:`FaultPlan.kill`) just before save point ``J`` of the save of
+step ``STEP``; with ``JAXPARADIGM_SAVE_POINT_LOG=FILE`` each point is appended to ``FILE`` as
+``P STEP J NAME``. Neither set (the normal case): no hook, nothing counted. Writes inside
+tensorstore's C++ (the arrays' bytes, their fsync) make no Python event: the points before and
+after them (the barrier that follows the writes) stand for them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import signal
+import sys
+import threading
+from collections.abc import Iterator
 from typing import NamedTuple, Protocol
 
 import numpy as np
 
-__all__ = ["FaultPlan", "fault_plan", "poison_batch"]
+__all__ = [
+    "SAVE_POINT_ENV",
+    "SAVE_POINT_LOG_ENV",
+    "FaultPlan",
+    "fault_plan",
+    "poison_batch",
+    "save_point",
+    "watching_save",
+]
+
+#: ``STEP:J@P``: process P SIGKILLs itself before save point J of the save of step STEP (tests).
+SAVE_POINT_ENV = "JAXPARADIGM_FAULT_SAVE_POINT"
+#: A file each save point is appended to as ``P STEP J NAME`` (tests: the matrix's point list).
+SAVE_POINT_LOG_ENV = "JAXPARADIGM_SAVE_POINT_LOG"
 
 
 class FaultPlan(NamedTuple):
@@ -82,3 +112,86 @@ def poison_batch(batch: dict, value: float) -> dict:
             f"{', '.join(batch)}); use train.faults.nan_grads / inf_grads"
         )
     return out
+
+
+_WRITES = {"os.mkdir", "os.rename", "os.replace", "os.remove", "os.unlink", "os.rmdir"}
+_SAVE: dict = {"root": None, "step": None, "count": 0}
+_SAVE_LOCK = threading.RLock()
+_HOOKED: list[bool] = []
+
+
+def _process() -> int:
+    return int(os.environ.get("JAXPARADIGM_PROCESS_ID", "0") or 0)
+
+
+def save_point(name: str) -> None:
+    """Count save point ``name`` of the save being watched; log it and SIGKILL this process when
+    the environment asks (see the module docstring). Outside :func:`watching_save`: nothing."""
+    with _SAVE_LOCK:
+        if _SAVE["root"] is None:
+            return
+        step, j = _SAVE["step"], _SAVE["count"]
+        _SAVE["count"] = j + 1
+        root, _SAVE["root"] = _SAVE["root"], None  # the log's own open is no save point
+        try:
+            log = os.environ.get(SAVE_POINT_LOG_ENV)
+            if log:
+                with open(log, "a", encoding="utf-8") as f:
+                    f.write(f"{_process()} {step} {j} {name}\n")
+        finally:
+            _SAVE["root"] = root
+        if os.environ.get(SAVE_POINT_ENV) == f"{step}:{j}@{_process()}":
+            FaultPlan.kill()
+
+
+def _audit(event: str, args: tuple) -> None:
+    """The audit hook: a file operation under the watched directory is a save point."""
+    root = _SAVE["root"]
+    if root is None or not (event in _WRITES or event in ("open", "shutil.rmtree")):
+        return
+    path = args[0] if args else None
+    if not isinstance(path, str | bytes | os.PathLike):
+        return
+    path = os.fsdecode(path)
+    if not os.path.abspath(path).startswith(root + os.sep):
+        return
+    if event == "open":
+        mode, flags = args[1], args[2]
+        if not (isinstance(mode, str) and set(mode) & set("wax+")) and not (
+            isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR)
+        ):
+            return  # a read
+        event = "open-for-write"
+    rel = re.sub(r"\d{6,}", "N", os.path.relpath(path, root))  # orbax's tmp suffixes: timestamps
+    save_point(f"{event} {rel}")
+
+
+@contextlib.contextmanager
+def watching_save(directory: str, step: int) -> Iterator[None]:
+    """Within the block, the save of ``step`` into ``directory`` has numbered save points (when
+    :data:`SAVE_POINT_ENV` or :data:`SAVE_POINT_LOG_ENV` is set; else the block runs as is)."""
+    if not (os.environ.get(SAVE_POINT_ENV) or os.environ.get(SAVE_POINT_LOG_ENV)):
+        yield
+        return
+    from orbax.checkpoint._src.multihost import multihost
+
+    if not _HOOKED:  # an audit hook cannot be removed: installed once, idle outside a save
+        sys.addaudithook(_audit)
+        _HOOKED.append(True)
+    barrier = multihost.sync_global_processes
+
+    def watched_barrier(name: str, *args, **kwargs):
+        save_point(f"barrier {re.sub(r'[0-9]{6,}', 'N', name)}")
+        return barrier(name, *args, **kwargs)
+
+    with _SAVE_LOCK:
+        _SAVE.update(root=os.path.abspath(directory), step=step, count=0)
+    multihost.sync_global_processes = watched_barrier
+    try:
+        save_point("begin")
+        yield
+        save_point("done")
+    finally:
+        multihost.sync_global_processes = barrier
+        with _SAVE_LOCK:
+            _SAVE.update(root=None, step=None)

@@ -18,6 +18,14 @@ In the spirit of ``torchrun --standalone --nproc-per-node N``, :func:`launch_wor
    a signal) the others get SIGTERM (their whole process group), SIGKILL after ``grace_s``
    seconds, and :class:`WorkerFailed` (exit 3) names the process, how it ended, when, and its
    log; a worker that refused its input (status 2) is reported as an ``InputError`` (exit 2).
+   Where several have ended by the same poll, one killed by a signal is named before one that
+   exited with a status (the survivor of a killed peer fails too, a moment later);
+5. keeps process 0's stderr from its first ``Traceback`` line on back until the group has ended
+   (:class:`_Held`): when process 0 failed itself, or all succeeded, it is written to this
+   terminal then; when another process failed (or the time limit passed), that text and all
+   process 0 writes after the failure (the survivor's Gloo ``JaxRuntimeError`` of a dead peer,
+   JAX's "SIGTERM caught") go to ``logs/process_0.log`` instead, so the terminal shows one clear
+   error line (issue 34).
 
 Without the launcher (a cluster's scheduler starts the processes), a peer's death is still bounded:
 JAX's coordination service terminates the others after ``train.distributed.heartbeat_timeout_s``.
@@ -36,6 +44,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 from jaxparadigm.errors import InputError, TrainingAborted
 from jaxparadigm.train.distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
@@ -144,6 +153,7 @@ def launch_workers(
     coordinator = f"127.0.0.1:{free_port()}"
     procs: list[subprocess.Popen] = []
     files, relays = [], []
+    held, divert = _Held(), False
     start = time.monotonic()
     try:
         for i in range(num_processes):
@@ -153,16 +163,20 @@ def launch_workers(
                 files.append(out)
             env = worker_env(dict(os.environ), coordinator, num_processes, i, devices_per_process)
             procs.append(_spawn(cmd, env, i))
-            relays += _relays(procs[-1], i, out)
+            relays += _relays(procs[-1], i, out, held)
         failed = _watch(procs, start, timeout_s)
         if failed is None:
             return run_dir / "report.md"
+        divert = failed != 0  # process 0's output from now on is a consequence, not the cause
+        if divert:
+            held.hold_all()
         stopped = _stop(procs, grace_s)
-        raise _failure(failed, procs, stopped, start, logs, run_dir)
+        raise _failure(failed, procs, stopped, start, logs, run_dir, divert)
     finally:
         _stop(procs, grace_s)
         for t in relays:
             t.join(timeout=grace_s)
+        held.release(logs / "process_0.log" if divert else None)
         for f in files:
             f.close()
 
@@ -183,13 +197,53 @@ def _spawn(cmd: list[str], env: dict, i: int) -> subprocess.Popen:
         )
 
 
-def _relays(proc: subprocess.Popen, i: int, out) -> list[threading.Thread]:
-    """Started threads copying worker ``i``'s output: process 0's to our stdout/stderr, the
-    others' (both streams) to their log file ``out``."""
-    pipes = [(proc.stdout, out)]
+class _Held:
+    """Process 0's stderr kept back: from its first ``Traceback`` line on (a traceback ends a
+    process), or everything after :meth:`hold_all`; :meth:`release` writes it out (C5.2)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._all = False
+        self._lines: list[bytes] = []
+
+    def hold_all(self) -> None:
+        """Keep back every line process 0 writes from now on."""
+        with self._lock:
+            self._all = True
+
+    def keep(self, line: bytes) -> bool:
+        """Keep ``line`` back (True) when holding, or when it starts a traceback; else False."""
+        with self._lock:
+            if self._all or self._lines or line.lstrip(b"\r").startswith(_TRACEBACK):
+                self._lines.append(line)
+                return True
+            return False
+
+    def release(self, log: Path | None) -> None:
+        """Write what was kept back to our stderr (``log`` None) or append it to ``log``."""
+        with self._lock:
+            self._all, lines, self._lines = True, self._lines, []  # a late line stays held
+        if log is None:
+            write, flush = _sink(sys.stderr)
+            for line in lines:
+                write(line)
+            flush()
+        elif lines:
+            with log.open("ab") as f:
+                f.write(_DIVERTED + b"".join(lines))
+
+
+_TRACEBACK = b"Traceback (most recent call last):"
+_DIVERTED = b"--- process 0's stderr after another process failed (kept off the terminal) ---\n"
+
+
+def _relays(proc: subprocess.Popen, i: int, out, held: _Held) -> list[threading.Thread]:
+    """Started threads copying worker ``i``'s output: process 0's to our stdout/stderr (its
+    stderr through ``held``), the others' (both streams) to their log file ``out``."""
+    pipes: list[tuple[Any, Any, _Held | None]] = [(proc.stdout, out, None)]
     if i == 0:
-        pipes = [(proc.stdout, sys.stdout), (proc.stderr, sys.stderr)]
-    threads = [threading.Thread(target=_relay, args=(src, dst), daemon=True) for src, dst in pipes]
+        pipes = [(proc.stdout, sys.stdout, None), (proc.stderr, sys.stderr, held)]
+    threads = [threading.Thread(target=_relay, args=p, daemon=True) for p in pipes]
     for t in threads:
         t.start()
     return threads
@@ -213,10 +267,11 @@ def _sink(dst):
     return dst.write, dst.flush
 
 
-def _relay(src, dst) -> None:
+def _relay(src, dst, held: _Held | None = None) -> None:
     """Copy a worker's output pipe ``src`` to ``dst`` (a binary file or a text stream such as
-    ``sys.stdout``), dropping :data:`CHATTER` lines. A partial line not starting with "[" (a
-    progress bar's carriage-return updates) is passed on at once."""
+    ``sys.stdout``), dropping :data:`CHATTER` lines and passing whole lines through ``held``
+    (which may keep them back). A partial line not starting with "[" (a progress bar's
+    carriage-return updates) is passed on at once."""
     pending = b""
     try:
         write, flush = _sink(dst)
@@ -225,13 +280,16 @@ def _relay(src, dst) -> None:
             *lines, pending = pending.split(b"\n")
             for line in lines:
                 if not line.lstrip(b"\r").startswith(CHATTER):
-                    write(line + b"\n")
-            if pending and not pending.lstrip(b"\r").startswith(b"["):
-                write(pending)
+                    if held is None or not held.keep(line + b"\n"):
+                        write(line + b"\n")
+            if pending and not pending.lstrip(b"\r").startswith((b"[", b"Tr")):
+                if held is None or not held.keep(pending):
+                    write(pending)
                 pending = b""
             flush()
         if pending and not pending.lstrip(b"\r").startswith(CHATTER):
-            write(pending)
+            if held is None or not held.keep(pending):
+                write(pending)
             flush()
     except (OSError, ValueError):  # the destination was closed (the launcher is exiting)
         pass
@@ -240,12 +298,13 @@ def _relay(src, dst) -> None:
 
 
 def _watch(procs, start: float, timeout_s: float | None) -> int | str | None:
-    """Poll until all workers exit 0 (None), one fails (its index), or ``timeout_s`` ("timeout")."""
+    """Poll until all workers exit 0 (None), one fails (its index: of those seen failed at the
+    same poll, the first killed by a signal, else the first), or ``timeout_s`` ("timeout")."""
     while True:
         statuses = [p.poll() for p in procs]
         bad = [i for i, s in enumerate(statuses) if s not in (None, 0)]
         if bad:
-            return bad[0]
+            return min(bad, key=lambda i: (statuses[i] >= 0, i))
         if all(s == 0 for s in statuses):
             return None
         if timeout_s is not None and time.monotonic() - start > timeout_s:
@@ -253,8 +312,11 @@ def _watch(procs, start: float, timeout_s: float | None) -> int | str | None:
         time.sleep(_POLL_S)
 
 
-def _failure(failed, procs, stopped: set[int], start: float, logs: Path, run_dir: Path):
-    """The exception of a failed group: InputError for a worker's status 2, else WorkerFailed."""
+def _failure(
+    failed, procs, stopped: set[int], start: float, logs: Path, run_dir: Path, divert: bool = False
+):
+    """The exception of a failed group: InputError for a worker's status 2, else WorkerFailed.
+    ``divert``: process 0's later output goes to its log (named here)."""
     n = len(procs)
     elapsed = time.monotonic() - start
     fates = "; ".join(
@@ -265,6 +327,11 @@ def _failure(failed, procs, stopped: set[int], start: float, logs: Path, run_dir
             else "finished"
             if p.returncode == 0
             else _how(p.returncode)
+        )
+        + (
+            f" (its output after the failure, if any: {logs / 'process_0.log'})"
+            if divert and i == 0
+            else ""
         )
         for i, p in enumerate(procs)
         if i != failed

@@ -167,6 +167,7 @@ def test_killing_one_worker_stops_the_group_with_a_clear_error(tmp_path):
     line = [x for x in err.splitlines() if "jaxparadigm run: error:" in x][-1]
     assert "process 1 of 2 was killed by SIGKILL" in line
     assert "process 0: stopped by the launcher" in line and "run the same command to resume" in line
+    assert "Traceback" not in err and "JaxRuntimeError" not in err  # issue 34: one clear line
     assert took < 30  # bounded: the launcher's poll (0.1 s) + its grace (3 s), not a hang
     assert not any(_alive(pid) for pid in workers)  # no stray process
 
