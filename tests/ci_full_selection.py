@@ -55,6 +55,11 @@ CI_FULL = (
         "11 s; test_scatter_max_min[2-max] stays",
     ),
     (
+        "tests/train/test_checkpoint_kill_matrix.py::*",
+        "2-process launches (a reference, then a kill and a resume per case, 15-30 s each): the "
+        "whole checkpoint kill matrix runs in CI's full run (issue 34)",
+    ),
+    (
         "tests/retrieval/test_search_bench.py::*",
         "a benchmark's smoke run (issue 26); the kernel itself is tested in test_topk_search.py",
     ),
