@@ -87,7 +87,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from jaxparadigm.app.cpu_devices import cpu_request, prepare_cpu_devices
     from jaxparadigm.build import finished_run_for
-    from jaxparadigm.config import load_config
+    from jaxparadigm.config import read_config
 
     request = cpu_request(args.cpu_devices, os.environ)  # a bad value fails before anything loads
     if args.devices_per_process is not None and args.num_processes is None:
@@ -98,7 +98,8 @@ def _run(args: argparse.Namespace) -> int:
             f"{args.devices_per_process}; expected one of them (with --num-processes both set "
             "each worker's CPU devices)"
         )
-    cfg = load_config(args.config, args.overrides)
+    loaded = read_config(args.config, args.overrides)  # the one read of the file in this process
+    cfg = loaded.config
     done = finished_run_for(cfg)
     if done is not None:  # one line, nothing started, nothing written
         print(done)
@@ -114,9 +115,10 @@ def _run(args: argparse.Namespace) -> int:
             args.overrides,
             num_processes=args.num_processes,
             devices_per_process=per_process,
+            cfg=cfg,
         )
         return 0
-    cfg, notes = prepare_cpu_devices(request, args.config, args.overrides, cfg)
+    cfg, notes = prepare_cpu_devices(request, loaded)
     for note in notes:
         print(f"jaxparadigm run: {note}", file=sys.stderr)
     from jaxparadigm.app.tasks import TASKS  # the tasks' libraries load only for ``run``

@@ -240,7 +240,9 @@ def _open_checkpoints(settings: TrainSettings) -> Checkpointer | None:
     c, run_dir = settings.checkpoint, settings.run_dir
     if c.every > 0 and not c.resume:
         on_primary(lambda: shutil.rmtree(run_dir / "checkpoints", ignore_errors=True), "fresh")
-    return Checkpointer(run_dir / "checkpoints", c.signed, keep=c.keep) if c.every > 0 else None
+    return (
+        Checkpointer(run_dir / "checkpoints", settings.signed, keep=c.keep) if c.every > 0 else None
+    )
 
 
 def _resume(ckpt: Checkpointer | None, state: TrainState, settings: TrainSettings):
