@@ -106,7 +106,7 @@ def test_from_a_config_the_same_field_is_a_config_error_with_its_key_path(
 def test_good_values_pass_and_ints_are_accepted_for_floats():
     assert GuardSettings(lr_decay_on_rollback=1).lr_decay_on_rollback == 1
     assert FaultsSettings(nan_batch=(0, 3), kill_at=None).nan_batch == (0, 3)
-    assert OptimSettings(mu_dtype="bfloat16", name="sgd").name == "sgd"
+    assert OptimSettings(mu_dtype="bfloat16", name="lion").name == "lion"
     assert dataclasses.replace(GuardSettings(), max_bad_steps=5).max_bad_steps == 5
     with pytest.raises(ValueError, match="train.guard.max_bad_steps=0"):
         dataclasses.replace(GuardSettings(), max_bad_steps=0)

@@ -26,6 +26,7 @@ from jaxparadigm.optim.clipping import (
 from jaxparadigm.optim.counters import safe_increment
 from jaxparadigm.optim.inject import InjectHyperparamsState, inject_hyperparams, set_hyperparams
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate, scale_by_schedule
+from jaxparadigm.optim.lion import ScaleByLionState, lion, scale_by_lion
 from jaxparadigm.optim.loss_scale import DynamicLossScale, LossScaleState, dynamic_loss_scale
 from jaxparadigm.optim.optimisers import OPTIMISERS
 from jaxparadigm.optim.sgd import sgd, trace
@@ -41,6 +42,7 @@ __all__ = [
     "LossScaleState",
     "OptimSettings",
     "ScaleByAdamState",
+    "ScaleByLionState",
     "ScheduleSettings",
     "adam",
     "adam_state_report",
@@ -55,9 +57,11 @@ __all__ = [
     "dynamic_loss_scale",
     "global_norm",
     "inject_hyperparams",
+    "lion",
     "safe_increment",
     "scale_by_adam",
     "scale_by_learning_rate",
+    "scale_by_lion",
     "scale_by_schedule",
     "schedule_for",
     "schedules",

@@ -91,7 +91,7 @@ def chain_for(config: OptimSettings, live: bool = False) -> optax.GradientTransf
 
     ``config.name`` selects the direction's builder in
     :data:`~jaxparadigm.optim.optimisers.OPTIMISERS` (``adam``, ``adamw``, ``sgd``,
-    ``adam_torch``). ``config.clip.style`` picks the clipping paradigm (``none``,
+    ``adam_torch``, ``lion``). ``config.clip.style`` picks the clipping paradigm (``none``,
     ``global``, ``torch``, ``tf``, ``per_leaf``). All stages are elementwise after one norm
     reduction, so under ``jax.jit`` (with donated params/state) XLA fuses the chain into a single
     pass over the parameters.
@@ -99,7 +99,7 @@ def chain_for(config: OptimSettings, live: bool = False) -> optax.GradientTransf
     ``live=True`` builds the direction, decay and rate stages with ``inject_hyperparams``: the
     same updates bit for bit, with ``lr_scale``, ``b1``/``b2``, ``momentum`` and the decoupled
     ``weight_decay`` in the state for ``set_hyperparams`` (``adam``'s L2 term stays static;
-    ``adam_torch`` has no live form).
+    ``adam_torch`` and ``lion`` have no live form).
     """
     config = _settings(config)
     if not isinstance(live, bool):

@@ -11,6 +11,8 @@ optimiser is one module plus one entry here.
 * ``adamw``: decoupled decay (``optax.adamw``);
 * ``sgd``: L2 decay, then momentum (``torch.optim.SGD``);
 * ``adam_torch``: :func:`~jaxparadigm.optim.adam_torch.adam_torch_style` (no live form);
+* ``lion``: :func:`~jaxparadigm.optim.lion.lion` (``optax.lion``; ``b1``, ``b2``, decoupled
+  ``weight_decay``, ``mu_dtype``; no live form).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from jaxparadigm.optim.adam import adam, adamw, scale_by_adam
 from jaxparadigm.optim.adam_torch import adam_torch_style
 from jaxparadigm.optim.inject import inject_hyperparams
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
+from jaxparadigm.optim.lion import scale_by_lion
 from jaxparadigm.optim.schedules import Schedule
 from jaxparadigm.optim.sgd import sgd, trace
 from jaxparadigm.optim.weight_decay import add_decayed_weights
@@ -71,10 +74,20 @@ def _adam_torch(s: Any, schedule: Schedule, live: bool) -> Stages:
     return [adam_torch_style(schedule, s.b1, s.b2, s.eps, s.weight_decay)]
 
 
+def _lion(s: Any, schedule: Schedule, live: bool) -> Stages:
+    _no_live_form("lion", live)
+    return [
+        scale_by_lion(s.b1, s.b2, s.mu_dtype),
+        add_decayed_weights(s.weight_decay),
+        scale_by_learning_rate(schedule),
+    ]
+
+
 #: ``optim.name`` -> ``builder(settings, schedule, live)``: the stages after clipping.
 OPTIMISERS: dict[str, Callable[[Any, Schedule, bool], Stages]] = {
     "adam": _adam,
     "adamw": _adamw,
     "sgd": _sgd,
     "adam_torch": _adam_torch,
+    "lion": _lion,
 }
