@@ -196,11 +196,19 @@ def check_fields(settings: Any) -> None:
             raise ValueError(f"{key}: {problem}")
 
 
-INT32_MAX = 2**31 - 1  # the step counters are int32
-StorageDtype = Literal["float32", "bfloat16", "float16"]  # optimiser-state storage dtypes
-Count = Annotated[int, Bounds(ge=1, le=INT32_MAX)]  # a positive step count / interval
-StepIndex = Annotated[int, Bounds(ge=0, le=INT32_MAX - 1)]  # a 0-based data step
-Seed = Annotated[int, Bounds(ge=0, le=2**32 - 1)]  # PRNGKey(2**32) would equal PRNGKey(0)
-Rate = Annotated[float, Bounds(ge=0.0, lt=1.0)]  # decay rates, dropout
+#: The largest int32: the step counters are int32.
+INT32_MAX = 2**31 - 1
+#: Optimiser-state storage dtypes of a config.
+StorageDtype = Literal["float32", "bfloat16", "float16"]
+#: A positive step count / interval.
+Count = Annotated[int, Bounds(ge=1, le=INT32_MAX)]
+#: A 0-based data step.
+StepIndex = Annotated[int, Bounds(ge=0, le=INT32_MAX - 1)]
+#: A PRNG seed (``PRNGKey(2**32)`` would equal ``PRNGKey(0)``).
+Seed = Annotated[int, Bounds(ge=0, le=2**32 - 1)]
+#: A decay rate or dropout probability, in ``[0, 1)``.
+Rate = Annotated[float, Bounds(ge=0.0, lt=1.0)]
+#: A float ``>= 0``.
 NonNegative = Annotated[float, Bounds(ge=0.0)]
+#: A float ``> 0``.
 Positive = Annotated[float, Bounds(gt=0.0)]
