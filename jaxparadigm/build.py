@@ -31,8 +31,8 @@ from jaxparadigm.train.completion import finished_run
 from jaxparadigm.train.data import Dataset, build_dataset
 from jaxparadigm.train.distributed import initialize_distributed, process_shard
 from jaxparadigm.train.faults import fault_plan
-from jaxparadigm.train.loop import TrainResult, check_run_arguments, train
 from jaxparadigm.train.settings import TrainSettings
+from jaxparadigm.train.train_loop import TrainResult, check_run_arguments, train
 
 __all__ = [
     "build_model",
@@ -156,7 +156,7 @@ def train_from_config(
     with it, the caller has done both (``join_run(cfg)``, then ``dataset_for(cfg)``), so the run is
     set up once. Then builds
     the model, ``tx``/``lr_fn`` (default ``chain_for(cfg.optim)`` / ``schedule_for(cfg.optim)``),
-    the loss scaler and the settings, then calls :func:`jaxparadigm.train.loop.train` (whose
+    the loss scaler and the settings, then calls :func:`jaxparadigm.train.train_loop.train` (whose
     ``stop_at``, ``batch_transform``, ``progress``, ``write_plots``, ``plot`` these are).
     """
     check_run_arguments(stop_at, batch_transform)

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparams import storage_dtype
+from jaxparadigm.optim.hyperparam_checks import storage_dtype
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
 from jaxparadigm.optim.param_dtypes import require_inexact
 from jaxparadigm.optim.weight_decay import add_decayed_weights

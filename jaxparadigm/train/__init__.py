@@ -4,7 +4,7 @@ Modules (import from them directly; this package import stays cheap):
 
 * ``data``        synthetic sets, the ``pydoc_data.topics`` byte corpus, stateless batching,
                   ``validate_batch`` (schema) and ``drift_report`` (PSI/KS)
-* ``step``        ``TrainState`` and the one jitted, donating train step (guarded, loss-scaled)
+* ``train_step``  ``TrainState`` and the one jitted, donating train step (guarded, loss-scaled)
 * ``guard``       skip non-finite steps; roll back after K in a row with a lower learning rate
 * ``rollback``    the guard's host side: restore the last good state, or give up (TrainingAborted)
 * ``faults``      fault injection from ``train.faults`` (NaN/Inf batches or gradients, SIGKILL)
@@ -15,8 +15,8 @@ Modules (import from them directly; this package import stays cheap):
 * ``settings``    ``TrainSettings`` and the frozen, checked settings types of one run
                   (``GuardSettings``, ``CheckpointSettings``, ``ShardingSettings``; ``DataSettings``,
                   ``DistributedSettings``, ``FaultsSettings`` live with their code)
-* ``loop``        ``train(model, dataset, tx, settings)``: progress bar, eval, metrics.jsonl,
-                  resume, rollback (per-step stages in ``run_steps``); a config is mapped onto
+* ``train_loop``  ``train(model, dataset, tx, settings)``: progress bar, eval, metrics.jsonl,
+                  resume, rollback (per-step stages in ``step_stages``); a config is mapped onto
                   these by ``jaxparadigm.build`` (``train_from_config``)
 * ``launch``      a local group of worker processes on ``jax.distributed``
 
@@ -32,9 +32,9 @@ from jaxparadigm.train.validation import validate_batch as validate_batch
 
 #: public name -> the module of this package that defines it (loaded on first use).
 _PUBLIC = {
-    "train": "loop",
-    "TrainResult": "loop",
-    "check_run_arguments": "loop",
+    "train": "train_loop",
+    "TrainResult": "train_loop",
+    "check_run_arguments": "train_loop",
     "TrainSettings": "settings",
     "GuardSettings": "settings",
     "CheckpointSettings": "settings",

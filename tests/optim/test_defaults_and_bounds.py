@@ -186,7 +186,7 @@ def test_safe_increment_keeps_the_counts_dtype():
 
 
 def test_bound_errors_show_open_and_closed_ends():
-    from jaxparadigm.optim.hyperparams import check_number
+    from jaxparadigm.optim.hyperparam_checks import check_number
 
     with pytest.raises(ValueError, match=r"eps=0\.0: expected a value in \(0\.0, inf\]"):
         check_number("eps", 0.0, low=0.0, low_open=True)

@@ -1,7 +1,7 @@
 """The train loop: data checks, jitted step, guard + rollback, eval, checkpoints, metrics, plots (C5.1).
 
 ``train(model, dataset, tx, settings)`` runs ``settings.steps`` steps of the jitted step
-(:mod:`jaxparadigm.train.step`) and writes ``<settings.run_dir>/metrics.jsonl`` and PNG plots. Its
+(:mod:`jaxparadigm.train.train_step`) and writes ``<settings.run_dir>/metrics.jsonl`` and PNG plots. Its
 inputs are built objects and a typed :class:`~jaxparadigm.train.settings.TrainSettings` (a config
 is mapped onto them by :mod:`jaxparadigm.build`). It is a sequence of named stages:
 
@@ -44,15 +44,6 @@ from jaxparadigm.train.distributed import on_primary, process_shard
 from jaxparadigm.train.metrics import MetricsWriter, read_metrics
 from jaxparadigm.train.objectives import eval_metrics, loss_for
 from jaxparadigm.train.progress import StepProgress
-from jaxparadigm.train.run_steps import (
-    EventLog,
-    LoopState,
-    Run,
-    Steps,
-    evaluate,
-    final_checkpoint,
-    one_step,
-)
 from jaxparadigm.train.settings import TrainSettings
 from jaxparadigm.train.sharding import (
     data_mesh,
@@ -62,7 +53,21 @@ from jaxparadigm.train.sharding import (
     step_layout,
     to_host,
 )
-from jaxparadigm.train.step import TrainState, init_train_state, make_eval_step, make_train_step
+from jaxparadigm.train.step_stages import (
+    EventLog,
+    LoopState,
+    Run,
+    Steps,
+    evaluate,
+    final_checkpoint,
+    one_step,
+)
+from jaxparadigm.train.train_step import (
+    TrainState,
+    init_train_state,
+    make_eval_step,
+    make_train_step,
+)
 
 if TYPE_CHECKING:
     import optax
