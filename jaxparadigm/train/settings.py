@@ -11,11 +11,11 @@ config sections ARE these types (``train.guard`` is a :class:`GuardSettings`, ``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, NamedTuple
+from typing import Annotated, Any, ClassVar, Literal
 
-from jaxparadigm.fields import INT32_MAX, Bounds, check_fields
+from jaxparadigm.fields import INT32_MAX, Bounds, Count, Seed, check_fields
 from jaxparadigm.train.data import DataSettings
 from jaxparadigm.train.distributed import DistributedSettings
 from jaxparadigm.train.faults import FaultPlan, FaultsSettings
@@ -86,20 +86,27 @@ class ShardingSettings:
         check_fields(self)
 
 
-class TrainSettings(NamedTuple):
-    """Everything the loop needs besides the built objects (model, data, optimiser)."""
+@dataclass(frozen=True)
+class TrainSettings:
+    """Everything the loop needs besides the built objects (model, data, optimiser), checked once
+    when built (one ``TypeError``/``ValueError`` naming ``settings.<field>``)."""
+
+    PATH: ClassVar[str] = "settings"
 
     name: str  # the run's name (progress display)
     run_dir: Path  # metrics.jsonl, plots and checkpoints/ go here
-    steps: int  # the data step the run ends at
-    batch_size: int  # global batch size (examples per second)
-    seed: int = 0
-    eval_every: int = 50
-    log_every: int = 10
-    grad: str = "jax"  # value_and_grad engine: "jax" or "jaxparadigm"
+    steps: Count  # the data step the run ends at
+    batch_size: Annotated[int, Bounds(ge=1)]  # global batch size (examples per second)
+    seed: Seed = 0
+    eval_every: Count = 50
+    log_every: Count = 10
+    grad: Literal["jax", "jaxparadigm"] = "jax"  # value_and_grad engine
     plots: bool = True
-    guard: GuardSettings = GuardSettings()
-    checkpoint: CheckpointSettings = CheckpointSettings()
-    sharding: ShardingSettings = ShardingSettings()
-    faults: FaultPlan = FaultPlan({}, {}, None)
+    guard: GuardSettings = field(default_factory=GuardSettings)
+    checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)
+    sharding: ShardingSettings = field(default_factory=ShardingSettings)
+    faults: FaultPlan = field(default_factory=lambda: FaultPlan({}, {}, None))
     signed: Any = None  # what the checkpoint signatures cover (``signed_config`` of a config)
+
+    def __post_init__(self) -> None:
+        check_fields(self)

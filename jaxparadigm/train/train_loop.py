@@ -29,12 +29,14 @@ a non-finite step is logged as ``"applied"``, not as skipped.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
+import optax
 from flax import nnx
 
 from jaxparadigm.errors import ConfigError
@@ -70,11 +72,9 @@ from jaxparadigm.train.train_step import (
 )
 
 if TYPE_CHECKING:
-    import optax
-
     from jaxparadigm.optim import DynamicLossScale
 
-__all__ = ["TrainResult", "check_run_arguments", "train"]
+__all__ = ["TrainResult", "check_run_arguments", "check_train_arguments", "train"]
 
 
 class TrainResult(NamedTuple):
@@ -108,6 +108,36 @@ def check_run_arguments(
         )
 
 
+def check_train_arguments(model: Any, dataset: Any, tx: Any, settings: Any) -> None:
+    """One ``TypeError``/``ValueError`` for the first bad argument of :func:`train` (issue 34):
+    the types of ``model``/``dataset``/``tx``/``settings`` (whose fields were checked when it was
+    built), a ``settings.run_dir`` that is a file, a ``settings.batch_size`` that is not the
+    dataset's global batch."""
+    for name, value, expected, what in (
+        ("model", model, nnx.Module, "a flax.nnx.Module"),
+        ("dataset", dataset, Dataset, "a jaxparadigm.train.Dataset"),
+        ("tx", tx, optax.GradientTransformation, "an optax.GradientTransformation"),
+        ("settings", settings, TrainSettings, "a jaxparadigm.train.TrainSettings"),
+    ):
+        if not isinstance(value, expected):
+            hint = (
+                " (an optimiser factory: call it, e.g. optax.adam(1e-3))" if callable(value) else ""
+            )
+            raise TypeError(f"{name}: got {type(value).__name__}, expected {what}{hint}")
+    if settings.run_dir.exists() and not settings.run_dir.is_dir():
+        raise ValueError(
+            f"settings.run_dir={os.fspath(settings.run_dir)!r}: is a file, expected a directory"
+        )
+    rows = {spec[0][0] for spec in dataset.schema.values()}  # this process's rows of a batch
+    global_rows = {r * dataset.shard[1] for r in rows}
+    if global_rows != {settings.batch_size}:
+        raise ValueError(
+            f"settings.batch_size={settings.batch_size!r}: expected "
+            f"{', '.join(map(str, sorted(global_rows)))}, the dataset's global batch (its "
+            f"schema's rows x {dataset.shard[1]} process(es))"
+        )
+
+
 def train(
     model: nnx.Module,
     dataset: Dataset,
@@ -132,8 +162,10 @@ def train(
     (augmentation, or fault injection in tests). ``plot(records, run_dir) -> [paths]`` draws the
     run's plots (e.g. ``jaxparadigm.app.train_plots.plot_training``) when ``write_plots`` (default
     ``settings.plots``), on the primary process. Raises :class:`TrainingAborted` when the guard
-    gives up, ``ConfigError``/``CheckpointError`` (input errors) for an unusable run directory.
+    gives up, ``ConfigError``/``CheckpointError`` (input errors) for an unusable run directory,
+    one ``TypeError``/``ValueError`` for a bad argument (:func:`check_train_arguments`).
     """
+    check_train_arguments(model, dataset, tx, settings)
     check_run_arguments(stop_at, batch_transform)
     _check_data(dataset)
     state, steps, placement = _setup(model, dataset, tx, settings, lr_fn, loss_scale)
