@@ -152,7 +152,7 @@ def bench_train_step(config: str, rounds: int, steps_per_round: int) -> dict:
     from jaxparadigm.optim import chain_for, schedule_for
     from jaxparadigm.train.data import build_dataset
     from jaxparadigm.train.objectives import loss_for
-    from jaxparadigm.train.step import init_train_state, make_train_step
+    from jaxparadigm.train.train_step import init_train_state, make_train_step
 
     cfg = load_config(Path(__file__).resolve().parents[1] / "configs" / config)
     dataset = build_dataset(cfg.data)

@@ -128,7 +128,7 @@ def charlm_stepper(cfg, dataset, step=None):
     from jaxparadigm.build import build_model
     from jaxparadigm.optim import chain_for
     from jaxparadigm.train.objectives import next_byte_loss
-    from jaxparadigm.train.step import init_train_state, make_train_step
+    from jaxparadigm.train.train_step import init_train_state, make_train_step
 
     tx = chain_for(cfg.optim)
     graphdef, variables = nnx.split(build_model(cfg.model, dataset, cfg.train.seed))

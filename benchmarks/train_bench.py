@@ -3,7 +3,7 @@
 The same byte-level transformer (configs/charlm_pydoc.yaml: 2 layers, d_model 64, 4 heads,
 context 64, batch 32) is trained by three step functions:
 
-* ``ours``: ``jaxparadigm.train.step.make_train_step`` with ``jaxparadigm.optim.chain_for(cfg.optim)``
+* ``ours``: ``jaxparadigm.train.train_step.make_train_step`` with ``jaxparadigm.optim.chain_for(cfg.optim)``
   (clip -> AdamW -> warmup-cosine schedule), guard on, state donated;
 * ``optax``: the same step with ``optax.chain(clip_by_global_norm, adamw(warmup_cosine_decay))``;
 * ``ours, guard off``: ``ours`` without the non-finite guard (its cost: a finiteness reduction and
@@ -68,7 +68,7 @@ from jaxparadigm.train.sharding import (
     step_layout,
     to_host,
 )
-from jaxparadigm.train.step import init_train_state, make_train_step
+from jaxparadigm.train.train_step import init_train_state, make_train_step
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "charlm_pydoc.yaml"
 

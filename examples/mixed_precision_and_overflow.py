@@ -5,11 +5,12 @@ python examples/mixed_precision_and_overflow.py
 
 from pathlib import Path
 
-from jaxparadigm.app.tasks import run_experiment
+from jaxparadigm.app.tasks import TASKS
 from jaxparadigm.config import load_config
 
 configs = Path(__file__).resolve().parent.parent / "configs"
 for name, overrides in [("overflow", []), ("mixed_precision", ["train.steps=200"])]:
-    report = run_experiment(load_config(configs / f"{name}.yaml", overrides))
+    cfg = load_config(configs / f"{name}.yaml", overrides)
+    report = TASKS[cfg.task](cfg)
     print(f"{name}: {report}")
     print("\n".join(report.read_text().splitlines()[:12]))

@@ -1,4 +1,4 @@
-"""``python -m jaxparadigm`` is the ``jaxparadigm`` command."""
+"""``python -m jaxparadigm`` is the ``jaxparadigm`` command (:func:`jaxparadigm.cli.main`)."""
 
 from jaxparadigm.cli import main
 

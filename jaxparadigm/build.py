@@ -31,18 +31,14 @@ from jaxparadigm.train.completion import finished_run
 from jaxparadigm.train.data import Dataset, build_dataset
 from jaxparadigm.train.distributed import initialize_distributed, process_shard
 from jaxparadigm.train.faults import fault_plan
-from jaxparadigm.train.loop import TrainResult, check_run_arguments, train
-from jaxparadigm.train.settings import (
-    CheckpointSettings,
-    GuardSettings,
-    ShardingSettings,
-    TrainSettings,
-)
+from jaxparadigm.train.settings import TrainSettings
+from jaxparadigm.train.train_loop import TrainResult, check_run_arguments, train
 
 __all__ = [
     "build_model",
     "dataset_for",
     "finished_run_for",
+    "join_run",
     "loss_scale_for",
     "run_dir_for",
     "train_from_config",
@@ -61,11 +57,18 @@ def run_dir_for(cfg: Config) -> Path:
     return Path(cfg.out_dir) / cfg.name
 
 
+def join_run(cfg: Config) -> bool:
+    """Join the distributed run of ``cfg.train.distributed`` (or the environment's), before any
+    JAX op; return whether it is a multi-process run (C5.2). The one place a run sets up
+    ``jax.distributed`` (:func:`train_from_config` calls it only when it builds the dataset)."""
+    return initialize_distributed(cfg.train.distributed)
+
+
 def dataset_for(cfg: Config) -> Dataset:
     """This process's :class:`Dataset` of ``cfg.data`` (its rows of every global batch) (C5.2).
 
     A ``data.batch_size`` the devices of a sharded run cannot split evenly (``devices_problem``)
-    is a :class:`ConfigError`. Call after :func:`initialize_distributed`.
+    is a :class:`ConfigError`. Call after :func:`join_run`.
     """
     _raise_if(devices_problem(cfg, jax.device_count()))
     return build_dataset(cfg.data, shard=process_shard())
@@ -115,8 +118,7 @@ def loss_scale_for(optim_cfg: OptimConfig) -> DynamicLossScale | None:
 
 def train_settings(cfg: Config, run_dir: str | Path | None = None) -> TrainSettings:
     """The typed settings of a run of ``cfg`` (``run_dir`` defaults to :func:`run_dir_for`)."""
-    t = cfg.train
-    g, c, sh = t.guard, t.checkpoint, t.sharding
+    t = cfg.train  # its guard/checkpoint/sharding sections ARE the library's settings types
     return TrainSettings(
         name=cfg.name,
         run_dir=Path(run_dir) if run_dir is not None else run_dir_for(cfg),
@@ -127,12 +129,11 @@ def train_settings(cfg: Config, run_dir: str | Path | None = None) -> TrainSetti
         log_every=t.log_every,
         grad=t.grad,
         plots=t.plots,
-        guard=GuardSettings(
-            g.enabled, g.max_bad_steps, g.lr_decay_on_rollback, g.max_rollbacks, g.min_lr_scale
-        ),
-        checkpoint=CheckpointSettings(c.every, c.keep, c.resume, signed_config(cfg)),
-        sharding=ShardingSettings(sh.mode, sh.min_size),
+        guard=t.guard,
+        checkpoint=t.checkpoint,
+        sharding=t.sharding,
         faults=fault_plan(t.faults),
+        signed=signed_config(cfg),
     )
 
 
@@ -151,15 +152,19 @@ def train_from_config(
 ) -> TrainResult:
     """Train the model of ``cfg`` for ``cfg.train.steps`` steps (C5.1, C5.2).
 
-    Joins the distributed run of ``cfg.train.distributed``, builds the dataset (unless given),
+    Without ``dataset``: joins the distributed run (:func:`join_run`) and builds the dataset;
+    with it, the caller has done both (``join_run(cfg)``, then ``dataset_for(cfg)``), so the run is
+    set up once. Then builds
     the model, ``tx``/``lr_fn`` (default ``chain_for(cfg.optim)`` / ``schedule_for(cfg.optim)``),
-    the loss scaler and the settings, then calls :func:`jaxparadigm.train.loop.train` (whose
+    the loss scaler and the settings, then calls :func:`jaxparadigm.train.train_loop.train` (whose
     ``stop_at``, ``batch_transform``, ``progress``, ``write_plots``, ``plot`` these are).
     """
     check_run_arguments(stop_at, batch_transform)
-    initialize_distributed(cfg.train.distributed)
+    if dataset is None:
+        join_run(cfg)
     _raise_if(processes_problem(cfg, jax.process_count()))
-    dataset = dataset if dataset is not None else dataset_for(cfg)
+    if dataset is None:
+        dataset = dataset_for(cfg)
     model = build_model(cfg.model, dataset, cfg.train.seed)
     return train(
         model,

@@ -193,7 +193,7 @@ def test_bench_outside_a_source_checkout_says_so(monkeypatch, tmp_path, capsys):
 def test_exports_the_readme_names():
     import jaxparadigm.retrieval as retrieval
     from jaxparadigm.train import train
-    from jaxparadigm.train.loop import train as loop_train
+    from jaxparadigm.train.train_loop import train as loop_train
 
     assert train is loop_train
     for name in ("IndexSearcher", "VectorSearcher", "build_index", "add_to_index"):

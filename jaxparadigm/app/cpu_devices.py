@@ -39,11 +39,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, MutableMapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, MutableMapping
 from typing import NamedTuple
 
-from jaxparadigm.config import Config, apply_override, load_config, parse_yaml
+from jaxparadigm.config import Config, LoadedConfig
 from jaxparadigm.errors import InputError
 
 __all__ = [
@@ -54,7 +53,6 @@ __all__ = [
     "CpuPlan",
     "CpuRequest",
     "apply_cpu_plan",
-    "config_sets_sharding_mode",
     "cpu_request",
     "parse_cpu_devices",
     "plan_cpu_devices",
@@ -265,34 +263,25 @@ def apply_cpu_plan(plan: CpuPlan, environ: MutableMapping[str, str]) -> None:
         environ["XLA_FLAGS"] = with_cpu_devices(environ, plan.devices)["XLA_FLAGS"]
 
 
-def config_sets_sharding_mode(config: str | os.PathLike, overrides: Sequence[str]) -> bool:
-    """Whether the YAML file ``config`` or one of ``overrides`` sets ``train.sharding.mode`` (a
-    file :func:`jaxparadigm.config.load_config` has already accepted)."""
-    raw = parse_yaml(Path(config).read_text(encoding="utf-8")) or {}
-    for override in overrides:
-        raw = apply_override(raw, override)
-    sharding = (raw.get("train") or {}).get("sharding")
-    return isinstance(sharding, Mapping) and "mode" in sharding
-
-
 def prepare_cpu_devices(
     request: CpuRequest,
-    config: str | os.PathLike,
-    overrides: Sequence[str],
-    cfg: Config,
+    loaded: LoadedConfig,
     environ: MutableMapping[str, str] | None = None,
 ) -> tuple[Config, tuple[str, ...]]:
     """``jaxparadigm run``'s step before JAX starts: plan (:func:`plan_cpu_devices`), apply
     (:func:`apply_cpu_plan`), and ``(cfg, notes)`` with ``train.sharding.mode=data`` added when the
-    plan says so and JAX's default backend is the CPU (C5.2)."""
-    from jaxparadigm.train.distributed import ENV_COORDINATOR  # imports JAX (no backend yet)
+    plan says so and JAX's default backend is the CPU (C5.2). ``loaded`` is the config file read
+    once (:func:`jaxparadigm.config.read_config`): whether the user set the mode is asked of it,
+    and the added override re-checks its mapping, so the file is not read again."""
+    cfg = loaded.config
+    from jaxparadigm.train import ENV_COORDINATOR  # imports JAX (no backend yet)
 
     environ = os.environ if environ is None else environ
     single = cfg.train.distributed.coordinator_address is None and not environ.get(ENV_COORDINATOR)
     plan = plan_cpu_devices(
         request,
         cfg,
-        mode_set=config_sets_sharding_mode(config, overrides),
+        mode_set=loaded.sets("train.sharding.mode"),
         single_process=single,
         user_count=user_device_count(environ),
         running=running_cpu_devices(),
@@ -305,7 +294,7 @@ def prepare_cpu_devices(
     if jax.default_backend() != "cpu":
         note = f"{request}: the run is on {jax.default_backend()}, its layout is the config's"
         return cfg, (note,)
-    return load_config(config, [*overrides, "train.sharding.mode=data"]), plan.notes
+    return loaded.with_overrides("train.sharding.mode=data"), plan.notes
 
 
 def prepare_command_devices(

@@ -1,6 +1,6 @@
 """``jaxparadigm run CONFIG --num-processes N``: check the config, then start the group (C5.2).
 
-The config is loaded and checked here (:func:`jaxparadigm.config.relations.launch_problem`), so a
+The config is loaded (unless the caller passes it) and checked here (:func:`jaxparadigm.config.relations.launch_problem`), so a
 bad config fails before any process starts (exit 2); the group itself is
 :func:`jaxparadigm.train.launch.launch_workers`.
 """
@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jaxparadigm.build import run_dir_for
-from jaxparadigm.config import load_config
+from jaxparadigm.config import Config, load_config
 from jaxparadigm.config.relations import launch_problem
 from jaxparadigm.errors import ConfigError, InputError
-from jaxparadigm.train.launch import launch_workers
+from jaxparadigm.train import launch_workers
 
 __all__ = ["launch"]
 
@@ -29,12 +29,14 @@ def launch(
     devices_per_process: int | None = None,
     grace_s: float = 3.0,
     timeout_s: float | None = None,
+    cfg: Config | None = None,
 ) -> Path:
     """Run ``config`` as ``num_processes`` local workers on ``jax.distributed``; return the report
     path written by process 0 (C5.2). Failures: see :mod:`jaxparadigm.train.launch`.
 
     ``timeout_s`` (None: no limit) stops the whole group and raises ``WorkerFailed`` when the run
-    takes longer.
+    takes longer. ``cfg``: the config of ``config`` and ``overrides`` already loaded by the
+    caller (the CLI), so the file is not read again here (None: load it).
     """
     for name, value in (
         ("num_processes", num_processes),
@@ -44,7 +46,8 @@ def launch(
             isinstance(value, bool) or not isinstance(value, int) or value < 1
         ):
             raise InputError(f"--{name.replace('_', '-')}: got {value!r}, expected an int >= 1")
-    cfg = load_config(config, overrides)
+    if cfg is None:
+        cfg = load_config(config, overrides)
     problem = launch_problem(cfg)
     if problem is not None:
         raise ConfigError(problem)

@@ -22,15 +22,12 @@ import jax
 import numpy as np
 
 from jaxparadigm.app.train_plots import plot_curves, plot_training
-from jaxparadigm.build import dataset_for, run_dir_for, train_from_config
+from jaxparadigm.build import dataset_for, join_run, run_dir_for, train_from_config
 from jaxparadigm.claims.evidence.overflow import overflow_evidence
 from jaxparadigm.config import Config, to_dict
 from jaxparadigm.errors import ConfigError
 from jaxparadigm.optim import adam_state_report
-from jaxparadigm.train.checkpoint_signature import SIGNED_KEYS, state_signature
-from jaxparadigm.train.data import Dataset, drift_report
-from jaxparadigm.train.distributed import initialize_distributed
-from jaxparadigm.train.loop import TrainResult
+from jaxparadigm.train import SIGNED_KEYS, Dataset, TrainResult, drift_report, state_signature
 
 __all__ = ["drift_features", "run_mixed_precision", "run_overflow", "run_train", "used_config"]
 
@@ -176,7 +173,7 @@ def run_train(cfg: Config) -> Path:
     """Task ``train`` (C5.1, C5.2): train, then report data checks, drift, guard, checkpoints.
 
     Writes ``<cfg.out_dir>/<cfg.name>/report.md`` (and the run's plots); returns its path."""
-    initialize_distributed(cfg.train.distributed)  # before any JAX op
+    join_run(cfg)  # before any JAX op; train_from_config does not join again
     out = run_dir_for(cfg)
     dataset = dataset_for(cfg)
     result = train_from_config(cfg, dataset=dataset, plot=plot_training)
@@ -256,7 +253,7 @@ def _replace_optim(cfg, name: str, nu_dtype: str, loss_scaling: bool):
 
 def _single_process(cfg) -> None:
     """Refuse a multi-process run of a task other than ``train`` (ConfigError)."""
-    if initialize_distributed(cfg.train.distributed):  # before any JAX op
+    if join_run(cfg):  # before any JAX op
         raise ConfigError(
             f"task: got {cfg.task!r} in a multi-process run, expected 'train' (the only task that "
             "runs over several processes)"

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -149,8 +149,40 @@ def _read_text(path: str | os.PathLike) -> str:
         ) from None
 
 
-def load_config(path: str | os.PathLike, overrides: Sequence[str] = ()) -> Config:
-    """Load a YAML config file (strict safe loader) into a frozen :class:`Config`.
+def _key_paths(raw: Mapping, prefix: str = "") -> Iterator[str]:
+    """Every dotted key path of the nested mapping ``raw`` (parents included)."""
+    for key, value in raw.items():
+        path = f"{prefix}{key}"
+        yield path
+        if isinstance(value, Mapping):
+            yield from _key_paths(value, path + ".")
+
+
+class LoadedConfig(NamedTuple):
+    """A config file read ONCE: the checked :class:`Config` and what the user set (C5.1).
+
+    ``raw`` is the file's mapping before the ``overrides``; ``user_keys`` are the dotted key
+    paths the file or an override set (parents included), so a caller asks :meth:`sets` instead of
+    reading the YAML again, and :meth:`with_overrides` re-checks the same mapping with more
+    overrides without touching the file."""
+
+    config: Config
+    raw: Mapping[str, Any]
+    overrides: tuple[str, ...]
+    source: str
+    user_keys: frozenset[str]
+
+    def sets(self, key: str) -> bool:
+        """Whether the file or an override set ``key`` (a dotted path, e.g. ``train.sharding.mode``)."""
+        return key in self.user_keys
+
+    def with_overrides(self, *extra: str) -> Config:
+        """The config of the same file with ``extra`` overrides after the user's (no file read)."""
+        return config_from_dict(self.raw, [*self.overrides, *extra], source=self.source)
+
+
+def read_config(path: str | os.PathLike, overrides: Sequence[str] = ()) -> LoadedConfig:
+    """Read a YAML config file (strict safe loader) once: the checked config and the keys set.
 
     Every failure is a :class:`ConfigError` naming the file or the key path.
     """
@@ -165,7 +197,21 @@ def load_config(path: str | os.PathLike, overrides: Sequence[str] = ()) -> Confi
         raise ConfigError(
             f"config file {name!r}: top level is {type(raw).__name__}, expected a mapping"
         )
-    return config_from_dict(raw, overrides, source=name)
+    cfg = config_from_dict(raw, overrides, source=name)
+    data = dict(raw)
+    for override in overrides:
+        data = apply_override(data, override)
+    keys = frozenset(_key_paths(data))
+    return LoadedConfig(cfg, raw, tuple(overrides), name, keys)
+
+
+def load_config(path: str | os.PathLike, overrides: Sequence[str] = ()) -> Config:
+    """Load a YAML config file (strict safe loader) into a frozen :class:`Config`
+    (:func:`read_config`'s ``config``).
+
+    Every failure is a :class:`ConfigError` naming the file or the key path.
+    """
+    return read_config(path, overrides).config
 
 
 def to_dict(cfg: Any) -> dict:

@@ -9,7 +9,8 @@ The mechanism behind :mod:`jaxparadigm.config` (its one config loader), in the s
   floats (and strings such as ``"1e-3"`` that parse as one); ``bool`` only ``true``/``false``;
   ``Literal`` only the listed values; ``tuple[X, ...]`` a list; ``X | None`` also null;
 * ``Annotated[int, Bounds(ge=1)]`` bounds a number, ``Annotated[tuple[...], Length(ge=1)]`` a
-  list's length;
+  list's length, ``Annotated[str, OneOf(names)]`` names a table's entry (marks of
+  :mod:`jaxparadigm.fields`, shared with the libraries' settings types);
 * :func:`problems_error` turns the problems into one :class:`~jaxparadigm.errors.ConfigError`
   (unknown keys first; a single problem is one line);
 * the YAML reader with its limits is :mod:`jaxparadigm.config.yaml_loader`;
@@ -28,10 +29,10 @@ import reprlib
 import types
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NamedTuple, Union
 
 from jaxparadigm.errors import ConfigError
+from jaxparadigm.fields import Bounds, Length, OneOf, describe_type
 
 __all__ = [
     "INVALID",
@@ -58,46 +59,6 @@ def shown(value: Any) -> str:
     with ``...``."""
     text = _REPR.repr(value)
     return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """``Annotated`` metadata: the allowed range of a number field (``ge``/``gt``/``le``/``lt``)."""
-
-    ge: float | None = None
-    gt: float | None = None
-    le: float | None = None
-    lt: float | None = None
-
-    def admits(self, x: float) -> bool:
-        """Whether ``x`` lies within every given bound."""
-        return (
-            (self.ge is None or x >= self.ge)
-            and (self.gt is None or x > self.gt)
-            and (self.le is None or x <= self.le)
-            and (self.lt is None or x < self.lt)
-        )
-
-    def describe(self) -> str:
-        """``in [0, 1)``, ``>= 1``, ``> 0`` ..."""
-        num = lambda x: str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
-        low = (f"[{num(self.ge)}" if self.ge is not None else None) or (
-            f"({num(self.gt)}" if self.gt is not None else None
-        )
-        high = (f"{num(self.le)}]" if self.le is not None else None) or (
-            f"{num(self.lt)})" if self.lt is not None else None
-        )
-        if low and high:
-            return f"in {low}, {high}"
-        if low:
-            return (">= " if low[0] == "[" else "> ") + low[1:]
-        assert high is not None  # every Bounds/Length in the schema sets at least one bound
-        return ("<= " if high[-1] == "]" else "< ") + high[:-1]
-
-
-@dataclass(frozen=True)
-class Length(Bounds):
-    """``Annotated`` metadata: the allowed number of items of a list field."""
 
 
 class Problem(NamedTuple):
@@ -134,23 +95,7 @@ def problems_error(
 INVALID = object()
 
 
-def _type_name(tp: Any) -> str:
-    origin = typing.get_origin(tp)
-    if origin is Annotated:
-        return _type_name(typing.get_args(tp)[0])
-    if origin is Literal:
-        return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
-    if origin in (Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        inner = " or ".join(_type_name(a) for a in args)
-        return f"{inner} or null" if len(args) < len(typing.get_args(tp)) else inner
-    if origin is tuple:
-        return f"list of {_type_name(typing.get_args(tp)[0])}"
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return f"mapping ({tp.__name__})"
-    if tp is float:
-        return "finite float"
-    return getattr(tp, "__name__", str(tp))
+_type_name = describe_type
 
 
 def _fail(path: str, value: Any, tp: Any) -> Problem:
@@ -180,6 +125,12 @@ def _scalar(value: Any, tp: Any) -> Any:
 
 def _annotated(value: Any, tp: Any, path: str, problems: list[Problem]) -> Any:
     base, *marks = typing.get_args(tp)
+    one_of = [m for m in marks if isinstance(m, OneOf)]
+    if one_of:  # a name from a table: as a Literal of its keys
+        if isinstance(value, str) and value in one_of[0].choices:
+            return value
+        problems.append(_fail(path, value, tp))
+        return INVALID
     out = _convert(value, base, path, problems)
     if out is INVALID:
         return out

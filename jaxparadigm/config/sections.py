@@ -1,8 +1,11 @@
 """The config's sections: frozen dataclasses with typed, bounded fields and defaults.
 
 Each field's type hint is its rule (``Annotated[int, Bounds(ge=1)]``, ``Literal[...]``), applied by
-:func:`jaxparadigm.config.schema.build`; defaults are the values a short CPU run should use.
-Serves C5.1 ("validate against a schema" starts with the config itself).
+:func:`jaxparadigm.config.schema.build`; defaults are the values a short CPU run should use. The
+sections a library reads ARE that library's settings types (``optim`` is
+:class:`~jaxparadigm.optim.OptimSettings`, ``train.guard`` :class:`~jaxparadigm.train.GuardSettings`
+...), so their defaults and bounds are written once, in the library; the ``*Config`` names are
+aliases of them. Serves C5.1 ("validate against a schema" starts with the config itself).
 """
 
 from __future__ import annotations
@@ -10,74 +13,51 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from jaxparadigm.config.schema import Bounds, Length
-
-INT32_MAX = 2**31 - 1  # the step counters are int32
-StorageDtype = Literal["float32", "bfloat16", "float16"]  # optimiser-state storage dtypes
-
-Count = Annotated[int, Bounds(ge=1, le=INT32_MAX)]  # a positive step count / interval
-StepIndex = Annotated[int, Bounds(ge=0, le=INT32_MAX - 1)]  # a 0-based data step
-Seed = Annotated[int, Bounds(ge=0, le=2**32 - 1)]  # PRNGKey(2**32) would equal PRNGKey(0)
-Rate = Annotated[float, Bounds(ge=0.0, lt=1.0)]  # decay rates, dropout
-NonNegative = Annotated[float, Bounds(ge=0.0)]
-Positive = Annotated[float, Bounds(gt=0.0)]
+from jaxparadigm.fields import (  # noqa: F401 (the field rules, re-exported for the config)
+    INT32_MAX,
+    Bounds,
+    Count,
+    Length,
+    NonNegative,
+    Positive,
+    Rate,
+    Seed,
+    StepIndex,
+    StorageDtype,
+)
+from jaxparadigm.optim.chain_settings import (
+    ClipSettings,
+    LossScaleSettings,
+    OptimSettings,
+    ScheduleSettings,
+)
+from jaxparadigm.train.settings import (
+    CheckpointSettings,
+    DataSettings,
+    DistributedSettings,
+    FaultsSettings,
+    GuardSettings,
+    ShardingSettings,
+)
 
 # ---------------------------------------------------------------------------------------------
-# Sections. Defaults are the values a short CPU run should use.
+# The libraries' settings types ARE these sections (defaults and bounds written once, there).
 # ---------------------------------------------------------------------------------------------
 
+ScheduleConfig = ScheduleSettings
+ClipConfig = ClipSettings
+LossScaleConfig = LossScaleSettings
+OptimConfig = OptimSettings
+DataConfig = DataSettings
+GuardConfig = GuardSettings
+CheckpointConfig = CheckpointSettings
+FaultsConfig = FaultsSettings
+ShardingConfig = ShardingSettings
+DistributedConfig = DistributedSettings
 
-@dataclass(frozen=True)
-class ScheduleConfig:
-    """Learning-rate schedule; the peak value is ``optim.learning_rate`` (C4.3)."""
-
-    name: Literal[
-        "constant", "linear", "polynomial", "cosine_decay", "warmup_cosine_decay", "linear_lr"
-    ] = "constant"
-    warmup_steps: Annotated[int, Bounds(ge=0, le=INT32_MAX)] = 0
-    decay_steps: Count = 1000
-    end_value: NonNegative = 0.0
-    power: Positive = 1.0
-    alpha: Annotated[float, Bounds(ge=0.0, le=1.0)] = 0.0
-    start_factor: Annotated[float, Bounds(gt=0.0, le=1.0)] = 1.0 / 3.0
-    end_factor: Annotated[float, Bounds(ge=0.0, le=1.0)] = 1.0
-    total_iters: Count = 5
-
-
-@dataclass(frozen=True)
-class ClipConfig:
-    """Gradient clipping style (C4.4): optax/TF global norm, torch-style, per-leaf, or none."""
-
-    style: Literal["none", "global", "torch", "tf", "per_leaf"] = "global"
-    max_norm: Positive = 1.0
-
-
-@dataclass(frozen=True)
-class LossScaleConfig:
-    """Dynamic loss scaling for float16 training (C4.2)."""
-
-    enabled: bool = False
-    init_scale: Annotated[float, Bounds(ge=1.0)] = 2.0**15
-    growth_interval: Count = 2000
-
-
-@dataclass(frozen=True)
-class OptimConfig:
-    """Optimiser chain: clip -> scale_by_adam (or sgd) -> schedule -> weight decay (C4.1-C4.4)."""
-
-    name: Literal["adam", "adamw", "sgd", "adam_torch"] = "adam"
-    learning_rate: NonNegative = 1e-3
-    b1: Rate = 0.9
-    b2: Rate = 0.999
-    eps: Positive = 1e-8
-    momentum: Rate = 0.0
-    nesterov: bool = False
-    weight_decay: NonNegative = 0.0
-    mu_dtype: StorageDtype | None = None
-    nu_dtype: StorageDtype | None = None
-    clip: ClipConfig = field(default_factory=ClipConfig)
-    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
-    loss_scale: LossScaleConfig = field(default_factory=LossScaleConfig)
+# ---------------------------------------------------------------------------------------------
+# The application's own sections.
+# ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -98,90 +78,6 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
-class DataConfig:
-    """Data source: synthetic sets or the byte-level ``pydoc_data.topics`` corpus (no downloads)."""
-
-    kind: Literal["spirals", "regression", "pydoc_chars"] = "spirals"
-    n_samples: Annotated[int, Bounds(ge=2)] = 2048
-    noise: NonNegative = 0.1
-    seq_len: Annotated[int, Bounds(ge=1, le=4096)] = 64
-    batch_size: Annotated[int, Bounds(ge=1)] = 64
-    val_fraction: Annotated[float, Bounds(gt=0.0, lt=1.0)] = 0.1
-    seed: Seed = 0
-
-
-@dataclass(frozen=True)
-class GuardConfig:
-    """Skip non-finite steps; roll back after ``max_bad_steps`` consecutive bad steps (C5.1).
-
-    Give-up rule: a rollback that would be number ``max_rollbacks + 1``, or would lower the
-    learning-rate scale below ``min_lr_scale``, ends the run with ``TrainingAborted`` instead (so
-    the scale never reaches 0)."""
-
-    enabled: bool = True
-    max_bad_steps: Annotated[int, Bounds(ge=1)] = 3
-    lr_decay_on_rollback: Annotated[float, Bounds(gt=0.0, le=1.0)] = 0.5
-    max_rollbacks: Annotated[int, Bounds(ge=0)] = 10
-    min_lr_scale: Annotated[float, Bounds(ge=1e-30, le=1.0)] = 1e-3
-
-
-@dataclass(frozen=True)
-class CheckpointConfig:
-    """Signed orbax checkpoints every ``every`` steps (0 disables), keeping the last ``keep``.
-
-    ``resume``: continue from the newest checkpoint in the run directory (false: start afresh and
-    delete the run's old checkpoints)."""
-
-    every: Annotated[int, Bounds(ge=0, le=INT32_MAX)] = 0
-    keep: Annotated[int, Bounds(ge=1)] = 3
-    resume: bool = True
-
-
-@dataclass(frozen=True)
-class FaultsConfig:
-    """Fault injection for drills of the guard, rollback and resume (C5.1); off by default.
-
-    ``nan_batch``/``inf_batch``: data steps whose float batch fields become NaN/Inf;
-    ``nan_grads``/``inf_grads``: data steps whose gradients become NaN/Inf (inside the jitted
-    step); ``kill_at``: the process sends itself SIGKILL before running this data step."""
-
-    nan_batch: tuple[StepIndex, ...] = ()
-    inf_batch: tuple[StepIndex, ...] = ()
-    nan_grads: tuple[StepIndex, ...] = ()
-    inf_grads: tuple[StepIndex, ...] = ()
-    kill_at: StepIndex | None = None
-
-
-@dataclass(frozen=True)
-class ShardingConfig:
-    """Placement over all devices of all processes (C4.1, C5.2; ``jaxparadigm.train.sharding``).
-
-    ``none``: one device; ``data``: state replicated, batch split; ``zero1``: optimiser state split
-    too; ``fsdp``: parameters and optimiser state split. A leaf with fewer than ``min_size``
-    elements (or no dimension divisible by the device count) stays replicated."""
-
-    mode: Literal["none", "data", "zero1", "fsdp"] = "none"
-    min_size: Annotated[int, Bounds(ge=1)] = 1024
-
-
-@dataclass(frozen=True)
-class DistributedConfig:
-    """Multi-process setup for ``jax.distributed.initialize`` (``jaxparadigm.train.distributed``).
-
-    Used when ``coordinator_address`` is set here or ``JAXPARADIGM_COORDINATOR_ADDRESS`` in the
-    environment (``jaxparadigm run --num-processes N`` sets it). A peer silent for
-    ``heartbeat_timeout_s`` seconds ends the run; joining gives up after
-    ``initialization_timeout_s``; shutdown waits at most ``shutdown_timeout_s`` for the others."""
-
-    coordinator_address: str | None = None
-    num_processes: Annotated[int, Bounds(ge=1)] = 1
-    process_id: Annotated[int, Bounds(ge=0)] = 0
-    initialization_timeout_s: Annotated[int, Bounds(ge=1)] = 300
-    heartbeat_timeout_s: Annotated[int, Bounds(ge=1)] = 100
-    shutdown_timeout_s: Annotated[int, Bounds(ge=1)] = 300
-
-
-@dataclass(frozen=True)
 class TrainConfig:
     """Train loop settings."""
 
@@ -191,11 +87,11 @@ class TrainConfig:
     seed: Seed = 0
     plots: bool = True
     grad: Literal["jax", "jaxparadigm"] = "jax"  # value_and_grad: jax's, or our autodiff engine
-    guard: GuardConfig = field(default_factory=GuardConfig)
-    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
-    sharding: ShardingConfig = field(default_factory=ShardingConfig)
-    distributed: DistributedConfig = field(default_factory=DistributedConfig)
-    faults: FaultsConfig = field(default_factory=FaultsConfig)
+    guard: GuardSettings = field(default_factory=GuardSettings)
+    checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)
+    sharding: ShardingSettings = field(default_factory=ShardingSettings)
+    distributed: DistributedSettings = field(default_factory=DistributedSettings)
+    faults: FaultsSettings = field(default_factory=FaultsSettings)
 
 
 @dataclass(frozen=True)
@@ -268,8 +164,8 @@ class Config:
     task: Literal["train", "mixed_precision", "overflow", "retrieval"] = "train"
     out_dir: str = "runs"
     model: ModelConfig = field(default_factory=ModelConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    optim: OptimConfig = field(default_factory=OptimConfig)
+    data: DataSettings = field(default_factory=DataSettings)
+    optim: OptimSettings = field(default_factory=OptimSettings)
     train: TrainConfig = field(default_factory=TrainConfig)
     mixed_precision: MixedPrecisionConfig = field(default_factory=MixedPrecisionConfig)
     overflow: OverflowConfig = field(default_factory=OverflowConfig)

@@ -18,7 +18,7 @@ import optax
 
 from jaxparadigm.optim.adam_torch import AdamTorchState
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparams import (
+from jaxparadigm.optim.hyperparam_checks import (
     accept_number,
     check_decay,
     check_nesterov,

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparams import check_learning_rate, check_torch_range
+from jaxparadigm.optim.hyperparam_checks import check_learning_rate, check_torch_range
 from jaxparadigm.optim.param_dtypes import require_inexact
 
 

@@ -1,92 +1,104 @@
-"""What ``chain_for`` / ``schedule_for`` read: structural types (Protocols), defined in optim.
+"""What ``chain_for`` / ``schedule_for`` read: the optimiser's settings, frozen and checked once.
 
-Any object with these attributes is accepted (``jaxparadigm.config.OptimConfig`` is one, and so is
-a NamedTuple of plain values): the optimiser library depends on no config module. Field semantics
-are those of :func:`jaxparadigm.optim.chain_for` (C4.1-C4.4). Members are read-only properties, so
-frozen dataclasses and NamedTuples match them for a type checker too.
+Each type is a frozen dataclass with its defaults (the values a short CPU run should use) and its
+bounds in the type hints (:mod:`jaxparadigm.fields`), checked once in ``__post_init__``: a bad
+value is one ``TypeError``/``ValueError`` naming the key path (``optim.b1=1.0: expected a float
+in [0, 1)``). The config section ``optim`` IS :class:`OptimSettings` (``jaxparadigm.config``
+builds it from YAML with the same hints, reporting every problem of a file at once). Field
+semantics are those of :func:`jaxparadigm.optim.chain_for` (C4.1-C4.4); the relations between
+fields (a warmup shorter than the decay ...) are checked where they are used (``schedule_for``).
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Annotated, ClassVar, Literal
+
+from jaxparadigm.fields import (
+    INT32_MAX,
+    Bounds,
+    Count,
+    NonNegative,
+    OneOf,
+    Positive,
+    Rate,
+    StorageDtype,
+    check_fields,
+)
+from jaxparadigm.optim.optimisers import OPTIMISERS
 
 __all__ = ["ClipSettings", "LossScaleSettings", "OptimSettings", "ScheduleSettings"]
 
 
-@runtime_checkable
-class ScheduleSettings(Protocol):
-    """The learning-rate schedule's name and parameters (peak: ``OptimSettings.learning_rate``)."""
+@dataclass(frozen=True)
+class ScheduleSettings:
+    """Learning-rate schedule; the peak value is ``optim.learning_rate`` (C4.3)."""
 
-    @property
-    def name(self) -> str: ...
-    @property
-    def warmup_steps(self) -> int: ...
-    @property
-    def decay_steps(self) -> int: ...
-    @property
-    def end_value(self) -> float: ...
-    @property
-    def power(self) -> float: ...
-    @property
-    def alpha(self) -> float: ...
-    @property
-    def start_factor(self) -> float: ...
-    @property
-    def end_factor(self) -> float: ...
-    @property
-    def total_iters(self) -> int: ...
+    PATH: ClassVar[str] = "optim.schedule"
+
+    name: Literal[
+        "constant", "linear", "polynomial", "cosine_decay", "warmup_cosine_decay", "linear_lr"
+    ] = "constant"
+    warmup_steps: Annotated[int, Bounds(ge=0, le=INT32_MAX)] = 0
+    decay_steps: Count = 1000
+    end_value: NonNegative = 0.0
+    power: Positive = 1.0
+    alpha: Annotated[float, Bounds(ge=0.0, le=1.0)] = 0.0
+    start_factor: Annotated[float, Bounds(gt=0.0, le=1.0)] = 1.0 / 3.0
+    end_factor: Annotated[float, Bounds(ge=0.0, le=1.0)] = 1.0
+    total_iters: Count = 5
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
-@runtime_checkable
-class ClipSettings(Protocol):
-    """The clipping style (``none``, ``global``, ``torch``, ``tf``, ``per_leaf``) and its bound."""
+@dataclass(frozen=True)
+class ClipSettings:
+    """Gradient clipping style (C4.4): optax/TF global norm, torch-style, per-leaf, or none."""
 
-    @property
-    def style(self) -> str: ...
-    @property
-    def max_norm(self) -> float: ...
+    PATH: ClassVar[str] = "optim.clip"
 
+    style: Literal["none", "global", "torch", "tf", "per_leaf"] = "global"
+    max_norm: Positive = 1.0
 
-@runtime_checkable
-class LossScaleSettings(Protocol):
-    """Dynamic loss scaling: on/off, the initial scale and the growth interval (C4.2)."""
-
-    @property
-    def enabled(self) -> bool: ...
-    @property
-    def init_scale(self) -> float: ...
-    @property
-    def growth_interval(self) -> int: ...
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
-@runtime_checkable
-class OptimSettings(Protocol):
-    """The optimiser: direction (``adam``, ``adamw``, ``sgd``, ``adam_torch``), its
-    hyperparameters, storage dtypes of Adam's moments, clipping, schedule and loss scaling."""
+@dataclass(frozen=True)
+class LossScaleSettings:
+    """Dynamic loss scaling for float16 training (C4.2)."""
 
-    @property
-    def name(self) -> str: ...
-    @property
-    def learning_rate(self) -> float: ...
-    @property
-    def b1(self) -> float: ...
-    @property
-    def b2(self) -> float: ...
-    @property
-    def eps(self) -> float: ...
-    @property
-    def momentum(self) -> float: ...
-    @property
-    def nesterov(self) -> bool: ...
-    @property
-    def weight_decay(self) -> float: ...
-    @property
-    def mu_dtype(self) -> str | None: ...
-    @property
-    def nu_dtype(self) -> str | None: ...
-    @property
-    def clip(self) -> ClipSettings: ...
-    @property
-    def schedule(self) -> ScheduleSettings: ...
-    @property
-    def loss_scale(self) -> LossScaleSettings: ...
+    PATH: ClassVar[str] = "optim.loss_scale"
+
+    enabled: bool = False
+    init_scale: Annotated[float, Bounds(ge=1.0)] = 2.0**15
+    growth_interval: Count = 2000
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True)
+class OptimSettings:
+    """Optimiser chain: clip -> direction (``name``: a key of
+    :data:`~jaxparadigm.optim.optimisers.OPTIMISERS`) -> schedule -> weight decay (C4.1-C4.4)."""
+
+    PATH: ClassVar[str] = "optim"
+
+    name: Annotated[str, OneOf(tuple(OPTIMISERS))] = "adam"
+    learning_rate: NonNegative = 1e-3
+    b1: Rate = 0.9
+    b2: Rate = 0.999
+    eps: Positive = 1e-8
+    momentum: Rate = 0.0
+    nesterov: bool = False
+    weight_decay: NonNegative = 0.0
+    mu_dtype: StorageDtype | None = None
+    nu_dtype: StorageDtype | None = None
+    clip: ClipSettings = field(default_factory=ClipSettings)
+    schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
+    loss_scale: LossScaleSettings = field(default_factory=LossScaleSettings)
+
+    def __post_init__(self) -> None:
+        check_fields(self)

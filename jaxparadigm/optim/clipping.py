@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxparadigm.optim.hyperparams import accept_number, check_torch_range, is_host_zero
+from jaxparadigm.optim.hyperparam_checks import accept_number, check_torch_range, is_host_zero
 from jaxparadigm.optim.param_dtypes import abs_sq
 
 

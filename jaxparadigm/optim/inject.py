@@ -40,7 +40,7 @@ from jaxparadigm.optim.adam import (
     update_adam_state,
 )
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparams import (
+from jaxparadigm.optim.hyperparam_checks import (
     accept_number,
     check_decay,
     check_learning_rate,

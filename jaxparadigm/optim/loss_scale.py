@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparams import check_int, check_number
+from jaxparadigm.optim.hyperparam_checks import check_int, check_number
 
 # Largest power of two below float32's max: doubling stops here instead of reaching inf
 # (an infinite scale would make every later step non-finite and could never recover).

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import jax
 import optax
 
-from jaxparadigm.optim.hyperparams import (
+from jaxparadigm.optim.hyperparam_checks import (
     check_momentum,
     check_nesterov,
     check_weight_decay,

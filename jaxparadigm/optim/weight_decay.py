@@ -12,7 +12,7 @@ import numpy as np
 import optax
 
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparams import check_weight_decay, is_host_zero, warn_value
+from jaxparadigm.optim.hyperparam_checks import check_weight_decay, is_host_zero, warn_value
 from jaxparadigm.optim.param_dtypes import coefficient
 
 

@@ -4,7 +4,7 @@ Modules (import from them directly; this package import stays cheap):
 
 * ``data``        synthetic sets, the ``pydoc_data.topics`` byte corpus, stateless batching,
                   ``validate_batch`` (schema) and ``drift_report`` (PSI/KS)
-* ``step``        ``TrainState`` and the one jitted, donating train step (guarded, loss-scaled)
+* ``train_step``  ``TrainState`` and the one jitted, donating train step (guarded, loss-scaled)
 * ``guard``       skip non-finite steps; roll back after K in a row with a lower learning rate
 * ``rollback``    the guard's host side: restore the last good state, or give up (TrainingAborted)
 * ``faults``      fault injection from ``train.faults`` (NaN/Inf batches or gradients, SIGKILL)
@@ -12,32 +12,60 @@ Modules (import from them directly; this package import stays cheap):
                   what is signed, sha256/HMAC)
 * ``metrics``     the metrics.jsonl writer (truncated to the resumed step) and the step clock
 * ``sharding``    data-parallel ``Mesh``/``NamedSharding`` placement; multi-host initialisation
-* ``settings``    ``TrainSettings``: the typed, plain-valued settings of one run
-* ``loop``        ``train(model, dataset, tx, settings)``: progress bar, eval, metrics.jsonl,
-                  resume, rollback (per-step stages in ``run_steps``); a config is mapped onto
+* ``settings``    ``TrainSettings`` and the frozen, checked settings types of one run
+                  (``GuardSettings``, ``CheckpointSettings``, ``ShardingSettings``; ``DataSettings``,
+                  ``DistributedSettings``, ``FaultsSettings`` live with their code)
+* ``train_loop``  ``train(model, dataset, tx, settings)``: progress bar, eval, metrics.jsonl,
+                  resume, rollback (per-step stages in ``step_stages``); a config is mapped onto
                   these by ``jaxparadigm.build`` (``train_from_config``)
 * ``launch``      a local group of worker processes on ``jax.distributed``
 
-``validate_batch`` (from ``validation``: numpy and ml_dtypes only) and ``train`` (from ``loop``,
-imported on first use, so ``import jaxparadigm.train`` stays cheap) are also exported here.
+``validate_batch`` (from ``validation``: numpy and ml_dtypes only) is imported here; the other
+public names, what ``jaxparadigm.build`` and ``jaxparadigm.app`` use (:data:`_PUBLIC`), are loaded
+from their module on first use, so ``import jaxparadigm.train`` stays cheap.
 """
 
+import importlib
 from typing import Any
 
-from jaxparadigm.train.validation import validate_batch
+from jaxparadigm.train.validation import validate_batch as validate_batch
 
-__all__ = ["train", "validate_batch"]
+#: public name -> the module of this package that defines it (loaded on first use).
+_PUBLIC = {
+    "train": "train_loop",
+    "TrainResult": "train_loop",
+    "check_run_arguments": "train_loop",
+    "TrainSettings": "settings",
+    "GuardSettings": "settings",
+    "CheckpointSettings": "settings",
+    "ShardingSettings": "settings",
+    "DataSettings": "data",
+    "DistributedSettings": "distributed",
+    "FaultsSettings": "faults",
+    "Dataset": "data",
+    "build_dataset": "data",
+    "drift_report": "data",
+    "fault_plan": "faults",
+    "ENV_COORDINATOR": "distributed",
+    "initialize_distributed": "distributed",
+    "process_shard": "distributed",
+    "SIGNED_KEYS": "checkpoint_signature",
+    "signed_config": "checkpoint_signature",
+    "state_signature": "checkpoint_signature",
+    "finished_run": "completion",
+    "launch_workers": "launch",
+}
+
+__all__ = sorted([*_PUBLIC, "validate_batch"])
 
 
 def __getattr__(name: str) -> Any:
-    """``jaxparadigm.train.train``: :func:`jaxparadigm.train.loop.train`, loaded on first use."""
-    if name == "train":
-        from jaxparadigm.train.loop import train
-
-        return train
+    """A name of :data:`_PUBLIC`, loaded from its module on first use."""
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(f"jaxparadigm.train.{_PUBLIC[name]}"), name)
     raise AttributeError(f"module 'jaxparadigm.train' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    """The module's names plus the lazily loaded ``train`` (so autodoc and ``dir`` list it)."""
-    return sorted({*globals(), "train"})
+    """The module's names plus the lazily loaded public ones (so autodoc and ``dir`` list them)."""
+    return sorted({*globals(), *_PUBLIC})

@@ -73,7 +73,7 @@ from jaxparadigm.train.checkpoint_signature import (  # noqa: F401 (re-exported)
 )
 from jaxparadigm.train.distributed import on_primary
 from jaxparadigm.train.faults import save_point, watching_save
-from jaxparadigm.train.orbax_loop import draining_event_loops
+from jaxparadigm.train.orbax_reads import draining_event_loops
 from jaxparadigm.train.sharding import to_host
 
 __all__ = ["Checkpointer"]  # the signature's names are documented in checkpoint_signature
@@ -320,7 +320,7 @@ class Checkpointer:
             for i, (_, x) in enumerate(t_pairs)
         }
         try:
-            with draining_event_loops():  # no read left in flight when one fails (orbax_loop)
+            with draining_event_loops():  # no read left in flight when one fails (orbax_reads)
                 arrays = self._manager.restore(
                     step, args=ocp.args.Composite(state=ocp.args.StandardRestore(targets))
                 )["state"]

@@ -17,10 +17,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
 
+from jaxparadigm.fields import Bounds, NonNegative, Seed, check_fields
 from jaxparadigm.train.drift import DriftReport, drift_report
 from jaxparadigm.train.validation import validate_batch
 
@@ -193,27 +195,30 @@ class Dataset(NamedTuple):
     shard: tuple[int, int] = (0, 1)
 
 
-class DataSpec(Protocol):
-    """What :func:`build_dataset` reads (``jaxparadigm.config.DataConfig`` is one) (C5.1)."""
+@dataclass(frozen=True)
+class DataSettings:
+    """Data source (the config's ``data``): synthetic sets or the byte-level
+    ``pydoc_data.topics`` corpus (no downloads), the global batch size and the split (C5.1)."""
 
-    @property
-    def kind(self) -> str: ...
-    @property
-    def n_samples(self) -> int: ...
-    @property
-    def noise(self) -> float: ...
-    @property
-    def seq_len(self) -> int: ...
-    @property
-    def batch_size(self) -> int: ...
-    @property
-    def val_fraction(self) -> float: ...
-    @property
-    def seed(self) -> int: ...
+    PATH: ClassVar[str] = "data"
+
+    kind: Literal["spirals", "regression", "pydoc_chars"] = "spirals"
+    n_samples: Annotated[int, Bounds(ge=2)] = 2048
+    noise: NonNegative = 0.1
+    seq_len: Annotated[int, Bounds(ge=1, le=4096)] = 64
+    batch_size: Annotated[int, Bounds(ge=1)] = 64
+    val_fraction: Annotated[float, Bounds(gt=0.0, lt=1.0)] = 0.1
+    seed: Seed = 0
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+DataSpec = DataSettings  # the former name of what build_dataset reads
 
 
 def build_dataset(
-    data_cfg: DataSpec, val_batches: int = 4, shard: tuple[int, int] = (0, 1)
+    data_cfg: DataSettings, val_batches: int = 4, shard: tuple[int, int] = (0, 1)
 ) -> Dataset:
     """Build the :class:`Dataset` for a ``DataConfig`` (``spirals``, ``regression``, ``pydoc_chars``).
 

@@ -34,12 +34,14 @@ import os
 import re
 import socket
 from collections.abc import Callable, Mapping
-from typing import NamedTuple, Protocol
+from dataclasses import dataclass
+from typing import Annotated, ClassVar, NamedTuple
 
 import jax
 from jax.experimental import multihost_utils
 
 from jaxparadigm.errors import InputError
+from jaxparadigm.fields import Bounds, check_fields
 
 __all__ = [
     "ENV_COORDINATOR",
@@ -131,21 +133,27 @@ def _env_int(environ: Mapping[str, str], names: tuple[str, ...], minimum: int) -
     return None
 
 
-class DistributedSettings(Protocol):
-    """Where and how to join a multi-process run (``jaxparadigm.config.DistributedConfig`` is one) (C5.2)."""
+@dataclass(frozen=True)
+class DistributedSettings:
+    """Multi-process setup for ``jax.distributed.initialize`` (the config's ``train.distributed``).
 
-    @property
-    def coordinator_address(self) -> str | None: ...
-    @property
-    def num_processes(self) -> int: ...
-    @property
-    def process_id(self) -> int: ...
-    @property
-    def initialization_timeout_s(self) -> int: ...
-    @property
-    def heartbeat_timeout_s(self) -> int: ...
-    @property
-    def shutdown_timeout_s(self) -> int: ...
+    Used when ``coordinator_address`` is set here or ``JAXPARADIGM_COORDINATOR_ADDRESS`` in the
+    environment (``jaxparadigm run --num-processes N`` sets it). A peer silent for
+    ``heartbeat_timeout_s`` seconds ends the run; joining gives up after
+    ``initialization_timeout_s``; shutdown waits at most ``shutdown_timeout_s`` for the others
+    (C5.2)."""
+
+    PATH: ClassVar[str] = "train.distributed"
+
+    coordinator_address: str | None = None
+    num_processes: Annotated[int, Bounds(ge=1)] = 1
+    process_id: Annotated[int, Bounds(ge=0)] = 0
+    initialization_timeout_s: Annotated[int, Bounds(ge=1)] = 300
+    heartbeat_timeout_s: Annotated[int, Bounds(ge=1)] = 100
+    shutdown_timeout_s: Annotated[int, Bounds(ge=1)] = 300
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 def distributed_spec(

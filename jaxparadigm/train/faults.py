@@ -31,9 +31,12 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from typing import NamedTuple, Protocol
+from dataclasses import dataclass
+from typing import ClassVar, NamedTuple
 
 import numpy as np
+
+from jaxparadigm.fields import StepIndex, check_fields
 
 __all__ = [
     "SAVE_POINT_ENV",
@@ -75,23 +78,31 @@ def _steps(nan: tuple[int, ...], inf: tuple[int, ...]) -> dict[int, float]:
     return {**dict.fromkeys(inf, float("inf")), **dict.fromkeys(nan, float("nan"))}
 
 
-class FaultsSpec(Protocol):
-    """What :func:`fault_plan` reads (``jaxparadigm.config.FaultsConfig`` is one) (C5.1)."""
+@dataclass(frozen=True)
+class FaultsSettings:
+    """Fault injection for drills of the guard, rollback and resume (C5.1); off by default.
 
-    @property
-    def nan_batch(self) -> tuple[int, ...]: ...
-    @property
-    def inf_batch(self) -> tuple[int, ...]: ...
-    @property
-    def nan_grads(self) -> tuple[int, ...]: ...
-    @property
-    def inf_grads(self) -> tuple[int, ...]: ...
-    @property
-    def kill_at(self) -> int | None: ...
+    ``nan_batch``/``inf_batch``: data steps whose float batch fields become NaN/Inf;
+    ``nan_grads``/``inf_grads``: data steps whose gradients become NaN/Inf (inside the jitted
+    step); ``kill_at``: the process sends itself SIGKILL before running this data step."""
+
+    PATH: ClassVar[str] = "train.faults"
+
+    nan_batch: tuple[StepIndex, ...] = ()
+    inf_batch: tuple[StepIndex, ...] = ()
+    nan_grads: tuple[StepIndex, ...] = ()
+    inf_grads: tuple[StepIndex, ...] = ()
+    kill_at: StepIndex | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
-def fault_plan(faults_cfg: FaultsSpec) -> FaultPlan:
-    """The plan of a ``FaultsConfig`` (C5.1)."""
+FaultsSpec = FaultsSettings  # the former name of what fault_plan reads
+
+
+def fault_plan(faults_cfg: FaultsSettings) -> FaultPlan:
+    """The plan of a :class:`FaultsSettings` (the config's ``train.faults``) (C5.1)."""
     f = faults_cfg
     return FaultPlan(
         batch=_steps(f.nan_batch, f.inf_batch),

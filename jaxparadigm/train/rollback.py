@@ -22,7 +22,7 @@ import numpy as np
 from jaxparadigm.errors import TrainingAborted
 from jaxparadigm.train.guard import GuardState, give_up_reason, rollback_lr_scale
 from jaxparadigm.train.sharding import place
-from jaxparadigm.train.step import TrainState
+from jaxparadigm.train.train_step import TrainState
 
 if TYPE_CHECKING:
     from jaxparadigm.train.checkpoint import Checkpointer

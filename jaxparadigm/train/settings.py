@@ -1,61 +1,112 @@
-"""The typed settings of one training run: plain values, built once before the run (C5.1, C5.2).
+"""The typed settings of one training run: frozen, checked once, built before the run (C5.1, C5.2).
 
 ``train(model, dataset, tx, settings)`` reads nothing else: no config object enters the library.
-:func:`jaxparadigm.build.train_settings` maps a project config onto these; a script may build them
-by hand.
+Each concern is a frozen dataclass with its defaults and its bounds in the type hints
+(:mod:`jaxparadigm.fields`), checked once in ``__post_init__`` (one ``TypeError``/``ValueError``
+naming the key path, e.g. ``train.guard.max_bad_steps=0: expected an int >= 1``). The project's
+config sections ARE these types (``train.guard`` is a :class:`GuardSettings`, ``data`` a
+:class:`DataSettings` ...); :func:`jaxparadigm.build.train_settings` assembles a
+:class:`TrainSettings` from a config by keyword; a script may build them by hand.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Annotated, Any, ClassVar, Literal
 
-from jaxparadigm.train.faults import FaultPlan
+from jaxparadigm.fields import INT32_MAX, Bounds, Count, Seed, check_fields
+from jaxparadigm.train.data import DataSettings
+from jaxparadigm.train.distributed import DistributedSettings
+from jaxparadigm.train.faults import FaultPlan, FaultsSettings
 
-__all__ = ["CheckpointSettings", "GuardSettings", "ShardingSettings", "TrainSettings"]
+__all__ = [
+    "CheckpointSettings",
+    "DataSettings",
+    "DistributedSettings",
+    "FaultsSettings",
+    "GuardSettings",
+    "ShardingSettings",
+    "TrainSettings",
+]
 
 
-class GuardSettings(NamedTuple):
-    """Skip non-finite steps; roll back after ``max_bad_steps`` in a row, the lr scale times
-    ``lr_decay_on_rollback``; give up past ``max_rollbacks`` or below ``min_lr_scale``."""
+@dataclass(frozen=True)
+class GuardSettings:
+    """Skip non-finite steps; roll back after ``max_bad_steps`` consecutive bad steps (C5.1).
+
+    A rollback multiplies the learning-rate scale by ``lr_decay_on_rollback``. Give-up rule: a
+    rollback that would be number ``max_rollbacks + 1``, or would lower the learning-rate scale
+    below ``min_lr_scale``, ends the run with ``TrainingAborted`` instead (so the scale never
+    reaches 0)."""
+
+    PATH: ClassVar[str] = "train.guard"
 
     enabled: bool = True
-    max_bad_steps: int = 3
-    lr_decay_on_rollback: float = 0.5
-    max_rollbacks: int = 10
-    min_lr_scale: float = 1e-3
+    max_bad_steps: Annotated[int, Bounds(ge=1)] = 3
+    lr_decay_on_rollback: Annotated[float, Bounds(gt=0.0, le=1.0)] = 0.5
+    max_rollbacks: Annotated[int, Bounds(ge=0)] = 10
+    min_lr_scale: Annotated[float, Bounds(ge=1e-30, le=1.0)] = 1e-3
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
-class CheckpointSettings(NamedTuple):
-    """Save every ``every`` steps (0: never), keep the last ``keep``; ``resume`` from the newest
-    (False: delete the run's old checkpoints); ``signed`` is what the signatures cover."""
+@dataclass(frozen=True)
+class CheckpointSettings:
+    """Signed orbax checkpoints every ``every`` steps (0 disables), keeping the last ``keep``.
 
-    every: int = 0
-    keep: int = 3
+    ``resume``: continue from the newest checkpoint in the run directory (false: start afresh and
+    delete the run's old checkpoints). What the signatures cover is ``TrainSettings.signed``."""
+
+    PATH: ClassVar[str] = "train.checkpoint"
+
+    every: Annotated[int, Bounds(ge=0, le=INT32_MAX)] = 0
+    keep: Annotated[int, Bounds(ge=1)] = 3
     resume: bool = True
-    signed: Any = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
-class ShardingSettings(NamedTuple):
-    """Placement mode (``none``, ``data``, ``zero1``, ``fsdp``) and the smallest leaf to split."""
+@dataclass(frozen=True)
+class ShardingSettings:
+    """Placement over all devices of all processes (C4.1, C5.2; ``jaxparadigm.train.sharding``).
 
-    mode: str = "none"
-    min_size: int = 1024
+    ``none``: one device; ``data``: state replicated, batch split; ``zero1``: optimiser state split
+    too; ``fsdp``: parameters and optimiser state split. A leaf with fewer than ``min_size``
+    elements (or no dimension divisible by the device count) stays replicated."""
+
+    PATH: ClassVar[str] = "train.sharding"
+
+    mode: Literal["none", "data", "zero1", "fsdp"] = "none"
+    min_size: Annotated[int, Bounds(ge=1)] = 1024
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
-class TrainSettings(NamedTuple):
-    """Everything the loop needs besides the built objects (model, data, optimiser)."""
+@dataclass(frozen=True)
+class TrainSettings:
+    """Everything the loop needs besides the built objects (model, data, optimiser), checked once
+    when built (one ``TypeError``/``ValueError`` naming ``settings.<field>``)."""
+
+    PATH: ClassVar[str] = "settings"
 
     name: str  # the run's name (progress display)
     run_dir: Path  # metrics.jsonl, plots and checkpoints/ go here
-    steps: int  # the data step the run ends at
-    batch_size: int  # global batch size (examples per second)
-    seed: int = 0
-    eval_every: int = 50
-    log_every: int = 10
-    grad: str = "jax"  # value_and_grad engine: "jax" or "jaxparadigm"
+    steps: Count  # the data step the run ends at
+    batch_size: Annotated[int, Bounds(ge=1)]  # global batch size (examples per second)
+    seed: Seed = 0
+    eval_every: Count = 50
+    log_every: Count = 10
+    grad: Literal["jax", "jaxparadigm"] = "jax"  # value_and_grad engine
     plots: bool = True
-    guard: GuardSettings = GuardSettings()
-    checkpoint: CheckpointSettings = CheckpointSettings()
-    sharding: ShardingSettings = ShardingSettings()
-    faults: FaultPlan = FaultPlan({}, {}, None)
+    guard: GuardSettings = field(default_factory=GuardSettings)
+    checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)
+    sharding: ShardingSettings = field(default_factory=ShardingSettings)
+    faults: FaultPlan = field(default_factory=lambda: FaultPlan({}, {}, None))
+    signed: Any = None  # what the checkpoint signatures cover (``signed_config`` of a config)
+
+    def __post_init__(self) -> None:
+        check_fields(self)

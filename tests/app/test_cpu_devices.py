@@ -16,7 +16,7 @@ import yaml
 
 from jaxparadigm import cli
 from jaxparadigm.app import cpu_devices as cd
-from jaxparadigm.config import config_from_dict, load_config
+from jaxparadigm.config import config_from_dict, load_config, read_config
 from jaxparadigm.errors import InputError
 
 ROOT = str(Path(__file__).resolve().parents[2])
@@ -219,9 +219,10 @@ def test_running_cpu_devices_sees_this_process_backend():
     ],
 )
 def test_config_sets_sharding_mode(tmp_path, yaml_train, overrides, want):
+    """Whether the user set the mode is recorded when the file is read (no second read)."""
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump({"name": "c", "train": yaml_train}))
-    assert cd.config_sets_sharding_mode(path, overrides) is want
+    assert read_config(path, overrides).sets("train.sharding.mode") is want
 
 
 def test_prepare_command_devices_rules_one_and_four(monkeypatch):
@@ -283,10 +284,9 @@ _PREPARE = textwrap.dedent(
     """
     import json, os, sys
     from jaxparadigm.app.cpu_devices import cpu_request, prepare_cpu_devices
-    from jaxparadigm.config import load_config
+    from jaxparadigm.config import read_config
     config, *overrides = sys.argv[1:]
-    cfg, notes = prepare_cpu_devices(cpu_request(None, os.environ), config, overrides,
-                                     load_config(config, overrides))
+    cfg, notes = prepare_cpu_devices(cpu_request(None, os.environ), read_config(config, overrides))
     import jax
     print(json.dumps({"devices": jax.device_count(), "mode": cfg.train.sharding.mode,
                       "notes": list(notes)}))
@@ -378,10 +378,9 @@ _TRAIN = textwrap.dedent(
     import os, sys
     import numpy as np
     from jaxparadigm.app.cpu_devices import cpu_request, prepare_cpu_devices
-    from jaxparadigm.config import load_config
+    from jaxparadigm.config import read_config
     config, out, *overrides = sys.argv[1:]
-    cfg, _ = prepare_cpu_devices(cpu_request(None, os.environ), config, overrides,
-                                 load_config(config, overrides))
+    cfg, _ = prepare_cpu_devices(cpu_request(None, os.environ), read_config(config, overrides))
     import jax
     from jaxparadigm.build import train_from_config
     from jaxparadigm.train.sharding import to_host

@@ -40,15 +40,16 @@ from jaxparadigm.optim import chain_for, schedule_for
     ],
 )
 def test_bad_values_name_the_key_path(optim, path):
-    # The config loader refuses these values itself; chain_for / schedule_for still do when
-    # handed an OptimConfig built directly (bypassing the loader).
+    # The config loader refuses these values itself, naming the key path.
     with pytest.raises(ConfigError, match=path.replace(".", r"\.")):
         config_from_dict({"name": "x", "optim": optim})
+    # Built directly (bypassing the loader), the settings types refuse a bound when built, and
+    # chain_for / schedule_for refuse a relation between fields when they use them.
     sections = {"clip": ClipConfig, "schedule": ScheduleConfig, "loss_scale": LossScaleConfig}
-    direct = OptimConfig(**{k: sections[k](**v) if k in sections else v for k, v in optim.items()})
     for build in (chain_for, schedule_for):
         with pytest.raises(ValueError, match=path.replace(".", r"\.")):
-            build(direct)
+            kw = {k: sections[k](**v) if k in sections else v for k, v in optim.items()}
+            build(OptimConfig(**kw))
 
 
 def test_unknown_storage_dtype_is_a_config_error():

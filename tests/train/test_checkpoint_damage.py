@@ -19,7 +19,7 @@ import pytest
 from jaxparadigm.config import config_from_dict
 from jaxparadigm.errors import InputError
 from jaxparadigm.train.checkpoint import Checkpointer, CheckpointError, CheckpointSignatureError
-from jaxparadigm.train.step import init_train_state
+from jaxparadigm.train.train_step import init_train_state
 from tests.train.conftest import damaged_checkpoint_run
 
 CFG = config_from_dict({"name": "damage"})

@@ -19,7 +19,7 @@ from orbax.checkpoint._src import asyncio_utils
 from jaxparadigm.build import train_from_config as train
 from jaxparadigm.config import config_from_dict
 from jaxparadigm.train.checkpoint import Checkpointer, CheckpointError
-from jaxparadigm.train.orbax_loop import draining_event_loops, run_until_drained
+from jaxparadigm.train.orbax_reads import draining_event_loops, run_until_drained
 from tests.train.conftest import damaged_checkpoint_run, tiny_regression_raw
 
 CFG = config_from_dict({"name": "refusals"})

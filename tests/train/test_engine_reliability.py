@@ -222,7 +222,7 @@ def test_metrics_has_each_step_once_after_a_resume(make_config, tmp_path):
 def test_the_loop_is_split_into_named_stages():
     lengths = {
         n.name: n.end_lineno - n.lineno + 1
-        for module in ("loop.py", "run_steps.py")  # the loop and its per-step stages
+        for module in ("train_loop.py", "step_stages.py")  # the loop and its per-step stages
         for n in ast.walk(ast.parse((ROOT / "jaxparadigm" / "train" / module).read_text()))
         if isinstance(n, ast.FunctionDef)
     }
@@ -234,7 +234,7 @@ _MPL = textwrap.dedent(
     """
     import json, os, sys, matplotlib
     before = matplotlib.rcParams._get_backend_or_none()
-    import jaxparadigm.train.loop, jaxparadigm.app.train_task, jaxparadigm.claims.figures
+    import jaxparadigm.train.train_loop, jaxparadigm.app.train_task, jaxparadigm.claims.figures
     from jaxparadigm.app.train_plots import plot_curves
     from jaxparadigm.claims.figures import bar_chart
     png = plot_curves({"a": ([0, 1], [1.0, 2.0])}, sys.argv[1], title="t", ylabel="y")

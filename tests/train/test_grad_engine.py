@@ -15,7 +15,7 @@ from jaxparadigm.config import load_config
 from jaxparadigm.optim import chain_for, schedule_for
 from jaxparadigm.train.data import build_dataset
 from jaxparadigm.train.objectives import loss_for
-from jaxparadigm.train.step import init_train_state, make_train_step
+from jaxparadigm.train.train_step import init_train_state, make_train_step
 
 STEPS = 200
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

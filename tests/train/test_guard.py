@@ -185,7 +185,7 @@ def test_rollback_keeps_the_current_loss_scale():
 
     from jaxparadigm.optim import dynamic_loss_scale
     from jaxparadigm.train.rollback import rollback
-    from jaxparadigm.train.step import init_train_state
+    from jaxparadigm.train.train_step import init_train_state
 
     ls = dynamic_loss_scale(init_scale=2.0**30)
     params = {"w": jnp.ones(2)}

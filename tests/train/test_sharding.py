@@ -79,7 +79,7 @@ def test_step_layout_splits_what_each_mode_says():
 
     from jaxparadigm.build import build_model, dataset_for
     from jaxparadigm.optim import chain_for
-    from jaxparadigm.train.step import init_train_state
+    from jaxparadigm.train.train_step import init_train_state
 
     params = nnx.to_pure_dict(nnx.split(build_model(cfg.model, dataset_for(cfg), 0))[1])
     state = init_train_state(params, chain_for(cfg.optim), 0)

@@ -11,7 +11,7 @@ from flax import nnx
 from jaxparadigm.models.mlp import MLP
 from jaxparadigm.optim import dynamic_loss_scale
 from jaxparadigm.train.objectives import classification_loss
-from jaxparadigm.train.step import init_train_state, make_train_step
+from jaxparadigm.train.train_step import init_train_state, make_train_step
 
 BATCH = {
     "x": np.random.default_rng(0).normal(size=(8, 2)).astype(np.float32),

@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxparadigm.optim.hyperparams import (
+from jaxparadigm.optim.hyperparam_checks import (
     accept_number,
     accept_steps,
     check_signed,

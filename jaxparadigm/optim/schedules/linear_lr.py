@@ -6,7 +6,7 @@ import math
 
 import jax.numpy as jnp
 
-from jaxparadigm.optim.hyperparams import check_torch_range, host_number, warn_user
+from jaxparadigm.optim.hyperparam_checks import check_torch_range, host_number, warn_user
 from jaxparadigm.optim.schedules.decay import Schedule, is_host_int, sanitize_count
 
 

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparams import check_int
+from jaxparadigm.optim.hyperparam_checks import check_int
 from jaxparadigm.optim.schedules.linear_lr import linear_lr
 
 INT32_MAX = 2**31 - 1

@@ -1,7 +1,7 @@
 """The train loop: data checks, jitted step, guard + rollback, eval, checkpoints, metrics, plots (C5.1).
 
 ``train(model, dataset, tx, settings)`` runs ``settings.steps`` steps of the jitted step
-(:mod:`jaxparadigm.train.step`) and writes ``<settings.run_dir>/metrics.jsonl`` and PNG plots. Its
+(:mod:`jaxparadigm.train.train_step`) and writes ``<settings.run_dir>/metrics.jsonl`` and PNG plots. Its
 inputs are built objects and a typed :class:`~jaxparadigm.train.settings.TrainSettings` (a config
 is mapped onto them by :mod:`jaxparadigm.build`). It is a sequence of named stages:
 
@@ -29,12 +29,14 @@ a non-finite step is logged as ``"applied"``, not as skipped.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
+import optax
 from flax import nnx
 
 from jaxparadigm.errors import ConfigError
@@ -44,15 +46,6 @@ from jaxparadigm.train.distributed import on_primary, process_shard
 from jaxparadigm.train.metrics import MetricsWriter, read_metrics
 from jaxparadigm.train.objectives import eval_metrics, loss_for
 from jaxparadigm.train.progress import StepProgress
-from jaxparadigm.train.run_steps import (
-    EventLog,
-    LoopState,
-    Run,
-    Steps,
-    evaluate,
-    final_checkpoint,
-    one_step,
-)
 from jaxparadigm.train.settings import TrainSettings
 from jaxparadigm.train.sharding import (
     data_mesh,
@@ -62,14 +55,26 @@ from jaxparadigm.train.sharding import (
     step_layout,
     to_host,
 )
-from jaxparadigm.train.step import TrainState, init_train_state, make_eval_step, make_train_step
+from jaxparadigm.train.step_stages import (
+    EventLog,
+    LoopState,
+    Run,
+    Steps,
+    evaluate,
+    final_checkpoint,
+    one_step,
+)
+from jaxparadigm.train.train_step import (
+    TrainState,
+    init_train_state,
+    make_eval_step,
+    make_train_step,
+)
 
 if TYPE_CHECKING:
-    import optax
-
     from jaxparadigm.optim import DynamicLossScale
 
-__all__ = ["TrainResult", "check_run_arguments", "train"]
+__all__ = ["TrainResult", "check_run_arguments", "check_train_arguments", "train"]
 
 
 class TrainResult(NamedTuple):
@@ -103,6 +108,36 @@ def check_run_arguments(
         )
 
 
+def check_train_arguments(model: Any, dataset: Any, tx: Any, settings: Any) -> None:
+    """One ``TypeError``/``ValueError`` for the first bad argument of :func:`train` (issue 34):
+    the types of ``model``/``dataset``/``tx``/``settings`` (whose fields were checked when it was
+    built), a ``settings.run_dir`` that is a file, a ``settings.batch_size`` that is not the
+    dataset's global batch."""
+    for name, value, expected, what in (
+        ("model", model, nnx.Module, "a flax.nnx.Module"),
+        ("dataset", dataset, Dataset, "a jaxparadigm.train.Dataset"),
+        ("tx", tx, optax.GradientTransformation, "an optax.GradientTransformation"),
+        ("settings", settings, TrainSettings, "a jaxparadigm.train.TrainSettings"),
+    ):
+        if not isinstance(value, expected):
+            hint = (
+                " (an optimiser factory: call it, e.g. optax.adam(1e-3))" if callable(value) else ""
+            )
+            raise TypeError(f"{name}: got {type(value).__name__}, expected {what}{hint}")
+    if settings.run_dir.exists() and not settings.run_dir.is_dir():
+        raise ValueError(
+            f"settings.run_dir={os.fspath(settings.run_dir)!r}: is a file, expected a directory"
+        )
+    rows = {spec[0][0] for spec in dataset.schema.values()}  # this process's rows of a batch
+    global_rows = {r * dataset.shard[1] for r in rows}
+    if global_rows != {settings.batch_size}:
+        raise ValueError(
+            f"settings.batch_size={settings.batch_size!r}: expected "
+            f"{', '.join(map(str, sorted(global_rows)))}, the dataset's global batch (its "
+            f"schema's rows x {dataset.shard[1]} process(es))"
+        )
+
+
 def train(
     model: nnx.Module,
     dataset: Dataset,
@@ -127,8 +162,10 @@ def train(
     (augmentation, or fault injection in tests). ``plot(records, run_dir) -> [paths]`` draws the
     run's plots (e.g. ``jaxparadigm.app.train_plots.plot_training``) when ``write_plots`` (default
     ``settings.plots``), on the primary process. Raises :class:`TrainingAborted` when the guard
-    gives up, ``ConfigError``/``CheckpointError`` (input errors) for an unusable run directory.
+    gives up, ``ConfigError``/``CheckpointError`` (input errors) for an unusable run directory,
+    one ``TypeError``/``ValueError`` for a bad argument (:func:`check_train_arguments`).
     """
+    check_train_arguments(model, dataset, tx, settings)
     check_run_arguments(stop_at, batch_transform)
     _check_data(dataset)
     state, steps, placement = _setup(model, dataset, tx, settings, lr_fn, loss_scale)
@@ -240,7 +277,9 @@ def _open_checkpoints(settings: TrainSettings) -> Checkpointer | None:
     c, run_dir = settings.checkpoint, settings.run_dir
     if c.every > 0 and not c.resume:
         on_primary(lambda: shutil.rmtree(run_dir / "checkpoints", ignore_errors=True), "fresh")
-    return Checkpointer(run_dir / "checkpoints", c.signed, keep=c.keep) if c.every > 0 else None
+    return (
+        Checkpointer(run_dir / "checkpoints", settings.signed, keep=c.keep) if c.every > 0 else None
+    )
 
 
 def _resume(ckpt: Checkpointer | None, state: TrainState, settings: TrainSettings):

@@ -1,6 +1,6 @@
 """One training run's per-step stages: faults, step, events, guard, log, eval, checkpoint (C5.1).
 
-:mod:`jaxparadigm.train.loop` builds a :class:`Run` (what never changes during the run: settings,
+:mod:`jaxparadigm.train.train_loop` builds a :class:`Run` (what never changes during the run: settings,
 data, jitted steps, checkpointer, event log, last step) and a :class:`LoopState` (what each step
 changes: the train state, the rollback snapshot, losses, health) whole, then calls
 :func:`one_step` per data step and, at the end, :func:`final_checkpoint`. The semantics of each stage are in
@@ -26,7 +26,7 @@ from jaxparadigm.train.metrics import MetricsWriter, StepClock
 from jaxparadigm.train.rollback import rollback_or_give_up
 from jaxparadigm.train.settings import TrainSettings
 from jaxparadigm.train.sharding import to_host
-from jaxparadigm.train.step import TrainState
+from jaxparadigm.train.train_step import TrainState
 
 __all__ = ["EventLog", "LoopState", "Run", "Steps", "evaluate", "final_checkpoint", "one_step"]
 
