@@ -4,7 +4,7 @@
 injection) into ``(query, k, delay_s)`` or one :class:`~jaxparadigm.errors.InputError` naming the
 field. A body nested deeper than :data:`MAX_JSON_DEPTH` is refused by :func:`json_depth` before
 ``json.loads`` sees it; integers too long for Python's int conversion and invalid UTF-8 are refused
-as "not a JSON object". Used by :class:`jaxparadigm.retrieval.service.SearchService`.
+as "not a JSON object". Used by :class:`jaxparadigm.retrieval.http_service.SearchService`.
 """
 
 from __future__ import annotations

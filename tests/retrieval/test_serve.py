@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from jaxparadigm.retrieval.index_build import build_index
-from jaxparadigm.retrieval.index_service import serve_index
+from jaxparadigm.retrieval.serve_command import serve_index
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = {
@@ -135,3 +135,23 @@ def test_serve_command_stops_cleanly_on_ctrl_c(tiny_index, sigint):
         proc.kill()
     assert proc.returncode == 0, err
     assert "stopped after 1 request(s)" in out and "Traceback" not in err
+
+
+def test_serve_and_search_index_return_the_same_hits(tiny_index, encoder):
+    """One engine: a serve request and ``search --index`` give the same rows and scores, same order."""
+    from jaxparadigm.app.index_command_output import index_search_text
+    from jaxparadigm.retrieval import IndexSearcher
+    from jaxparadigm.retrieval.serve_command import index_service
+
+    queries = ["how do I wait for a few seconds", "open a file", "merge two sets", "unrelated"]
+    searcher = IndexSearcher(tiny_index)
+    with index_service(tiny_index, encoder=encoder) as service:
+        for query in queries:
+            for k in (1, 2, 3, 7):
+                answer = _post(service.url, {"query": query, "k": k})
+                want = searcher.search(encoder, query, k)[0]
+                assert answer["hits"] == [[h.row, h.score] for h in want]
+                assert [p["source"] for p in answer["passages"]] == [h.source for h in want]
+    printed = index_search_text(queries[0], str(tiny_index), 3)  # what `search --index` prints
+    sources = re.findall(r"\] (\S+) \[", printed)
+    assert sources == [h.source for h in searcher.search(encoder, queries[0], 3)[0]]

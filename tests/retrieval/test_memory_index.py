@@ -5,7 +5,7 @@ import pytest
 
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval import IndexSearcher, SemanticIndex
-from jaxparadigm.retrieval.index_snapshot import write_snapshot
+from jaxparadigm.retrieval.index_writer import write_snapshot
 
 DOCS = [
     "Index design guide",

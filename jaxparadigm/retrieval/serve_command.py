@@ -1,12 +1,15 @@
 """``jaxparadigm serve --index DIR``: the traced HTTP search service over a persistent index (C5.2).
 
-The index directory built by ``jaxparadigm index build`` is loaded once (checksums verified by
-:class:`~jaxparadigm.retrieval.index_search.IndexSearcher`), its float32 embeddings and passage
-texts are handed to a :class:`~jaxparadigm.retrieval.semantic_index.SemanticIndex`, and
-:class:`~jaxparadigm.retrieval.service.SearchService` serves it on 127.0.0.1 until Ctrl-C (SIGINT)
-or SIGTERM. The model loads and the query encoder compiles once, before the "serving" line, so
-each request then costs an encode plus one matrix-vector product (milliseconds), instead of the
-CLI ``search``'s start-up, model load and compile per query.
+The index directory built by ``jaxparadigm index build`` is opened once by an
+:class:`~jaxparadigm.retrieval.index_searcher.IndexSearcher` (the folder checked by
+:class:`~jaxparadigm.retrieval.index.Index`: checksums, unit rows), whose
+:class:`~jaxparadigm.retrieval.vector_search.VectorSearcher` -- the engine of ``search --index``,
+so the same hits, scores and tie rule -- answers every request of the
+:class:`~jaxparadigm.retrieval.http_service.SearchService` on 127.0.0.1 until Ctrl-C (SIGINT) or
+SIGTERM. No passage is copied: a hit's passage is read from its shard. The model loads and the
+query encoder and the search (for ``k = 5``) compile once, before the "serving" line, so each
+request then costs an encode plus one search (milliseconds), instead of the CLI ``search``'s
+start-up, model load and compile per query.
 
 ``POST /search`` with ``{"query": "...", "k": 5}`` answers ``{"hits": [[row, score], ...],
 "passages": [{"source", "start", "end", "text"}, ...]}`` (``row``: the passage's row in the index,
@@ -23,12 +26,12 @@ import threading
 import time
 from typing import TYPE_CHECKING, TextIO
 
+import numpy as np
 from opentelemetry.trace import SpanKind
 
 from jaxparadigm.errors import InputError
-from jaxparadigm.retrieval.index_search import IndexSearcher
-from jaxparadigm.retrieval.semantic_index import SemanticIndex
-from jaxparadigm.retrieval.service import HOST, SearchService
+from jaxparadigm.retrieval.http_service import HOST, SearchService
+from jaxparadigm.retrieval.index_searcher import IndexSearcher
 
 if TYPE_CHECKING:
     from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
@@ -50,11 +53,12 @@ def index_service(
         encoder = cached_minilm(None)
     searcher = IndexSearcher(index_dir)
     searcher.check_encoder(encoder)
-    rows = len(searcher)
-    # The stored embeddings are already L2-normalised MiniLM vectors: taken as they are.
-    texts = [searcher.passage(r).text for r in range(rows)]
-    index = SemanticIndex.from_rows(encoder, texts, searcher.source.take(0, rows))
-    return SearchService(index, port=port, passage_of=lambda row: searcher.passage(row)._asdict())
+    return SearchService(
+        searcher,
+        port=port,
+        encoder=encoder,
+        passage_of=lambda row: searcher.passage(row)._asdict(),
+    )
 
 
 def _server_spans(service: SearchService) -> int:
@@ -85,7 +89,8 @@ def serve_index(
     print(f"loading {index_dir} and the model ...", file=out, flush=True)
     t0 = time.perf_counter()
     service = index_service(index_dir, encoder=encoder, port=port)
-    service.index.encoder.encode("warm-up query", normalize=True)  # compile before serving
+    q = service.encoder.encode("warm-up query", normalize=True)  # compile before serving
+    service.index.search_vectors(np.asarray(q, np.float32).reshape(1, -1), 5)
     stop = stop if stop is not None else threading.Event()
     previous = {}
     if threading.current_thread() is threading.main_thread():
