@@ -24,7 +24,7 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 from opentelemetry.trace import SpanKind
@@ -40,18 +40,23 @@ __all__ = ["index_service", "serve_index"]
 
 
 def index_service(
-    index_dir: str | os.PathLike, encoder: SentenceEncoder | None = None, port: int = 0
+    index_dir: str | os.PathLike,
+    encoder: SentenceEncoder | None = None,
+    port: int = 0,
+    **search: Any,
 ) -> SearchService:
     """A (not yet started) :class:`SearchService` over every passage of ``index_dir`` (C5.2).
 
     ``encoder`` defaults to the MiniLM the index was built with (``cached_minilm``); an encoder of
-    another model is refused (``IndexSearcher.check_encoder``).
+    another model is refused (``IndexSearcher.check_encoder``). ``search`` goes to
+    :class:`IndexSearcher` as for ``search --index``: ``dtype`` (``"float32"``, ``"bfloat16"``,
+    ``"int8"``), ``devices``, ``resident=False`` (stream the shards per request), ``block_rows``.
     """
     if encoder is None:
         from jaxparadigm.retrieval.sentence_encoder import cached_minilm
 
         encoder = cached_minilm(None)
-    searcher = IndexSearcher(index_dir)
+    searcher = IndexSearcher(index_dir, **search)
     searcher.check_encoder(encoder)
     return SearchService(
         searcher,
@@ -77,18 +82,20 @@ def serve_index(
     encoder: SentenceEncoder | None = None,
     out: TextIO | None = None,
     stop: threading.Event | None = None,
+    **search: Any,
 ) -> int:
     """Serve ``index_dir`` until Ctrl-C, SIGTERM or ``stop`` is set; returns the request count.
 
     Prints a line before the model loads, one when it serves (with the URL) and one when it stops.
     ``host`` must be 127.0.0.1 (or ``localhost``): the service binds the loopback address only.
+    ``search``: the :class:`IndexSearcher` options of :func:`index_service` (dtype, devices, ...).
     """
     out = sys.stdout if out is None else out
     if host not in (HOST, "localhost"):
         raise InputError(f"--host: got {host!r}, expected {HOST} (the service binds loopback only)")
     print(f"loading {index_dir} and the model ...", file=out, flush=True)
     t0 = time.perf_counter()
-    service = index_service(index_dir, encoder=encoder, port=port)
+    service = index_service(index_dir, encoder=encoder, port=port, **search)
     q = service.encoder.encode("warm-up query", normalize=True)  # compile before serving
     service.index.search_vectors(np.asarray(q, np.float32).reshape(1, -1), 5)
     stop = stop if stop is not None else threading.Event()
