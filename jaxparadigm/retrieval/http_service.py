@@ -57,6 +57,7 @@ from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.index_searcher import IndexSearcher
 from jaxparadigm.retrieval.memory_index import SemanticIndex
 from jaxparadigm.retrieval.search_request import (
+    DEFAULT_K,
     MAX_BODY_BYTES,
     MAX_JSON_DEPTH,
     MAX_K,
@@ -315,9 +316,11 @@ class SearchService:
         return f"http://{HOST}:{self._server.server_address[1]}/search"
 
     def start(self) -> SearchService:
-        """Bind 127.0.0.1 and serve in a background thread."""
+        """Compile the search for ``k = DEFAULT_K``, bind 127.0.0.1 and serve in a background thread."""
         if self._server is not None:
             raise RuntimeError("SearchService: already started")
+        # compile the search for the default k now: a request's client would wait for it
+        self.index.search_vectors(np.zeros((1, self.encoder.dim), np.float32), DEFAULT_K)
         self._stopping.clear()
         self._server = _Server((HOST, self.port), _Handler)
         self._server.service = self

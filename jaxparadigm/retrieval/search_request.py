@@ -24,6 +24,7 @@ __all__ = [
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_JSON_DEPTH = 8  # the body is a flat object: {"query": ..., "k": ...}
+DEFAULT_K = 5  # a request without "k"
 MAX_K = 100
 
 
@@ -77,7 +78,7 @@ def parse_search_request(
     query = data.get("query")
     if not isinstance(query, str) or not query.strip():
         raise InputError(f"query: got {short_repr(query)}, expected a non-empty string")
-    k = require_int("k", data.get("k", 5), 1, max_k)
+    k = require_int("k", data.get("k", DEFAULT_K), 1, max_k)
     delay = data.get("delay_s", 0.0)
     if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 60:
         raise InputError(

@@ -7,9 +7,10 @@ The index directory built by ``jaxparadigm index build`` is opened once by an
 so the same hits, scores and tie rule -- answers every request of the
 :class:`~jaxparadigm.retrieval.http_service.SearchService` on 127.0.0.1 until Ctrl-C (SIGINT) or
 SIGTERM. No passage is copied: a hit's passage is read from its shard. The model loads and the
-query encoder and the search (for ``k = 5``) compile once, before the "serving" line, so each
-request then costs an encode plus one search (milliseconds), instead of the CLI ``search``'s
-start-up, model load and compile per query.
+query encoder and the search (for the default ``k = 5``, in ``SearchService.start``) compile
+once, before the "serving" line, so each request then costs an encode plus one search
+(milliseconds), instead of the CLI ``search``'s start-up, model load and compile per query; a
+request with another ``k`` compiles the search for that ``k`` once.
 
 ``POST /search`` with ``{"query": "...", "k": 5}`` answers ``{"hits": [[row, score], ...],
 "passages": [{"source", "start", "end", "text"}, ...]}`` (``row``: the passage's row in the index,
@@ -26,7 +27,6 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-import numpy as np
 from opentelemetry.trace import SpanKind
 
 from jaxparadigm.errors import InputError
@@ -96,8 +96,7 @@ def serve_index(
     print(f"loading {index_dir} and the model ...", file=out, flush=True)
     t0 = time.perf_counter()
     service = index_service(index_dir, encoder=encoder, port=port, **search)
-    q = service.encoder.encode("warm-up query", normalize=True)  # compile before serving
-    service.index.search_vectors(np.asarray(q, np.float32).reshape(1, -1), 5)
+    service.encoder.encode("warm-up query", normalize=True)  # compile before serving
     stop = stop if stop is not None else threading.Event()
     previous = {}
     if threading.current_thread() is threading.main_thread():
