@@ -113,8 +113,8 @@ def write_vector_index(out: Path, x: np.ndarray, shard_rows: int) -> None:
 
 
 def exact_section(args, x, queries, lines, faiss) -> np.ndarray:
-    from jaxparadigm.retrieval.index_search import IndexSearcher
-    from jaxparadigm.retrieval.topk_search import VectorSearcher
+    from jaxparadigm.retrieval.index_searcher import IndexSearcher
+    from jaxparadigm.retrieval.vector_search import VectorSearcher
 
     q64, q1 = queries[: args.batch], queries[args.batch : args.batch + args.single]
     tmp = Path(tempfile.mkdtemp(prefix="index_bench_"))
@@ -224,7 +224,7 @@ def exact_section(args, x, queries, lines, faiss) -> np.ndarray:
 
 
 def ann_section(args, x, queries, lines, faiss) -> None:
-    from jaxparadigm.retrieval.topk_search import RowSource, VectorSearcher
+    from jaxparadigm.retrieval.vector_search import RowSource, VectorSearcher
 
     x = x[: args.ann_n]
     q = queries[: args.batch]
@@ -298,8 +298,8 @@ def pydoc_section(args, lines, faiss, encoder) -> None:
 
     from jaxparadigm.claims.evidence.pydoc_queries import PYDOC_QUERIES
     from jaxparadigm.retrieval.index_build import build_index
-    from jaxparadigm.retrieval.index_search import IndexSearcher
-    from jaxparadigm.retrieval.topk_search import VectorSearcher
+    from jaxparadigm.retrieval.index_searcher import IndexSearcher
+    from jaxparadigm.retrieval.vector_search import VectorSearcher
 
     tmp = Path(tempfile.mkdtemp(prefix="index_bench_pydoc_"))
     (tmp / "docs").mkdir()

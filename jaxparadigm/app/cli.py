@@ -105,10 +105,10 @@ def _cmd_claims(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    from jaxparadigm.app.search_text import format_search
+    from jaxparadigm.app.search_command_output import format_search
 
     if args.index:
-        from jaxparadigm.app.index_text import index_search_text
+        from jaxparadigm.app.index_command_output import index_search_text
 
         kw = {"dtype": args.dtype, "approx": args.approx, "stream": args.stream}
         out = index_search_text(args.query, args.index, args.top_k, **kw)
@@ -131,22 +131,22 @@ def _index_devices(args: argparse.Namespace) -> int | None:
 
 def _cmd_index(args: argparse.Namespace) -> int:
     if args.index_command in ("build", "add"):
-        devices = _index_devices(args)  # before index_text starts JAX's backend
-    from jaxparadigm.app import index_text
+        devices = _index_devices(args)  # before index_command_output starts JAX's backend
+    from jaxparadigm.app import index_command_output
 
     progress = not getattr(args, "no_progress", True)
     if args.index_command == "build":
         kw = {"chunk_tokens": args.chunk_tokens, "overlap": args.overlap}
         kw |= {"shard_rows": args.shard_rows, "batch_size": args.batch_size, "strict": args.strict}
-        out = index_text.index_build_text(
+        out = index_command_output.index_build_text(
             args.paths, args.out, progress=progress, devices=devices, **kw
         )
     elif args.index_command == "add":
-        out = index_text.index_add_text(
+        out = index_command_output.index_add_text(
             args.paths, args.index, progress=progress, strict=args.strict, devices=devices
         )
     else:
-        out = index_text.index_info_text(args.index_dir)
+        out = index_command_output.index_info_text(args.index_dir)
     return _print_result(out)
 
 
@@ -163,7 +163,7 @@ def _print_result(text: str) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from jaxparadigm.retrieval.index_service import serve_index
+    from jaxparadigm.retrieval.serve_command import serve_index
 
     serve_index(args.index, host=args.host, port=args.port)
     return 0

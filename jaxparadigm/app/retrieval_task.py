@@ -22,8 +22,9 @@ from jaxparadigm.claims.evidence.pydoc_queries import PYDOC_QUERIES, LabelledQue
 from jaxparadigm.claims.evidence.seed_example import seed_example
 from jaxparadigm.config import Config
 from jaxparadigm.errors import ConfigError
+from jaxparadigm.retrieval.chunked_index import max_by_owner, passage_index
 from jaxparadigm.retrieval.keyword import keyword_search
-from jaxparadigm.retrieval.passage_index import max_by_owner, passage_index
+from jaxparadigm.retrieval.memory_index import SemanticIndex
 from jaxparadigm.retrieval.pydoc_corpus import read_corpus
 from jaxparadigm.retrieval.ranking_metrics import (
     first_hit_rank,
@@ -31,7 +32,6 @@ from jaxparadigm.retrieval.ranking_metrics import (
     ranking_from_scores,
     recall_at_k,
 )
-from jaxparadigm.retrieval.semantic_index import SemanticIndex
 from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder, cached_minilm
 
 __all__ = [

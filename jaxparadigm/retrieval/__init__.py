@@ -2,24 +2,31 @@
 
 * :func:`load_minilm` -> :class:`SentenceEncoder` (``encode`` like sentence-transformers)
 * :func:`keyword_search` -- the seed's substring matcher and a token-overlap ranker
-* :class:`SemanticIndex` -- dot products of normalised embeddings, exact top-k; save/load an index
-  folder (``index_snapshot``: the one on-disk format, below)
-* ``ranking_metrics`` (recall@k, MRR), ``pydoc_corpus`` + ``passage_index`` (the pydoc topics and their
-  cached passage index); the evaluation task and the CLI text live in ``jaxparadigm.app``
+* :class:`SemanticIndex` (``memory_index``) -- an in-memory index: documents embedded once, exact
+  top-k of ``q . d``; save/load an index folder
+* ``ranking_metrics`` (recall@k, MRR), ``pydoc_corpus`` + ``chunked_index`` (the pydoc topics cut
+  into passages, their embeddings cached); the evaluation task and the CLI text live in
+  ``jaxparadigm.app``
 * a persistent index of a user's files: ``document_files`` (files and folders -> documents, skipped
   inputs by reason; ``readable_text`` for HTML/Markdown), ``passages`` (token windows),
-  ``index_store`` (manifest + checksummed shards, lock; ``manifest_schema``), ``index_build``
-  (build/add/resume), ``index_search.IndexSearcher`` over
-  ``topk_search.VectorSearcher`` (streaming, multi-device exact top-k; bfloat16/int8 + rescoring)
-* ``index_service.serve_index`` -- ``jaxparadigm serve``: the HTTP service over an index directory
+  ``index_store`` (the on-disk format: manifest + checksummed shard files, lock;
+  ``manifest_schema``), ``index_writer`` (the one writer: ``write_rows``, ``write_snapshot``),
+  ``index_build`` (build/add/resume), :class:`Index` (``index``: the one reader, a folder opened
+  and checked)
+* one search engine, ``vector_search.VectorSearcher`` (streaming, multi-device exact top-k;
+  bfloat16/int8 + rescoring), behind :class:`IndexSearcher` (``index_searcher``: ``search
+  --index``, ``search_vectors``), :class:`SemanticIndex` and the HTTP service
+* ``http_service.SearchService`` (the traced HTTP service, ``search_request`` its request checks)
+  and ``serve_command.serve_index`` -- ``jaxparadigm serve``: that service over an index folder
 """
 
+from jaxparadigm.retrieval.index import Index
 from jaxparadigm.retrieval.index_build import add_to_index, build_index
-from jaxparadigm.retrieval.index_search import Hit, IndexSearcher
+from jaxparadigm.retrieval.index_searcher import Hit, IndexSearcher
 from jaxparadigm.retrieval.keyword import keyword_search
-from jaxparadigm.retrieval.semantic_index import SemanticIndex
+from jaxparadigm.retrieval.memory_index import SemanticIndex
 from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder, load_minilm
-from jaxparadigm.retrieval.topk_search import TopK, VectorSearcher
+from jaxparadigm.retrieval.vector_search import TopK, VectorSearcher
 
 __all__ = [
     "load_minilm",
@@ -28,6 +35,7 @@ __all__ = [
     "SemanticIndex",
     "build_index",
     "add_to_index",
+    "Index",
     "IndexSearcher",
     "Hit",
     "VectorSearcher",

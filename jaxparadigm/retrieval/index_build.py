@@ -9,8 +9,8 @@ what cannot be used is skipped and listed in the manifest's ``skipped``, or refu
 ``strict=True``). A build or add holds the index's lock file
 (:func:`~jaxparadigm.retrieval.index_store.index_lock`): a second writer is refused at once.
 
-Both write one shard at a time (:mod:`~jaxparadigm.retrieval.index_store`) and replace the
-manifest after each, with ``status: building`` and a ``pending`` plan: the sha256 of the passages
+Both write one shard at a time (:func:`~jaxparadigm.retrieval.index_writer.write_rows`, the one
+writer) and replace the manifest after each, with ``status: building`` and a ``pending`` plan: the sha256 of the passages
 still to be written and the row they start at. Run again with the same inputs after an interrupt
 and the shards already in the manifest are kept (checksums verified), only the remaining passages
 are encoded. A last shard holding fewer than ``shard_rows`` rows is completed by rewriting it
@@ -50,12 +50,10 @@ from jaxparadigm.retrieval.index_store import (
     new_manifest,
     read_manifest,
     remove_unreferenced,
-    shard_embeddings,
-    shard_passages,
     verify_shards,
     write_manifest,
-    write_shard,
 )
+from jaxparadigm.retrieval.index_writer import write_rows
 from jaxparadigm.retrieval.passages import Passage, split_passages, splitting_tokenizer
 
 __all__ = ["build_index", "add_to_index", "DEFAULT_MODEL_NAME"]
@@ -151,39 +149,24 @@ def _encode(encoder, texts: list[str], batch_size: int, bar) -> np.ndarray:
 def _write_pending(
     index_dir: Path, m: dict, passages: list[Passage], encoder, batch_size: int, progress: bool
 ) -> dict:
-    """Encode and write the passages the manifest's ``pending`` plan has not written yet."""
-    start = m["pending"]["start_row"]
-    todo = passages[m["count"] - start :]
+    """Encode and write (:func:`~jaxparadigm.retrieval.index_writer.write_rows`) the passages the
+    manifest's ``pending`` plan has not written yet, with a progress bar when ``progress``."""
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(passages), initial=len(passages) - len(todo), unit="passage")
+        done = m["count"] - m["pending"]["start_row"]
+        bar = tqdm(total=len(passages), initial=done, unit="passage")
+
+    def embed(row: int, take: list[Passage]) -> np.ndarray:
+        del row  # encoded from their text
+        return _encode(encoder, [p.text for p in take], batch_size, bar)
+
     try:
-        while todo:
-            size, last = m["shard_rows"], m["shards"][-1] if m["shards"] else None
-            partial = last if last is not None and last["rows"] < size else None
-            room = size - partial["rows"] if partial is not None else size
-            take, todo = todo[:room], todo[room:]
-            emb = _encode(encoder, [p.text for p in take], batch_size, bar)
-            if partial is not None:
-                old_emb = shard_embeddings(index_dir, partial, m["model"]["dim"])
-                old = shard_passages(index_dir, partial)
-                entry = write_shard(
-                    index_dir, len(m["shards"]) - 1, np.concatenate([old_emb, emb]), old + take
-                )
-                m["shards"][-1] = entry
-            else:
-                m["shards"].append(write_shard(index_dir, len(m["shards"]), emb, take))
-            m["count"] += len(take)
-            write_manifest(index_dir, m)  # from here on this shard is never re-encoded
+        return write_rows(index_dir, m, passages, embed)
     finally:
         if bar is not None:
             bar.close()
-    m["status"], m["pending"] = "complete", None
-    write_manifest(index_dir, m)
-    remove_unreferenced(index_dir, m)
-    return m
 
 
 def _resume_or_refuse(index_dir: Path, m: dict, plan: str, verb: str) -> None:

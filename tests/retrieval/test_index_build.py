@@ -11,7 +11,7 @@ import pytest
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval.document_files import read_documents
 from jaxparadigm.retrieval.index_build import add_to_index, build_index
-from jaxparadigm.retrieval.index_search import IndexSearcher
+from jaxparadigm.retrieval.index_searcher import IndexSearcher
 from jaxparadigm.retrieval.index_store import read_manifest, shard_embeddings
 from jaxparadigm.retrieval.passages import split_passages, splitting_tokenizer
 

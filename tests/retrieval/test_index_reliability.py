@@ -16,7 +16,7 @@ from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval import document_files
 from jaxparadigm.retrieval.document_files import read_documents
 from jaxparadigm.retrieval.index_build import add_to_index, build_index
-from jaxparadigm.retrieval.index_search import IndexSearcher
+from jaxparadigm.retrieval.index_searcher import IndexSearcher
 from jaxparadigm.retrieval.index_store import (
     index_lock,
     read_manifest,
@@ -379,7 +379,7 @@ def test_index_info_into_a_closed_pipe_is_quiet(small_index, monkeypatch):
 
 
 def test_every_k_argument_is_refused_the_same_way(small_index):
-    from jaxparadigm.app.index_text import index_search_text
+    from jaxparadigm.app.index_command_output import index_search_text
     from jaxparadigm.retrieval.keyword import keyword_search
     from jaxparadigm.retrieval.pydoc_corpus import chunk_document
     from jaxparadigm.retrieval.ranking_metrics import recall_at_k

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from jaxparadigm.retrieval.index_build import build_index
-from jaxparadigm.retrieval.index_service import serve_index
+from jaxparadigm.retrieval.serve_command import serve_index
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = {
@@ -52,9 +52,9 @@ class _Lines:
         pass
 
 
-def _post(url: str, body: dict) -> dict:
+def _post(url: str, body: dict, timeout: float = 30) -> dict:
     req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
-    with urllib.request.urlopen(req, timeout=30) as resp:
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
         return json.loads(resp.read())
 
 
@@ -135,3 +135,27 @@ def test_serve_command_stops_cleanly_on_ctrl_c(tiny_index, sigint):
         proc.kill()
     assert proc.returncode == 0, err
     assert "stopped after 1 request(s)" in out and "Traceback" not in err
+
+
+@pytest.mark.parametrize("options", [{}, {"dtype": "int8", "resident": False, "block_rows": 8}])
+def test_serve_and_search_index_return_the_same_hits(tiny_index, encoder, options):
+    """One engine: a serve request and ``search --index`` give the same rows and scores, same order
+    (with the search options of ``search --index``: dtype, streaming, block size)."""
+    from jaxparadigm.app.index_command_output import index_search_text
+    from jaxparadigm.retrieval import IndexSearcher
+    from jaxparadigm.retrieval.serve_command import index_service
+
+    queries = ["how do I wait for a few seconds", "open a file", "merge two sets"]
+    searcher = IndexSearcher(tiny_index, **options)
+    with index_service(tiny_index, encoder=encoder, **options) as service:
+        assert service.index.vectors.dtype == options.get("dtype", "float32")
+        for query in queries:
+            for k in (1, 2, 7):  # 7 > rows: every row, as search --index gives
+                answer = _post(service.url, {"query": query, "k": k}, timeout=300)  # + compiles
+                want = searcher.search(encoder, query, k)[0]
+                assert answer["hits"] == [[h.row, h.score] for h in want]
+                assert [p["source"] for p in answer["passages"]] == [h.source for h in want]
+    dtype, stream = options.get("dtype", "float32"), not options.get("resident", True)
+    printed = index_search_text(queries[0], str(tiny_index), 3, dtype=dtype, stream=stream)
+    sources = re.findall(r"\] (\S+) \[", printed)
+    assert sources == [h.source for h in searcher.search(encoder, queries[0], 3)[0]]

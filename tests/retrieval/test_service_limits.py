@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval import SemanticIndex
-from jaxparadigm.retrieval.service import MAX_JSON_DEPTH, SearchService, json_depth
+from jaxparadigm.retrieval.http_service import MAX_JSON_DEPTH, SearchService, json_depth
 
 DOCS = ["index design guide", "python memory management", "sql execution plan analysis"]
 TIMEOUT_S = 0.3

@@ -1,34 +1,30 @@
-"""Search a persistent index directory: load (checksums first), place, top-k, passages (C1.1).
+"""Search a persistent index folder: open it (checksums first), place, top-k, passages (C1.1).
 
-``IndexSearcher(index_dir)`` verifies every shard's sha256 against the manifest, memory-maps the
-float32 embeddings and hands them to a :class:`~jaxparadigm.retrieval.topk_search.VectorSearcher`
+``IndexSearcher(index_dir)`` opens the folder as an :class:`~jaxparadigm.retrieval.index.Index`
+(manifest, every shard's sha256, unit rows, memory-mapped float32 embeddings) and hands the rows to
+the package's one search engine, :class:`~jaxparadigm.retrieval.vector_search.VectorSearcher`
 (exact float32 by default; ``dtype="bfloat16"``/``"int8"`` keeps a compact copy and rescores the
 candidates from the float32 rows). ``search(encoder, queries, k)`` returns, per query, the best
-:class:`Hit` first: ``score = cos(query, passage)`` with the passage's source, offsets and text.
-A shard's passages are read (and checked) only when one of its rows is a hit.
+:class:`Hit` first: ``score = cos(query, passage)`` with the passage's source, offsets and text;
+``search_vectors(queries, k)`` searches given vectors, ``s[i, r] = Q_i . X_r``, as a
+:class:`~jaxparadigm.retrieval.vector_search.TopK`. A shard's passages are read (and checked) only
+when one of its rows is a hit.
 """
 
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import numpy as np
 
-from jaxparadigm.errors import InputError
+from jaxparadigm.errors import InputError, require_int
+from jaxparadigm.retrieval.index import Index
 from jaxparadigm.retrieval.index_build import DEFAULT_MODEL_NAME
-from jaxparadigm.retrieval.index_store import (
-    committed,
-    read_manifest,
-    shard_embeddings,
-    shard_passages,
-)
 from jaxparadigm.retrieval.passages import Passage
-from jaxparadigm.retrieval.topk_search import RowSource, TopK, VectorSearcher
+from jaxparadigm.retrieval.vector_search import RowSource, TopK, VectorSearcher
 
 if TYPE_CHECKING:
     from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
@@ -48,7 +44,7 @@ class Hit(NamedTuple):
 
 
 class IndexSearcher:
-    """A loaded index directory, ready for top-k search on ``devices`` (C1.1)."""
+    """An opened index folder, ready for top-k search on ``devices`` (C1.1)."""
 
     def __init__(
         self,
@@ -60,29 +56,10 @@ class IndexSearcher:
         resident: bool = True,
         verify: bool = True,
     ) -> None:
-        self.index_dir = Path(index_dir)
-        m = read_manifest(self.index_dir)
-        if m["pending"] and "base" in m["pending"]:
-            warnings.warn(
-                f"{self.index_dir}: an `index add` is running or was interrupted; searching the "
-                f"{m['pending']['base']['count']} passages indexed before it",
-                stacklevel=2,
-            )
-            m = committed(m)
-        self.manifest = m
-        if m["status"] != "complete":
-            raise InputError(
-                f"{self.index_dir}: the build was interrupted ({m['count']} of "
-                f"{m['pending']['start_row'] + m['pending']['rows']} passages written); rerun the "
-                "same `jaxparadigm index build`/`add` command to resume it"
-            )
-        dim = m["model"]["dim"]
-        self._shards = m["shards"]
-        self._passages: dict[int, list[Passage]] = {}
-        self._verify = verify
-        self.source = RowSource(
-            [shard_embeddings(self.index_dir, s, dim, verify=verify) for s in self._shards]
-        )
+        self.index = Index(index_dir, verify=verify)
+        self.index_dir = self.index.path
+        self.manifest = self.index.manifest
+        self.source = RowSource(self.index.shard_arrays)
         self.vectors = VectorSearcher(
             self.source, dtype=dtype, devices=devices, block_rows=block_rows, resident=resident
         )
@@ -99,11 +76,7 @@ class IndexSearcher:
 
     def passage(self, row: int) -> Passage:
         """The passage stored at corpus ``row`` (its shard's passages are read once, checked)."""
-        size = self.manifest["shard_rows"]
-        j = row // size
-        if j not in self._passages:
-            self._passages[j] = shard_passages(self.index_dir, self._shards[j], verify=self._verify)
-        return self._passages[j][row % size]
+        return self.index.passage(row)
 
     def hits(self, top: TopK) -> list[list[Hit]]:
         """:class:`Hit` lists (best first) for a :class:`TopK` of this index."""
@@ -111,6 +84,39 @@ class IndexSearcher:
             [Hit(float(s), int(r), *self.passage(int(r))) for s, r in zip(srow, rrow, strict=True)]
             for srow, rrow in zip(top.scores, top.ids, strict=True)
         ]
+
+    def search_vectors(self, queries: np.ndarray, k: int, nprobe: int | None = None) -> TopK:
+        """Exact top ``k`` rows for each row of ``queries`` (float ``[n, dim]``), best first.
+
+        ``score[i, j] = queries[i] . X[ids[i, j]]`` (float32), ties to the lower row id: the same
+        engine as :meth:`search` (this searcher's dtype and devices), with no encoder. ``nprobe``
+        (how many inverted lists to scan) is for an IVF index; this index format has no inverted
+        lists, so any ``nprobe`` other than ``None`` is refused with a ``ValueError``.
+        """
+        if nprobe is not None:
+            raise InputError(
+                f"nprobe: got {nprobe!r}, but {self.index_dir} has no IVF lists (an exact index); "
+                "expected nprobe=None"
+            )
+        if not isinstance(queries, np.ndarray | jax.Array):
+            raise TypeError(
+                f"queries: got {type(queries).__name__}, expected a float32 array [n, {self.index.dim}]"
+            )
+        if not np.issubdtype(queries.dtype, np.floating):
+            raise TypeError(
+                f"queries: got dtype {queries.dtype}, expected a float32 array [n, {self.index.dim}]"
+            )
+        if queries.ndim != 2 or queries.shape[1] != self.index.dim or queries.shape[0] < 1:
+            raise InputError(
+                f"queries: got shape {tuple(queries.shape)}, expected (n, {self.index.dim}) with "
+                "n >= 1 (the index's dimension)"
+            )
+        q = np.asarray(queries, np.float32)
+        if not np.all(np.isfinite(q)):
+            bad = int(np.flatnonzero(~np.all(np.isfinite(q), axis=1))[0])
+            raise InputError(f"queries: row {bad} holds NaN or inf, expected finite values")
+        require_int("k", k, 1)
+        return self.vectors.search(q, k)
 
     def search(
         self,

@@ -2,7 +2,7 @@
 
 ``passage_index(encoder, texts, chunk_words)`` cuts each text into ``chunk_words``-word passages
 (:func:`~jaxparadigm.retrieval.pydoc_corpus.chunk_document`, prefixed with the title), embeds them in
-a :class:`~jaxparadigm.retrieval.semantic_index.SemanticIndex` and returns ``owner[j]``, the text
+a :class:`~jaxparadigm.retrieval.memory_index.SemanticIndex` and returns ``owner[j]``, the text
 passage ``j`` came from; :func:`max_by_owner` turns passage scores into document scores
 (``score(doc) = max_j score(passage j of doc)``).
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from jaxparadigm.errors import InputError
+from jaxparadigm.retrieval.memory_index import SemanticIndex
 from jaxparadigm.retrieval.pydoc_corpus import chunk_document, topic_title
-from jaxparadigm.retrieval.semantic_index import SemanticIndex
 from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
 
 __all__ = ["passage_index", "max_by_owner"]

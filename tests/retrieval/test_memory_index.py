@@ -5,7 +5,7 @@ import pytest
 
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval import IndexSearcher, SemanticIndex
-from jaxparadigm.retrieval.index_snapshot import write_snapshot
+from jaxparadigm.retrieval.index_writer import write_snapshot
 
 DOCS = [
     "Index design guide",
@@ -99,3 +99,19 @@ def test_bad_input(index, encoder):
         index.scores("one query")
     with pytest.raises(TypeError, match="encoder: got str"):
         SemanticIndex("encoder")
+
+
+def test_search_goes_through_the_one_engine_with_ties_to_the_lower_index(encoder):
+    """SemanticIndex.search is VectorSearcher's top-k: equal scores rank by document index."""
+    x = np.random.default_rng(3).standard_normal((9, encoder.dim))
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    x[6] = x[4] = x[1]
+    index = SemanticIndex.from_rows(encoder, [f"d{i}" for i in range(9)], x)
+    top = index.search_vectors(x[[1]], 4)
+    assert top.ids[0, :3].tolist() == [1, 4, 6]
+    s = x.astype(np.float64) @ x[1].astype(np.float64)
+    want = np.lexsort((np.arange(9), -s))[:4]
+    np.testing.assert_array_equal(top.ids[0], want)
+    np.testing.assert_allclose(top.scores[0], s[want], atol=1e-6)
+    index._append(["d9"], x[[1]])  # a 10th copy: the engine is placed again, so it finds row 9
+    assert index.search_vectors(x[[1]], 4).ids[0].tolist() == [1, 4, 6, 9]

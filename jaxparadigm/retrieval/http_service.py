@@ -1,6 +1,7 @@
-"""A traced HTTP search service over a :class:`SemanticIndex` on 127.0.0.1 (C5.2).
+"""A traced HTTP search service over an in-memory or a folder index on 127.0.0.1 (C5.2).
 
-``SearchService(index)`` serves ``POST /search`` with a JSON body ``{"query": str, "k": int}`` and
+``SearchService(index)`` (a :class:`SemanticIndex`, or an
+:class:`~jaxparadigm.retrieval.index_searcher.IndexSearcher` with ``encoder=``) serves ``POST /search`` with a JSON body ``{"query": str, "k": int}`` and
 answers ``{"hits": [[doc, score], ...]}`` (the top ``min(k, len(index))``; 200) or ``{"error": ...}``
 (4xx). It runs a stdlib ``ThreadingHTTPServer`` on a free port (``start()`` / ``stop()``, or
 ``with``), one thread per request. Every request is traced with the OpenTelemetry SDK into an
@@ -12,7 +13,8 @@ in-memory exporter:
       ├─ "injected_delay"  only with ``fault_injection=True`` and ``"delay_s"`` in the body
       ├─ "tokenize"        word pieces of the query (attribute tokens)
       ├─ "encode"          the MiniLM forward (L2-normalised embedding)
-      └─ "search"          exact top-k over the index: argsort of ``D @ q``
+      └─ "search"          exact top-k: ``index.search_vectors``, the package's one engine
+                           (:class:`~jaxparadigm.retrieval.vector_search.VectorSearcher`)
 
 Limits (issue 24): every request gets an HTTP answer, 200 or 4xx, never a dropped connection --
 
@@ -52,7 +54,10 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from jaxparadigm.errors import InputError, require_int
+from jaxparadigm.retrieval.index_searcher import IndexSearcher
+from jaxparadigm.retrieval.memory_index import SemanticIndex
 from jaxparadigm.retrieval.search_request import (
+    DEFAULT_K,
     MAX_BODY_BYTES,
     MAX_JSON_DEPTH,
     MAX_K,
@@ -60,7 +65,7 @@ from jaxparadigm.retrieval.search_request import (
     parse_search_request,
     short_repr,
 )
-from jaxparadigm.retrieval.semantic_index import SemanticIndex
+from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -240,6 +245,9 @@ class _Server(ThreadingHTTPServer):
 class SearchService:
     """``POST /search`` over ``index`` on ``127.0.0.1:port`` (0: a free port), traced (C5.2).
 
+    ``index``: a :class:`SemanticIndex` (its own encoder), or an :class:`IndexSearcher` with the
+    ``encoder`` it was built with (``IndexSearcher.check_encoder``); both answer through
+    ``search_vectors`` (the one search engine, ties to the lower row).
     ``read_timeout_s``: how long a read of the request may wait for the client (408 after);
     ``max_body_bytes``: the largest accepted body (413 beyond, unread); ``passage_of``: when given,
     ``row -> {"source", "start", "end", "text"}``, and each answer also carries ``"passages"``,
@@ -248,16 +256,32 @@ class SearchService:
 
     def __init__(
         self,
-        index: SemanticIndex,
+        index: SemanticIndex | IndexSearcher,
         port: int = 0,
         fault_injection: bool = False,
         *,
         read_timeout_s: float = READ_TIMEOUT_S,
         max_body_bytes: int = MAX_BODY_BYTES,
         passage_of: Callable[[int], Mapping[str, object]] | None = None,
+        encoder: SentenceEncoder | None = None,
     ) -> None:
-        if not isinstance(index, SemanticIndex):
-            raise TypeError(f"index: got {type(index).__name__}, expected a SemanticIndex")
+        if isinstance(index, SemanticIndex):
+            if encoder is not None and encoder is not index.encoder:
+                raise TypeError(
+                    "encoder: got another encoder, expected None (a SemanticIndex has its own)"
+                )
+            encoder = index.encoder
+        elif isinstance(index, IndexSearcher):
+            if not isinstance(encoder, SentenceEncoder):
+                raise TypeError(
+                    f"encoder: got {type(encoder).__name__}, expected the SentenceEncoder the "
+                    "index was built with (an IndexSearcher holds no encoder)"
+                )
+            index.check_encoder(encoder)
+        else:
+            raise TypeError(
+                f"index: got {type(index).__name__}, expected a SemanticIndex or an IndexSearcher"
+            )
         require_int("port", port, 0, 65535)
         if (
             isinstance(read_timeout_s, bool)
@@ -271,6 +295,7 @@ class SearchService:
         if not len(index):
             raise InputError("index: empty; add documents before serving it")
         self.index = index
+        self.encoder: SentenceEncoder = encoder
         self.port = port
         self.fault_injection = fault_injection
         self.read_timeout_s = float(read_timeout_s)
@@ -279,7 +304,7 @@ class SearchService:
         self.exporter = InMemorySpanExporter()
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.tracer = provider.get_tracer("jaxparadigm.retrieval.service")
+        self.tracer = provider.get_tracer("jaxparadigm.retrieval.http_service")
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -291,9 +316,11 @@ class SearchService:
         return f"http://{HOST}:{self._server.server_address[1]}/search"
 
     def start(self) -> SearchService:
-        """Bind 127.0.0.1 and serve in a background thread."""
+        """Compile the search for ``k = DEFAULT_K``, bind 127.0.0.1 and serve in a background thread."""
         if self._server is not None:
             raise RuntimeError("SearchService: already started")
+        # compile the search for the default k now: a request's client would wait for it
+        self.index.search_vectors(np.zeros((1, self.encoder.dim), np.float32), DEFAULT_K)
         self._stopping.clear()
         self._server = _Server((HOST, self.port), _Handler)
         self._server.service = self
@@ -334,7 +361,7 @@ class SearchService:
         what is not UTF-8; an all-[UNK] query is served (its warning is not printed here)."""
         with _CHECK_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self.index.encoder.check_texts([query], "query")
+            self.encoder.check_texts([query], "query")
 
     def handle(self, path: str, body: bytes) -> tuple[int, dict]:
         """One request: (HTTP status, JSON payload), each step in its child span."""
@@ -353,16 +380,16 @@ class SearchService:
             with self.tracer.start_as_current_span("injected_delay") as span:
                 span.set_attribute("delay_s", delay)
                 self._stopping.wait(delay)  # stop() ends it
-        encoder = self.index.encoder
+        encoder = self.encoder
         with self.tracer.start_as_current_span("tokenize") as span:
             span.set_attribute("tokens", int(encoder.tokenize([query])["attention_mask"].sum()))
         with self.tracer.start_as_current_span("encode"):
             q = encoder.encode(query, normalize=True)
         with self.tracer.start_as_current_span("search") as span:
-            scores = self.index.embeddings @ q
-            top = np.argsort(-scores, kind="stable")[: min(k, len(scores))]
+            top = self.index.search_vectors(np.asarray(q, np.float32).reshape(1, -1), k)
+            ids, scores = top.ids[0].tolist(), top.scores[0].tolist()
             span.set_attribute("k", k)
-        payload: dict = {"hits": [[int(i), float(scores[i])] for i in top]}
+        payload: dict = {"hits": [[i, s] for i, s in zip(ids, scores, strict=True)]}
         if self.passage_of is not None:
-            payload["passages"] = [dict(self.passage_of(int(i))) for i in top]
+            payload["passages"] = [dict(self.passage_of(i)) for i in ids]
         return 200, payload

@@ -6,11 +6,11 @@ import warnings
 
 from jaxparadigm.config import RetrievalConfig
 from jaxparadigm.errors import require_int
+from jaxparadigm.retrieval.chunked_index import max_by_owner, passage_index
 from jaxparadigm.retrieval.keyword import keyword_search
-from jaxparadigm.retrieval.passage_index import max_by_owner, passage_index
+from jaxparadigm.retrieval.memory_index import SemanticIndex
 from jaxparadigm.retrieval.pydoc_corpus import read_corpus, topic_title
 from jaxparadigm.retrieval.ranking_metrics import ranking_from_scores
-from jaxparadigm.retrieval.semantic_index import SemanticIndex
 from jaxparadigm.retrieval.sentence_encoder import UnknownWordPieceWarning, cached_minilm, shorten
 
 __all__ = ["format_search"]

@@ -1,11 +1,13 @@
-"""``SemanticIndex``: dense retrieval by dot products of L2-normalised embeddings (C1.1, C1.2).
+"""``SemanticIndex``: an in-memory index, dot products of L2-normalised embeddings (C1.1, C1.2).
 
 Documents are embedded once with a :class:`SentenceEncoder` (normalised, so ``|d| = 1``); a query
 ``q`` scores every document with ``s = D q`` -- which *is* the cosine similarity, not an
-approximation of it, up to float32 rounding (C1.2) -- and ``jax.lax.top_k`` returns the exact top
-``k``. ``save``/``load`` use the package's one on-disk format, the index folder of
-:mod:`~jaxparadigm.retrieval.index_store` (manifest + checksummed shards,
-:mod:`~jaxparadigm.retrieval.index_snapshot`): ``save`` replaces the manifest atomically, and
+approximation of it, up to float32 rounding (C1.2) -- and the package's one search engine,
+:class:`~jaxparadigm.retrieval.vector_search.VectorSearcher`, returns the exact top ``k`` (ties to
+the lower document index), as for an index folder. ``save``/``load`` use the one on-disk format,
+the index folder of :mod:`~jaxparadigm.retrieval.index_store` (manifest + checksummed shards),
+written by :func:`~jaxparadigm.retrieval.index_writer.write_snapshot` and opened by
+:class:`~jaxparadigm.retrieval.index.Index`: ``save`` replaces the manifest atomically, and
 ``load`` refuses a damaged folder (a missing or empty manifest, a truncated or bit-flipped shard:
 its sha256 differs) and embeddings that are not finite unit vectors -- for those ``q . d`` is not
 the cosine (scores of 41 came back).
@@ -16,7 +18,6 @@ only of ``[UNK]`` word pieces is searched with a warning (``SentenceEncoder.chec
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,10 +28,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxparadigm.errors import InputError, require_int
+from jaxparadigm.retrieval.index import Index
 from jaxparadigm.retrieval.index_build import DEFAULT_MODEL_NAME
-from jaxparadigm.retrieval.index_snapshot import read_snapshot, write_snapshot
-from jaxparadigm.retrieval.index_store import UNIT_NORM_TOL
+from jaxparadigm.retrieval.index_store import MANIFEST, UNIT_NORM_TOL
+from jaxparadigm.retrieval.index_writer import write_snapshot
 from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
+from jaxparadigm.retrieval.vector_search import RowSource, TopK, VectorSearcher
 
 __all__ = ["SemanticIndex", "UNIT_NORM_TOLERANCE"]
 
@@ -42,11 +45,6 @@ UNIT_NORM_TOLERANCE = UNIT_NORM_TOL
 @jax.jit
 def _scores(doc_embs: jax.Array, query_embs: jax.Array) -> jax.Array:
     return query_embs @ doc_embs.T
-
-
-@functools.partial(jax.jit, static_argnums=2)
-def _top_k(doc_embs: jax.Array, query_emb: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
-    return jax.lax.top_k(doc_embs @ query_emb, k)
 
 
 class SemanticIndex:
@@ -84,6 +82,15 @@ class SemanticIndex:
         self.docs.extend(docs)
         self.embeddings = np.concatenate([self.embeddings, embs], axis=0)
         self._device_embs = jnp.asarray(self.embeddings)
+        self._searcher: VectorSearcher | None = None  # placed again on the next search
+
+    def search_vectors(self, queries: np.ndarray, k: int) -> TopK:
+        """Exact top ``k`` documents of each query row (float32 ``[n, dim]``) by ``q . d``, best
+        first, ties to the lower index: :meth:`VectorSearcher.search` over the embeddings."""
+        self._require_docs()
+        if self._searcher is None:
+            self._searcher = VectorSearcher(RowSource([self.embeddings]))
+        return self._searcher.search(queries, k)
 
     def scores(self, queries: Sequence[str]) -> np.ndarray:
         """``[n_queries, n_docs]`` float32 matrix of ``q . d`` (cosine similarities, C1.2)."""
@@ -102,8 +109,8 @@ class SemanticIndex:
         self._require_docs()
         self.encoder.check_texts([query], "query")
         q = self.encoder.encode(query, normalize=True)
-        vals, idx = _top_k(self._device_embs, jnp.asarray(q), min(top_k, len(self.docs)))
-        return [(int(i), float(v)) for i, v in zip(np.asarray(idx), np.asarray(vals), strict=True)]
+        top = self.search_vectors(np.asarray(q, np.float32).reshape(1, -1), top_k)
+        return [(int(i), float(v)) for i, v in zip(top.ids[0], top.scores[0], strict=True)]
 
     def _require_docs(self) -> None:
         if not self.docs:
@@ -148,7 +155,20 @@ class SemanticIndex:
         naming ``path`` and the fault when it is a file, its manifest is missing, empty or damaged,
         a shard is missing, truncated or bit-flipped (its sha256 differs from the manifest's), the
         embeddings do not fit ``encoder``, or are not finite unit vectors
-        (``| |d| - 1 | > UNIT_NORM_TOLERANCE``).
+        (``| |d| - 1 | > UNIT_NORM_TOLERANCE``), or the folder holds an interrupted ``index build``
+        (all checked by :class:`~jaxparadigm.retrieval.index.Index`). A folder whose ``index add``
+        was interrupted loads the passages indexed before it, with a warning, as search does.
         """
-        embs, docs = read_snapshot(path, encoder.dim)
-        return cls.from_rows(encoder, docs, embs, batch_size)
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such folder; expected a saved index")
+        if not path.is_dir():
+            raise InputError(f"{path}: a file, not a saved index (a folder with {MANIFEST})")
+        index = Index(path)
+        if index.dim != encoder.dim:
+            raise InputError(
+                f"{path}: embeddings have dimension {index.dim}, expected {encoder.dim} "
+                "(the encoder's)"
+            )
+        docs = [p.text for p in index.passages()]
+        return cls.from_rows(encoder, docs, index.embeddings(), batch_size)

@@ -15,7 +15,7 @@ from jaxparadigm.app.encoder_devices import encoder_on_cpu_devices
 from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.document_files import Skipped, describe_skipped, plural
 from jaxparadigm.retrieval.index_build import add_to_index, build_index
-from jaxparadigm.retrieval.index_search import Hit, IndexSearcher
+from jaxparadigm.retrieval.index_searcher import Hit, IndexSearcher
 from jaxparadigm.retrieval.index_store import committed, read_manifest
 from jaxparadigm.retrieval.sentence_encoder import shorten
 

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxparadigm.errors import InputError
-from jaxparadigm.retrieval.topk_search import (
+from jaxparadigm.retrieval.vector_search import (
     RowSource,
     VectorSearcher,
     bfloat16_bits_to_float32,
@@ -204,7 +204,7 @@ _CHILD = textwrap.dedent(
     """
     import json, sys
     import jax, numpy as np
-    from jaxparadigm.retrieval.topk_search import RowSource, VectorSearcher
+    from jaxparadigm.retrieval.vector_search import RowSource, VectorSearcher
     assert jax.device_count() == 8, jax.devices()
     rng = np.random.default_rng(0)
     x = rng.standard_normal((5000, 32)).astype(np.float32)

@@ -1,12 +1,16 @@
 """``jaxparadigm serve --index DIR``: the traced HTTP search service over a persistent index (C5.2).
 
-The index directory built by ``jaxparadigm index build`` is loaded once (checksums verified by
-:class:`~jaxparadigm.retrieval.index_search.IndexSearcher`), its float32 embeddings and passage
-texts are handed to a :class:`~jaxparadigm.retrieval.semantic_index.SemanticIndex`, and
-:class:`~jaxparadigm.retrieval.service.SearchService` serves it on 127.0.0.1 until Ctrl-C (SIGINT)
-or SIGTERM. The model loads and the query encoder compiles once, before the "serving" line, so
-each request then costs an encode plus one matrix-vector product (milliseconds), instead of the
-CLI ``search``'s start-up, model load and compile per query.
+The index directory built by ``jaxparadigm index build`` is opened once by an
+:class:`~jaxparadigm.retrieval.index_searcher.IndexSearcher` (the folder checked by
+:class:`~jaxparadigm.retrieval.index.Index`: checksums, unit rows), whose
+:class:`~jaxparadigm.retrieval.vector_search.VectorSearcher` -- the engine of ``search --index``,
+so the same hits, scores and tie rule -- answers every request of the
+:class:`~jaxparadigm.retrieval.http_service.SearchService` on 127.0.0.1 until Ctrl-C (SIGINT) or
+SIGTERM. No passage is copied: a hit's passage is read from its shard. The model loads and the
+query encoder and the search (for the default ``k = 5``, in ``SearchService.start``) compile
+once, before the "serving" line, so each request then costs an encode plus one search
+(milliseconds), instead of the CLI ``search``'s start-up, model load and compile per query; a
+request with another ``k`` compiles the search for that ``k`` once.
 
 ``POST /search`` with ``{"query": "...", "k": 5}`` answers ``{"hits": [[row, score], ...],
 "passages": [{"source", "start", "end", "text"}, ...]}`` (``row``: the passage's row in the index,
@@ -21,14 +25,13 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from opentelemetry.trace import SpanKind
 
 from jaxparadigm.errors import InputError
-from jaxparadigm.retrieval.index_search import IndexSearcher
-from jaxparadigm.retrieval.semantic_index import SemanticIndex
-from jaxparadigm.retrieval.service import HOST, SearchService
+from jaxparadigm.retrieval.http_service import HOST, SearchService
+from jaxparadigm.retrieval.index_searcher import IndexSearcher
 
 if TYPE_CHECKING:
     from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
@@ -37,24 +40,30 @@ __all__ = ["index_service", "serve_index"]
 
 
 def index_service(
-    index_dir: str | os.PathLike, encoder: SentenceEncoder | None = None, port: int = 0
+    index_dir: str | os.PathLike,
+    encoder: SentenceEncoder | None = None,
+    port: int = 0,
+    **search: Any,
 ) -> SearchService:
     """A (not yet started) :class:`SearchService` over every passage of ``index_dir`` (C5.2).
 
     ``encoder`` defaults to the MiniLM the index was built with (``cached_minilm``); an encoder of
-    another model is refused (``IndexSearcher.check_encoder``).
+    another model is refused (``IndexSearcher.check_encoder``). ``search`` goes to
+    :class:`IndexSearcher` as for ``search --index``: ``dtype`` (``"float32"``, ``"bfloat16"``,
+    ``"int8"``), ``devices``, ``resident=False`` (stream the shards per request), ``block_rows``.
     """
     if encoder is None:
         from jaxparadigm.retrieval.sentence_encoder import cached_minilm
 
         encoder = cached_minilm(None)
-    searcher = IndexSearcher(index_dir)
+    searcher = IndexSearcher(index_dir, **search)
     searcher.check_encoder(encoder)
-    rows = len(searcher)
-    # The stored embeddings are already L2-normalised MiniLM vectors: taken as they are.
-    texts = [searcher.passage(r).text for r in range(rows)]
-    index = SemanticIndex.from_rows(encoder, texts, searcher.source.take(0, rows))
-    return SearchService(index, port=port, passage_of=lambda row: searcher.passage(row)._asdict())
+    return SearchService(
+        searcher,
+        port=port,
+        encoder=encoder,
+        passage_of=lambda row: searcher.passage(row)._asdict(),
+    )
 
 
 def _server_spans(service: SearchService) -> int:
@@ -73,19 +82,21 @@ def serve_index(
     encoder: SentenceEncoder | None = None,
     out: TextIO | None = None,
     stop: threading.Event | None = None,
+    **search: Any,
 ) -> int:
     """Serve ``index_dir`` until Ctrl-C, SIGTERM or ``stop`` is set; returns the request count.
 
     Prints a line before the model loads, one when it serves (with the URL) and one when it stops.
     ``host`` must be 127.0.0.1 (or ``localhost``): the service binds the loopback address only.
+    ``search``: the :class:`IndexSearcher` options of :func:`index_service` (dtype, devices, ...).
     """
     out = sys.stdout if out is None else out
     if host not in (HOST, "localhost"):
         raise InputError(f"--host: got {host!r}, expected {HOST} (the service binds loopback only)")
     print(f"loading {index_dir} and the model ...", file=out, flush=True)
     t0 = time.perf_counter()
-    service = index_service(index_dir, encoder=encoder, port=port)
-    service.index.encoder.encode("warm-up query", normalize=True)  # compile before serving
+    service = index_service(index_dir, encoder=encoder, port=port, **search)
+    service.encoder.encode("warm-up query", normalize=True)  # compile before serving
     stop = stop if stop is not None else threading.Event()
     previous = {}
     if threading.current_thread() is threading.main_thread():

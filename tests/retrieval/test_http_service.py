@@ -11,7 +11,7 @@ from jaxparadigm.claims.evidence.load_generator import plan_requests, run_load
 from jaxparadigm.claims.evidence.readiness import readiness_from_spans
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval import SemanticIndex
-from jaxparadigm.retrieval.service import SearchService, parse_search_request
+from jaxparadigm.retrieval.http_service import SearchService, parse_search_request
 
 DOCS = ["index design guide", "python memory management", "sql execution plan analysis", "a cat"]
 QUERIES = ["how do I make database queries faster", "garbage collection in python"]
