@@ -1,13 +1,13 @@
 """Hybrid search of an index: BM25 and dense rankings fused by reciprocal rank fusion (C1.1).
 
 For each query, the dense ranking is the index's top ``depth`` by cosine
-(:meth:`~jaxparadigm.retrieval.index_search.IndexSearcher.search`), the keyword ranking the top
+(:meth:`~jaxparadigm.retrieval.index_searcher.IndexSearcher.search`), the keyword ranking the top
 ``depth`` by :mod:`~jaxparadigm.retrieval.bm25` over the same passages; the result is their
 :func:`~jaxparadigm.retrieval.rank_fusion.reciprocal_rank_fusion` (``rrf_k = 60``), best first:
 
     score(row) = 1 / (60 + dense rank) + 1 / (60 + BM25 rank)      (a missing rank adds 0)
 
-so a returned :class:`~jaxparadigm.retrieval.index_search.Hit`'s ``score`` is that fused score, not
+so a returned :class:`~jaxparadigm.retrieval.index_searcher.Hit`'s ``score`` is that fused score, not
 a cosine. Measured by benchmarks/relevance_bench.py on three corpora of installed third-party text
 (RESULTS.md, "Relevance on real documents"): 254-word-piece windows, 32/38 questions with an
 answering passage in the top 3 against 28/38 for dense alone.
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.bm25 import BM25Index, bm25_index, bm25_top
-from jaxparadigm.retrieval.index_search import Hit, IndexSearcher
+from jaxparadigm.retrieval.index_searcher import Hit, IndexSearcher
 from jaxparadigm.retrieval.rank_fusion import reciprocal_rank_fusion
 
 if TYPE_CHECKING:
