@@ -33,17 +33,25 @@ import threading
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.search_page import PAGE_CSP, SEARCH_PAGE
 from jaxparadigm.retrieval.search_request import short_repr
 
-if TYPE_CHECKING:
-    from jaxparadigm.retrieval.http_service import SearchService
+
+class _Service(Protocol):
+    """What the handler uses of :class:`~jaxparadigm.retrieval.http_service.SearchService`."""
+
+    tracer: Tracer
+    read_timeout_s: float
+    max_body_bytes: int
+
+    def handle(self, path: str, body: bytes) -> tuple[int, dict]: ...
+
 
 __all__ = ["HOST", "LINGER_S", "LISTEN_BACKLOG", "bind_listener"]
 
@@ -86,7 +94,7 @@ class _DeadlineSocketReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[override]
+    def readinto(self, buffer) -> int:
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError("request deadline passed")
@@ -192,7 +200,7 @@ class _Handler(BaseHTTPRequestHandler):
             except OSError:  # the client gave up (timed out) before the answer
                 span.set_attribute("client.disconnected", True)
 
-    def _body(self, svc: SearchService) -> bytes:
+    def _body(self, svc: _Service) -> bytes:
         """The request body, read only when its declared length is a number within the limit."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             raise _Refused(411, "Content-Length: required (chunked bodies are not accepted)")
@@ -242,9 +250,9 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = False  # server_close() joins the request threads: every span has ended
     block_on_close = True
     request_queue_size = LISTEN_BACKLOG
-    service: SearchService
+    service: _Service
 
-    def __init__(self, listener: socket.socket, service: SearchService):
+    def __init__(self, listener: socket.socket, service: _Service):
         self.open_requests: set[socket.socket] = set()
         self.requests_lock = threading.Lock()
         self.service = service

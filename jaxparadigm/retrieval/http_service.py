@@ -50,6 +50,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping
+from typing import cast
 
 import numpy as np
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -140,6 +141,7 @@ class SearchService:
                     f"encoder: got {type(encoder).__name__}, expected the SentenceEncoder the "
                     "index was built with (an IndexSearcher holds no encoder)"
                 )
+            encoder = cast(SentenceEncoder, encoder)  # or an object with its API (checked above)
             index.check_encoder(encoder)
         else:
             raise TypeError(
