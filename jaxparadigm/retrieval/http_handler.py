@@ -55,10 +55,14 @@ class _Service(Protocol):
 
 __all__ = ["HOST", "LINGER_S", "LISTEN_BACKLOG", "bind_listener"]
 
+#: the only address the service binds (loopback)
 HOST = "127.0.0.1"
-LINGER_S = 1.0  # after answering: at most this long discarding what the client still sends
-WRITE_TIMEOUT_S = 5.0  # the least time an answer's write may wait for the client to read
-LISTEN_BACKLOG = 128  # pending connections the kernel queues before the server accepts them
+#: after answering: at most this long discarding what the client still sends
+LINGER_S = 1.0
+#: the least time an answer's write may wait for the client to read it
+WRITE_TIMEOUT_S = 5.0
+#: pending connections the kernel queues before the server accepts them
+LISTEN_BACKLOG = 128
 
 
 def bind_listener(host: str, port: int) -> socket.socket:

@@ -127,26 +127,7 @@ class SearchService:
         encoder: SentenceEncoder | None = None,
         listener: socket.socket | None = None,
     ) -> None:
-        if isinstance(index, SemanticIndex):
-            if encoder is not None and encoder is not index.encoder:
-                raise TypeError(
-                    "encoder: got another encoder, expected None (a SemanticIndex has its own)"
-                )
-            encoder = index.encoder
-        elif isinstance(index, IndexSearcher):
-            if not isinstance(encoder, SentenceEncoder) and not all(
-                hasattr(encoder, name) for name in _ENCODER_API
-            ):
-                raise TypeError(
-                    f"encoder: got {type(encoder).__name__}, expected the SentenceEncoder the "
-                    "index was built with (an IndexSearcher holds no encoder)"
-                )
-            encoder = cast(SentenceEncoder, encoder)  # or an object with its API (checked above)
-            index.check_encoder(encoder)
-        else:
-            raise TypeError(
-                f"index: got {type(index).__name__}, expected a SemanticIndex or an IndexSearcher"
-            )
+        encoder = _serving_encoder(index, encoder)
         require_int("port", port, 0, 65535)
         if (
             isinstance(read_timeout_s, bool)
@@ -265,6 +246,33 @@ class SearchService:
                     for passage in payload["passages"]:
                         passage["excerpt"] = _excerpt(passage, query)
         return 200, payload
+
+
+def _serving_encoder(
+    index: SemanticIndex | IndexSearcher, encoder: SentenceEncoder | None
+) -> SentenceEncoder:
+    """The encoder a service over ``index`` uses: a SemanticIndex's own, or the ``encoder`` an
+    IndexSearcher was built with (a SentenceEncoder or an object with its API); TypeError else."""
+    if isinstance(index, SemanticIndex):
+        if encoder is not None and encoder is not index.encoder:
+            raise TypeError(
+                "encoder: got another encoder, expected None (a SemanticIndex has its own)"
+            )
+        return index.encoder
+    if isinstance(index, IndexSearcher):
+        if not isinstance(encoder, SentenceEncoder) and not all(
+            hasattr(encoder, name) for name in _ENCODER_API
+        ):
+            raise TypeError(
+                f"encoder: got {type(encoder).__name__}, expected the SentenceEncoder the "
+                "index was built with (an IndexSearcher holds no encoder)"
+            )
+        encoder = cast(SentenceEncoder, encoder)  # or an object with its API (checked above)
+        index.check_encoder(encoder)
+        return encoder
+    raise TypeError(
+        f"index: got {type(index).__name__}, expected a SemanticIndex or an IndexSearcher"
+    )
 
 
 def _excerpt(passage: Mapping[str, object], query: str) -> dict:

@@ -12,7 +12,9 @@ data-row="ROW" tabindex="0">`` showing the file, the passage's character offsets
 ``[start:end]``, the score (cosine, 4 decimals) and the excerpt the server chose with
 :func:`~jaxparadigm.retrieval.excerpt.best_excerpt` -- the passage's segment holding the most
 distinct query words -- with those words in ``<mark>`` (the server's marks, so the page shows what
-was scored; no second matcher in JavaScript). An empty query is answered on the page ("Type a
+was scored; no second matcher in JavaScript). A service without passages (over a
+:class:`~jaxparadigm.retrieval.memory_index.SemanticIndex`) shows each hit's row and score. An
+empty query is answered on the page ("Type a
 question first ...") without a request; a refused request shows the server's ``error`` message and
 status; an unreachable server says so. Text is inserted with ``textContent`` only (never parsed as
 HTML), so a passage cannot inject markup.
@@ -25,6 +27,7 @@ import hashlib
 
 __all__ = ["PAGE_CSP", "PAGE_SCRIPT", "PAGE_STYLE", "SEARCH_PAGE"]
 
+#: the page's stylesheet (inline; its SHA-256 is in :data:`PAGE_CSP`)
 PAGE_STYLE = """
 body { font: 16px/1.5 system-ui, sans-serif; margin: 0; color: #1d2330; background: #f7f8fa; }
 main { max-width: 52rem; margin: 0 auto; padding: 1.5rem 1rem 3rem; }
@@ -47,6 +50,7 @@ mark { background: #ffe16b; padding: 0 .1em; border-radius: 2px; }
 .hint { font-size: .85rem; color: #6a7385; }
 """
 
+#: the page's script (inline; its SHA-256 is in :data:`PAGE_CSP`)
 PAGE_SCRIPT = """
 "use strict";
 const form = document.getElementById("search-form");
@@ -145,6 +149,7 @@ document.addEventListener("keydown", (event) => {
 box.focus();
 """
 
+#: the whole page ``GET /`` answers (HTML; no outside resource)
 SEARCH_PAGE = f"""<!doctype html>
 <html lang="en">
 <head>
