@@ -51,8 +51,16 @@ format: $(STAMP)
 # Optional oracles: PyTorch (CPU build) and transformers / sentence-transformers (installed without
 # their declared dependencies, so no CUDA torch can come in); crosscheck tests skip without them.
 $(ORACLES): pyproject.toml $(STAMP)
-	$(BIN)/pip install -q -e '.[test,crosscheck,parity]'
+	$(BIN)/pip install -q -e '.[test,crosscheck,parity,browser]'
 	$(BIN)/pip install -q --no-deps $(PARITY)
+	@# the search page's browser test drives the system's Chromium (Playwright's own download is never used)
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && apt-get install -y -qq chromium; \
+	  else \
+	    echo "oracles: no chromium and not root (or no apt-get): the browser test will skip; install it with: sudo apt-get install chromium"; \
+	  fi; \
+	fi
 	$(BIN)/python -c "import torch, transformers, sentence_transformers; assert torch.version.cuda is None, torch.__version__; print('oracles: torch', torch.__version__, '| transformers', transformers.__version__, '| sentence-transformers', sentence_transformers.__version__)"
 	touch $(ORACLES)
 

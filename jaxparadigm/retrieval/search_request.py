@@ -10,6 +10,7 @@ as "not a JSON object". Used by :class:`jaxparadigm.retrieval.http_service.Searc
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 from jaxparadigm.errors import InputError, require_int, short_repr
 
@@ -18,7 +19,9 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_K",
     "json_depth",
+    "SearchRequest",
     "parse_search_request",
+    "read_search_request",
     "short_repr",
 ]
 
@@ -53,14 +56,33 @@ def json_depth(body: bytes, limit: int) -> int:
     return deepest
 
 
+class SearchRequest(NamedTuple):
+    """A checked ``POST /search`` body."""
+
+    query: str
+    k: int
+    delay_s: float
+    excerpts: bool  # each passage also carries its best excerpt (the search page asks for it)
+
+
 def parse_search_request(
     body: bytes, fault_injection: bool = False, max_k: int = MAX_K
 ) -> tuple[str, int, float]:
-    """``(query, k, delay_s)`` from a request body; :class:`InputError` naming the field otherwise.
+    """``(query, k, delay_s)`` from a request body (:func:`read_search_request` without
+    ``excerpts``); :class:`InputError` naming the field otherwise."""
+    query, k, delay, _ = read_search_request(body, fault_injection, max_k)
+    return query, k, delay
+
+
+def read_search_request(
+    body: bytes, fault_injection: bool = False, max_k: int = MAX_K
+) -> SearchRequest:
+    """A :class:`SearchRequest` from a request body; :class:`InputError` naming the field otherwise.
 
     ``delay_s`` (default 0) is accepted only when ``fault_injection`` is on (used by load tests to
-    make requests time out); ``k`` defaults to 5 and must be an int in ``[1, max_k]``. A body
-    nested deeper than ``MAX_JSON_DEPTH`` is refused before it is parsed.
+    make requests time out); ``k`` defaults to 5 and must be an int in ``[1, max_k]``;
+    ``excerpts`` (default false) must be a JSON boolean. A body nested deeper than
+    ``MAX_JSON_DEPTH`` is refused before it is parsed.
     """
     if json_depth(body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise InputError(f"body: JSON nested deeper than {MAX_JSON_DEPTH} levels")
@@ -71,10 +93,10 @@ def parse_search_request(
         raise InputError(f"body: not a JSON object ({detail})") from None
     if not isinstance(data, dict):
         raise InputError(f"body: got {type(data).__name__}, expected a JSON object")
-    unknown = sorted(set(data) - {"query", "k", "delay_s"})
+    unknown = sorted(set(data) - {"query", "k", "excerpts", "delay_s"})
     if unknown or ("delay_s" in data and not fault_injection):
         bad = unknown[0] if unknown else "delay_s"
-        raise InputError(f"body key {short_repr(bad)}: unknown; expected query, k")
+        raise InputError(f"body key {short_repr(bad)}: unknown; expected query, k, excerpts")
     query = data.get("query")
     if not isinstance(query, str) or not query.strip():
         raise InputError(f"query: got {short_repr(query)}, expected a non-empty string")
@@ -84,4 +106,7 @@ def parse_search_request(
         raise InputError(
             f"delay_s: got {short_repr(delay)}, expected a number of seconds in [0, 60]"
         )
-    return query, k, float(delay)
+    excerpts = data.get("excerpts", False)
+    if not isinstance(excerpts, bool):
+        raise InputError(f"excerpts: got {short_repr(excerpts)}, expected true or false")
+    return SearchRequest(query, k, float(delay), excerpts)

@@ -15,13 +15,15 @@ request with another ``k`` compiles the search for that ``k`` once.
 ``POST /search`` with ``{"query": "...", "k": 5}`` answers ``{"hits": [[row, score], ...],
 "passages": [{"source", "start", "end", "text"}, ...]}`` (``row``: the passage's row in the index,
 in build order; ``score``: cosine similarity; ``passages``: per hit, the file and its character
-offsets, as ``search --index`` prints them).
+offsets, as ``search --index`` prints them). ``GET /`` is the search page
+(:mod:`~jaxparadigm.retrieval.search_page`): a box, Enter, the hits with their excerpts.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from opentelemetry.trace import SpanKind
 
 from jaxparadigm.errors import InputError
-from jaxparadigm.retrieval.http_service import HOST, SearchService
+from jaxparadigm.retrieval.http_service import HOST, SearchService, bind_listener
 from jaxparadigm.retrieval.index_searcher import IndexSearcher
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ def index_service(
     index_dir: str | os.PathLike,
     encoder: SentenceEncoder | None = None,
     port: int = 0,
+    listener: socket.socket | None = None,
     **search: Any,
 ) -> SearchService:
     """A (not yet started) :class:`SearchService` over every passage of ``index_dir`` (C5.2).
@@ -51,6 +54,8 @@ def index_service(
     another model is refused (``IndexSearcher.check_encoder``). ``search`` goes to
     :class:`IndexSearcher` as for ``search --index``: ``dtype`` (``"float32"``, ``"bfloat16"``,
     ``"int8"``), ``devices``, ``resident=False`` (stream the shards per request), ``block_rows``.
+    ``listener``: a socket already bound by :func:`~jaxparadigm.retrieval.http_handler.bind_listener`
+    (then ``port`` is not used).
     """
     if encoder is None:
         from jaxparadigm.retrieval.sentence_encoder import cached_minilm
@@ -62,6 +67,7 @@ def index_service(
         searcher,
         port=port,
         encoder=encoder,
+        listener=listener,
         passage_of=lambda row: searcher.passage(row)._asdict(),
     )
 
@@ -86,16 +92,23 @@ def serve_index(
 ) -> int:
     """Serve ``index_dir`` until Ctrl-C, SIGTERM or ``stop`` is set; returns the request count.
 
-    Prints a line before the model loads, one when it serves (with the URL) and one when it stops.
+    Binds ``port`` first (a port in use is one :class:`InputError`, before the model loads), then
+    prints a line before the model loads, one when it serves (with the API's URL and the search
+    page's) and one when it stops.
     ``host`` must be 127.0.0.1 (or ``localhost``): the service binds the loopback address only.
     ``search``: the :class:`IndexSearcher` options of :func:`index_service` (dtype, devices, ...).
     """
     out = sys.stdout if out is None else out
     if host not in (HOST, "localhost"):
         raise InputError(f"--host: got {host!r}, expected {HOST} (the service binds loopback only)")
+    listener = bind_listener(HOST, port)  # before the slow part: a port in use fails at once
     print(f"loading {index_dir} and the model ...", file=out, flush=True)
     t0 = time.perf_counter()
-    service = index_service(index_dir, encoder=encoder, port=port, **search)
+    try:
+        service = index_service(index_dir, encoder=encoder, listener=listener, **search)
+    except BaseException:
+        listener.close()
+        raise
     service.encoder.encode("warm-up query", normalize=True)  # compile before serving
     stop = stop if stop is not None else threading.Event()
     previous = {}
@@ -110,7 +123,7 @@ def serve_index(
         print(
             f"serving {len(service.index)} passages of {index_dir} at {service.url} "
             f'(ready in {time.perf_counter() - t0:.1f} s); POST {{"query": "...", "k": 5}}; '
-            "Ctrl-C stops",
+            f"search page: {service.url.removesuffix('search')}; Ctrl-C stops",
             file=out,
             flush=True,
         )

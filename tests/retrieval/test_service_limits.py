@@ -54,7 +54,8 @@ def _exchange(svc, data: bytes, hold_open: bool = True) -> tuple[int | None, dic
         return None, None, seconds
     head, _, body = raw.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
-    return status, json.loads(body) if body else None, seconds
+    is_json = b"application/json" in head.lower()  # GET / answers the search page (HTML)
+    return status, json.loads(body) if body and is_json else None, seconds
 
 
 def _post(body: bytes, length: str | None = None, method: str = "POST", path="/search") -> bytes:
