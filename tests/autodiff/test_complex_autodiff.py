@@ -159,6 +159,14 @@ MAPS = {
     "C->C svd": (lambda z: jnp.linalg.svd(z), "c"),
     "C->R eigh": (lambda z: jnp.linalg.eigh(_herm(z))[0], "c"),
     "C->R abs angle": (lambda z: (jnp.abs(z), jnp.angle(z)), "c"),
+    "C->C control flow": (
+        lambda z: (
+            lax.fori_loop(0, 3, lambda i, v: jnp.sin(v) * z + 0.1, z)
+            + lax.cond(jnp.real(z[0, 0]) > 0, jnp.conj, jnp.exp, z)
+            + lax.scan(lambda c, x: (c * x + 1, jnp.conj(c)), z[0], z)[1]
+        ),
+        "c",
+    ),
     "R->C": (lambda x: (jnp.exp(1j * x) * x, lax.complex(x, x**2)), "r"),
     "R->C fft-free dft": (
         lambda x: jnp.exp(-2j * jnp.pi * jnp.arange(N)[:, None] * x / N) @ x,
