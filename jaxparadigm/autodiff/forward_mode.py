@@ -5,9 +5,10 @@ Claims C3.2/C3.3. ``f`` is traced to a ``Graph`` (the same cached trace reverse 
 never called. ``jacfwd`` is ``J[:, k] = jvp(f, x, e_k)`` for every basis vector ``e_k``, vmapped
 (or in chunks, ``chunk_size``).
 
-Deliberate difference from JAX: complex inputs and outputs are refused with a ``TypeError`` naming
-the argument (``complex_refusal``; JAX differentiates them, with ``holomorphic=`` for Jacobians).
-Integer inputs take ``float0`` tangents and integer outputs get ``float0`` tangents, as in JAX.
+Complex values as in JAX: ``jvp`` takes complex primals and tangents (the JVP is the complex-linear
+map ``J t``); ``jacfwd`` takes real inputs, or complex ones with ``holomorphic=True`` (complex
+inputs and outputs, ``df/dz``). Integer inputs take ``float0`` tangents and integer outputs get
+``float0`` tangents, as in JAX.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import numpy as np
 
 from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
 from jaxparadigm.autodiff.chunked_map import check_chunk_size, map_rows
-from jaxparadigm.autodiff.complex_refusal import refuse_complex
 from jaxparadigm.autodiff.graph import flat_trace
 from jaxparadigm.autodiff.jvp_interpreter import eval_jvp_closed
 
@@ -32,7 +32,8 @@ _FLOAT0 = jax.dtypes.float0
 
 
 def _is_float(x) -> bool:
-    return jnp.issubdtype(jnp.result_type(x), jnp.floating)
+    """Whether ``x`` carries a tangent: a floating or complex dtype."""
+    return jnp.issubdtype(jnp.result_type(x), jnp.inexact)
 
 
 def _check_tangents(primals, tangents) -> list:
@@ -50,7 +51,6 @@ def _check_tangents(primals, tangents) -> list:
             "primal and tangent arguments to jvp must have the same tree structure; got "
             f"primal structure {p_tree} and tangent structure {t_tree}."
         )
-    refuse_complex(p_leaves, "primals", "jvp")
     out = []
     for i, (p, t) in enumerate(zip(p_leaves, t_leaves, strict=True)):
         p_dtype, t_dtype = jnp.result_type(p), np.result_type(t)
@@ -77,17 +77,24 @@ def _output_tangents(graph, outs, touts):
     """Concrete output tangents: zeros where symbolic, ``float0`` zeros for integer outputs."""
     result: list[Any] = []
     for v, o, t in zip(graph.outputs, outs, touts, strict=True):
-        if not jnp.issubdtype(v.aval.dtype, jnp.floating):
+        if not jnp.issubdtype(v.aval.dtype, jnp.inexact):
             result.append(np.zeros(np.shape(o), _FLOAT0))
         else:
             result.append(jnp.zeros(np.shape(o), v.aval.dtype) if t is None else t)
     return result
 
 
-def _run(f, args, flat_tangents, has_aux, fn_name):
-    """Trace ``f`` (cached) and push tangents; ``(out, tangent_out, aux)`` as pytrees."""
+def _run(f, args, flat_tangents, has_aux, holomorphic=False):
+    """Trace ``f`` (cached) and push tangents; ``(out, tangent_out, aux)`` as pytrees.
+
+    With ``holomorphic`` (jacfwd's) every output must be complex (jax's ``TypeError``)."""
     graph, flat_args, n_out, aux_tree = flat_trace(f, tuple(args), None, has_aux)
-    refuse_complex([v.aval for v in graph.outputs[:n_out]], "output", fn_name)
+    for v in graph.outputs[:n_out] if holomorphic else ():
+        if not jnp.issubdtype(v.aval.dtype, jnp.complexfloating):
+            raise TypeError(
+                "jacfwd with holomorphic=True requires outputs with complex dtype, but got "
+                f"{v.aval.dtype.name}."
+            )
     outs, touts = eval_jvp_closed(graph.closed_jaxpr, flat_args, flat_tangents)
     # an input returned unchanged (a Python float) still comes back as an array, as in jax
     outs = [o if isinstance(o, (jax.Array, jax.core.Tracer)) else jnp.asarray(o) for o in outs]
@@ -109,7 +116,7 @@ def jvp(
     if not callable(f):
         raise TypeError(f"jvp: f={f!r} is not callable")
     flat_t = _check_tangents(primals, tangents)
-    out, tout, aux = _run(f, primals, flat_t, has_aux, "jvp")
+    out, tout, aux = _run(f, primals, flat_t, has_aux)
     return (out, tout, aux) if has_aux else (out, tout)
 
 
@@ -154,17 +161,37 @@ def _unravel_columns(col, wrt_leaves, wrt_tree, out_shape):
     return jax.tree_util.tree_unflatten(wrt_tree, blocks)
 
 
+def _check_jacfwd_input(dtype, holomorphic: bool, i: int) -> None:
+    """jax's jacfwd input check: real floating, or complex with ``holomorphic``."""
+    if holomorphic:
+        if not jnp.issubdtype(dtype, jnp.complexfloating):
+            raise TypeError(
+                "jacfwd with holomorphic=True requires inputs with complex dtype, but got "
+                f"{jnp.dtype(dtype).name} in argument {i}."
+            )
+    elif not jnp.issubdtype(dtype, jnp.floating):
+        raise TypeError(
+            "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
+            f"np.floating), but got {jnp.dtype(dtype).name} in argument {i}. For holomorphic "
+            "differentiation, pass holomorphic=True. For differentiation of non-holomorphic "
+            "functions involving complex inputs or integer inputs, use jvp directly."
+        )
+
+
 def jacfwd(
     f: Callable,
     argnums: int | Sequence[int] = 0,
     has_aux: bool = False,
+    holomorphic: bool = False,
     *,
     chunk_size: int | None = None,
 ) -> Callable[..., Any]:
     """``J[o][i] = d out_o / d args[i]`` (shape ``out_o.shape + args[i].shape``) by forward mode.
 
     One JVP per input coordinate, vmapped; ``chunk_size`` computes them ``chunk_size`` at a time
-    (``chunked_map``). Real floating inputs only (``TypeError`` otherwise). Claims C3.2, C3.3.
+    (``chunked_map``). Real floating inputs only, or with ``holomorphic=True`` complex inputs and
+    outputs (``J = df/dz``, the JVP along ``1 + 0i``); ``TypeError`` otherwise, in jax's words.
+    Claims C3.2, C3.3.
     """
     if not callable(f):
         raise TypeError(f"jacfwd: f={f!r} is not callable")
@@ -179,26 +206,20 @@ def jacfwd(
             wrt_args[0] if isinstance(argnums, int) else wrt_args
         )
         for i in nums:
-            arg_leaves = jax.tree_util.tree_leaves(args[i])
-            refuse_complex(arg_leaves, f"argument {i}", "jacfwd")
-            for leaf in arg_leaves:
-                if not _is_float(leaf):
-                    raise TypeError(
-                        f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
-                        f"np.floating), but got {jnp.result_type(leaf)} in argument {i}."
-                    )
+            for leaf in jax.tree_util.tree_leaves(args[i]):
+                _check_jacfwd_input(jnp.result_type(leaf), holomorphic, i)
         leaves = jax.tree_util.tree_leaves(args)
         offsets, n = _coordinate_offsets(args, nums)
 
         def column(k):
-            return _run(f, args, _basis_tangents(k, leaves, offsets), has_aux, "jacfwd")[1]
+            return _run(f, args, _basis_tangents(k, leaves, offsets), has_aux, holomorphic)[1]
 
         cols = map_rows(column, n, chunk_size)
         jac = jax.tree_util.tree_map(
             lambda c: _unravel_columns(c, wrt_leaves, wrt_tree, c.shape[1:]), cols
         )
         if has_aux:
-            return jac, _run(f, args, [None] * len(leaves), True, "jacfwd")[2]
+            return jac, _run(f, args, [None] * len(leaves), True)[2]
         return jac
 
     return jacfwd_f

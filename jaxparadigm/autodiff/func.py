@@ -6,6 +6,11 @@ through our graph + VJP registry, ``jvp`` and ``jacfwd`` through our JVP interpr
 torch.func does) and ``hvp(f, primals, tangents) = jvp(grad(f), primals, tangents)[1]``.
 ``jacrev``/``jacfwd``/``hessian`` take ``chunk_size`` (rows computed that many at a time). Only
 ``vmap`` is JAX's own (``jax.vmap``): batching is not differentiation.
+
+Complex numbers: ``holomorphic=`` as jax's (``grad``, ``grad_and_value``, ``jacrev``, ``jacfwd``,
+``hessian``); gradients of real losses of complex inputs are jax's ``dL/dx - i dL/dy`` unless
+``convention="torch"`` (``grad``/``grad_and_value``) asks for torch's conjugate ``dL/dx + i dL/dy``;
+``check_holomorphic=True`` verifies the Cauchy-Riemann equations first (``complex_conventions``).
 """
 
 from __future__ import annotations
@@ -19,24 +24,76 @@ import jax.numpy as jnp
 from jaxparadigm.autodiff import forward_mode, reverse_mode
 from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
 from jaxparadigm.autodiff.chunked_map import check_chunk_size, map_rows
+from jaxparadigm.autodiff.complex_conventions import (
+    check_convention,
+    check_holomorphic,
+    to_torch_convention,
+)
 
 __all__ = ["grad", "grad_and_value", "hessian", "hvp", "jacfwd", "jacrev", "jvp", "vjp", "vmap"]
 
 
-def grad(func: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
-    """torch.func.grad: d func / d args[argnums] via our engine; ``(grad, aux)`` with has_aux. C3.2."""
-    return reverse_mode.grad(func, argnums, has_aux)
+def _with_holomorphy_check(
+    transform: Callable, func: Callable, argnums, holomorphic: bool, check: bool, name: str
+) -> Callable:
+    """``transform`` preceded, with ``check``, by ``check_holomorphic(func, *args)``."""
+    if check and not holomorphic:
+        raise ValueError(f"{name}: check_holomorphic=True needs holomorphic=True")
+    if not check:
+        return transform
+
+    def checked(*args, **kwargs):
+        check_holomorphic(lambda *a: func(*a, **kwargs), *args, argnums=argnums)
+        return transform(*args, **kwargs)
+
+    return checked
+
+
+def grad(
+    func: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    *,
+    holomorphic: bool = False,
+    convention: str = "jax",
+    check_holomorphic: bool = False,
+) -> Callable:
+    """torch.func.grad: d func / d args[argnums] via our engine; ``(grad, aux)`` with has_aux. C3.2.
+
+    Complex inputs: ``convention="jax"`` (default) returns jax.grad's ``dL/dx - i dL/dy``;
+    ``convention="torch"`` returns torch.func.grad's ``dL/dx + i dL/dy`` (its conjugate).
+    ``holomorphic=True``: ``df/dz`` of a complex ``func`` (jax's); ``check_holomorphic=True``
+    raises ``ValueError`` first if the Cauchy-Riemann equations fail at the point.
+    """
+    check_convention(convention, holomorphic, "grad")
+    plain = reverse_mode.grad(func, argnums, has_aux, holomorphic)
+
+    def torch_grad(*args, **kwargs):
+        res = plain(*args, **kwargs)
+        return (to_torch_convention(res[0]), res[1]) if has_aux else to_torch_convention(res)
+
+    g = torch_grad if convention == "torch" else plain
+    return _with_holomorphy_check(g, func, argnums, holomorphic, check_holomorphic, "grad")
 
 
 def grad_and_value(
-    func: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
+    func: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    *,
+    holomorphic: bool = False,
+    convention: str = "jax",
 ) -> Callable:
-    """torch.func.grad_and_value: ``(grad, value)``; with has_aux ``(grad, (value, aux))``. C3.2."""
-    vg = reverse_mode.value_and_grad(func, argnums, has_aux)
+    """torch.func.grad_and_value: ``(grad, value)``; with has_aux ``(grad, (value, aux))``. C3.2.
+
+    ``holomorphic`` and ``convention`` as ``grad``'s.
+    """
+    check_convention(convention, holomorphic, "grad_and_value")
+    vg = reverse_mode.value_and_grad(func, argnums, has_aux, holomorphic)
 
     def grad_and_value_f(*args, **kwargs):
         value, g = vg(*args, **kwargs)
-        return g, value
+        return (to_torch_convention(g) if convention == "torch" else g), value
 
     return grad_and_value_f
 
@@ -78,23 +135,30 @@ def jacrev(
     *,
     has_aux: bool = False,
     chunk_size: int | None = None,
+    holomorphic: bool = False,
+    check_holomorphic: bool = False,
 ) -> Callable[..., Any]:
     """torch.func.jacrev: Jacobian by reverse mode -- our vjp, vmapped over output basis vectors.
 
     ``J[o][i] = d out_o / d args[i]`` with shape ``out_o.shape + args[i].shape``. With
     ``chunk_size`` the rows (one VJP per output coordinate) are computed ``chunk_size`` at a time
-    (``chunked_map.map_rows``), as ``torch.func.jacrev(chunk_size=...)``; results are equal. C3.2.
+    (``chunked_map.map_rows``), as ``torch.func.jacrev(chunk_size=...)``; results are equal.
+    ``holomorphic``/``check_holomorphic`` as ``grad``'s (jax's rules: a complex output needs
+    ``holomorphic=True``; complex inputs of real outputs get jax's conjugate convention). C3.2.
     """
     argnums = normalize_argnums(argnums, "jacrev")
     chunk_size = check_chunk_size(chunk_size, "jacrev")
 
     def jac_fn(*args):
         nums, rebuild = _select(args, argnums)
-        reverse_mode.wrt_mask(args, nums, "jacrev")  # real floating inputs only
+        reverse_mode.wrt_mask(args, nums, "jacrev", holomorphic)  # inexact inputs only
         f_wrt = lambda *wrt: func(*rebuild(wrt))
         res = reverse_mode.vjp(f_wrt, *(args[i] for i in nums), has_aux=has_aux)
         out, vjp_fn = res[0], res[1]
         out_leaves, out_tree = jax.tree_util.tree_flatten(out)
+        for leaf in out_leaves:
+            if holomorphic or jnp.iscomplexobj(leaf):
+                reverse_mode.check_output_dtype(jnp.result_type(leaf), "jacrev", holomorphic)
         jac_per_out = []
         for k, leaf in enumerate(out_leaves):
             size, shape = int(jnp.size(leaf)), jnp.shape(leaf)
@@ -114,7 +178,7 @@ def jacrev(
         jac = jax.tree_util.tree_unflatten(out_tree, jac_per_out)
         return (jac, res[2]) if has_aux else jac
 
-    return jac_fn
+    return _with_holomorphy_check(jac_fn, func, argnums, holomorphic, check_holomorphic, "jacrev")
 
 
 def jacfwd(
@@ -123,26 +187,34 @@ def jacfwd(
     *,
     has_aux: bool = False,
     chunk_size: int | None = None,
+    holomorphic: bool = False,
+    check_holomorphic: bool = False,
 ) -> Callable[..., Any]:
     """torch.func.jacfwd: ``J[:, k] = J @ e_k`` by our forward mode (``forward_mode.jacfwd``).
 
     ``chunk_size`` computes the columns that many at a time (an extension: torch.func.jacfwd
-    has none). C3.3's outer level.
+    has none); ``holomorphic``/``check_holomorphic`` as ``grad``'s. C3.3's outer level.
     """
-    return forward_mode.jacfwd(func, argnums, has_aux, chunk_size=chunk_size)
+    jac = forward_mode.jacfwd(func, argnums, has_aux, holomorphic, chunk_size=chunk_size)
+    return _with_holomorphy_check(jac, func, argnums, holomorphic, check_holomorphic, "jacfwd")
 
 
 def hessian(
-    func: Callable, argnums: int | Sequence[int] = 0, *, chunk_size: int | None = None
+    func: Callable,
+    argnums: int | Sequence[int] = 0,
+    *,
+    chunk_size: int | None = None,
+    holomorphic: bool = False,
 ) -> Callable:
     """torch.func.hessian: forward-over-reverse ``jacfwd(jacrev(func))``, both on our engine. C3.3.
 
-    ``chunk_size`` bounds how many Hessian rows (outer JVPs, and inner VJPs) run at once.
+    ``chunk_size`` bounds how many Hessian rows (outer JVPs, and inner VJPs) run at once;
+    ``holomorphic=True`` as jax.hessian's (both levels holomorphic: ``d2f/dz2``).
     """
     argnums = normalize_argnums(argnums, "hessian")
     chunk_size = check_chunk_size(chunk_size, "hessian")
-    inner = jacrev(func, argnums, chunk_size=chunk_size)
-    outer = forward_mode.jacfwd(inner, argnums, chunk_size=chunk_size)
+    inner = jacrev(func, argnums, chunk_size=chunk_size, holomorphic=holomorphic)
+    outer = forward_mode.jacfwd(inner, argnums, chunk_size=chunk_size, holomorphic=holomorphic)
 
     def hessian_f(*args):
         resolve_argnums(argnums, len(args), "hessian")  # errors name hessian, not its parts

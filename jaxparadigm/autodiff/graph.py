@@ -29,7 +29,6 @@ import numpy as np
 from jax.core import ShapedArray
 from jax.extend import core as jcore
 
-from jaxparadigm.autodiff.complex_refusal import COMPLEX_REFUSED
 from jaxparadigm.autodiff.registry import get_forward, get_vjp, has_forward
 from jaxparadigm.autodiff.trace_cache import TRACES, closes_over_tracers, trace_key
 
@@ -215,13 +214,10 @@ class Graph:
             if ct is None or not isinstance(v, jcore.Var) or v not in active:
                 return
             aval = _shaped(v)
-            if jnp.issubdtype(aval.dtype, jnp.complexfloating):
-                raise TypeError(
-                    f"backward: a cotangent reaches the complex value {v}: {aval.str_short()}; "
-                    + COMPLEX_REFUSED
-                )
             if not hasattr(ct, "dtype"):  # a Python number from a user's custom bwd
                 ct = jnp.asarray(ct, aval.dtype)
+            if jnp.iscomplexobj(ct) and not jnp.issubdtype(aval.dtype, jnp.complexfloating):
+                ct = jnp.real(ct)  # a real value's cotangent is real (jax's convention)
             if ct.dtype != aval.dtype:
                 ct = ct.astype(aval.dtype)
             ct_env[v] = ct_env[v] + ct if v in ct_env else ct

@@ -5,11 +5,11 @@ reverse through the registry -- ``jax.grad`` is never called. Rules are ``jnp`` 
 backward pass is an ordinary traceable program: it works under ``jax.jit``/``jax.vmap``, and
 ``grad(grad(f))`` re-enters the engine on the first backward's own graph (one graph per level).
 
-Complex numbers are refused, deliberately: a complex differentiated input, a complex output of
-``vjp`` or a cotangent reaching a complex intermediate raises ``TypeError`` naming it
-(``complex_refusal``, shared with forward mode). (jax
-differentiates them with its conjugate-cotangent convention; we do not implement it, and silently
-dropping the imaginary part is the one outcome we rule out.)
+Complex numbers as jax: the cotangent of ``z = x + iy`` for a real loss is ``dL/dx - i dL/dy``
+(``2 dL/dz``; torch's ``dL/dz*`` convention is its conjugate, ``func.grad(convention="torch")``).
+``grad`` of a real output takes complex inputs; ``holomorphic=True`` requires complex inputs and a
+complex output and returns ``df/dz`` (the VJP of the cotangent ``1 + 0i``); a complex output
+without it is jax's ``TypeError``. ``vjp`` takes complex primals and cotangents.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import numpy as np
 from jax import dtypes
 
 from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
-from jaxparadigm.autodiff.complex_refusal import refuse_complex
 from jaxparadigm.autodiff.graph import flat_trace
 from jaxparadigm.autodiff.saved import Saved
 from jaxparadigm.autodiff.trace_cache import static_key
@@ -32,22 +31,55 @@ from jaxparadigm.autodiff.trace_cache import static_key
 __all__ = ["grad", "value_and_grad", "vjp"]
 
 
-def wrt_mask(args: tuple, argnums: Sequence[int], fn_name: str) -> list[bool]:
-    """One flag per flat leaf: True for leaves of the differentiated arguments (must be real float)."""
+def wrt_mask(
+    args: tuple, argnums: Sequence[int], fn_name: str, holomorphic: bool = False
+) -> list[bool]:
+    """One flag per flat leaf: True for leaves of the differentiated arguments.
+
+    Those must be floating or complex (complex with ``holomorphic``), with jax's messages.
+    """
     mask: list[bool] = []
     for i, arg in enumerate(args):
         leaves = jax.tree_util.tree_leaves(arg)
         if i in argnums:
             for leaf in leaves:
-                dtype = jnp.result_type(leaf)
-                refuse_complex([dtype], f"argument {i} (argnums)", fn_name)
-                if not jnp.issubdtype(dtype, jnp.floating):
-                    raise TypeError(
-                        f"{fn_name}: argument {i} (argnums) has a leaf of dtype {dtype}; "
-                        "differentiation requires floating-point inputs"
-                    )
+                check_input_dtype(jnp.result_type(leaf), fn_name, holomorphic, i)
         mask.extend([i in argnums] * len(leaves))
     return mask
+
+
+def check_input_dtype(dtype, fn_name: str, holomorphic: bool, i: int) -> None:
+    """jax's input check of ``grad``/``jacrev``: inexact (complex with ``holomorphic``)."""
+    if holomorphic and not jnp.issubdtype(dtype, jnp.complexfloating):
+        raise TypeError(
+            f"{fn_name} with holomorphic=True requires inputs with complex dtype, but got "
+            f"{jnp.dtype(dtype).name} (argument {i})."
+        )
+    if not jnp.issubdtype(dtype, jnp.inexact):
+        raise TypeError(
+            f"{fn_name}: argument {i} (argnums) has a leaf of dtype {dtype}; "
+            "differentiation requires floating-point or complex inputs"
+        )
+
+
+def check_output_dtype(dtype, fn_name: str, holomorphic: bool) -> None:
+    """jax's output check of ``grad``/``jacrev``: real, or complex with ``holomorphic``."""
+    name = jnp.dtype(dtype).name
+    if holomorphic:
+        if not jnp.issubdtype(dtype, jnp.complexfloating):
+            raise TypeError(
+                f"{fn_name} with holomorphic=True requires outputs with complex dtype, "
+                f"but got {name}."
+            )
+    elif jnp.issubdtype(dtype, jnp.complexfloating):
+        raise TypeError(
+            f"{fn_name} requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {name}. For holomorphic differentiation, pass "
+            "holomorphic=True. For differentiation of non-holomorphic functions involving "
+            "complex outputs, use vjp directly."
+        )
+    elif not jnp.issubdtype(dtype, jnp.floating):
+        raise TypeError(f"{fn_name} requires a real floating-point output; got dtype {name}")
 
 
 def _check_cotangent(k: int, ct, aval) -> None:
@@ -81,27 +113,29 @@ def _grads_for(args, argnums, flat_args, wrt, in_cts, float0_for_rest=False):
     return per_arg
 
 
-def _check_scalar_float_output(out_avals: list) -> None:
-    """grad's output contract: one real floating-point scalar (``TypeError`` otherwise). C3.2."""
+def _check_scalar_output(out_avals: list, holomorphic: bool) -> None:
+    """grad's output contract: one scalar, real floating (complex with ``holomorphic``). C3.2."""
     if len(out_avals) != 1 or out_avals[0].shape != ():
         shapes = [tuple(a.shape) for a in out_avals]
         raise TypeError(
             "grad requires a function with a scalar output; got output shape(s) "
             f"{shapes if len(out_avals) != 1 else shapes[0]}"
         )
-    if not jnp.issubdtype(out_avals[0].dtype, jnp.floating):
-        raise TypeError(
-            f"grad requires a real floating-point output; got dtype {out_avals[0].dtype}"
-        )
+    check_output_dtype(out_avals[0].dtype, "grad", holomorphic)
 
 
 def value_and_grad(
-    f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
 ) -> Callable:
     """``(f(x), df/dx)`` via our graph + registry, for scalar float ``f``. Claims C3.2, C3.3.
 
     Same conventions as ``jax.value_and_grad``: ``argnums`` int or tuple; with ``has_aux`` f
-    returns ``(out, aux)`` and the result is ``((out, aux), grads)``.
+    returns ``(out, aux)`` and the result is ``((out, aux), grads)``. Complex inputs of a real
+    ``f`` get ``dL/dx - i dL/dy``; ``holomorphic=True`` (complex inputs and output) gives
+    ``df/dz``.
     """
     if not callable(f):
         raise TypeError(f"value_and_grad: f={f!r} is not callable")
@@ -110,7 +144,7 @@ def value_and_grad(
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
         nums = resolve_argnums(argnums, len(args), "grad")
-        wrt_mask(args, nums, "grad")
+        wrt_mask(args, nums, "grad", holomorphic)
         # Only the differentiated arguments are traced; the others (and kwargs) are closed over
         # as they are, as jax.grad does: a custom_vjp's nondiff argument or a closure_convert
         # constant stays concrete. The trace is cached under f itself, the argnums split and the
@@ -133,7 +167,7 @@ def value_and_grad(
             f_wrt, wrt_args, None, has_aux, cache_as=(f, static)
         )
         wrt = [True] * len(flat_args)
-        _check_scalar_float_output([v.aval for v in graph.outputs[:n_out]])
+        _check_scalar_output([v.aval for v in graph.outputs[:n_out]], holomorphic)
         env = graph.forward(flat_args, wrt)
         outs = graph.outputs_of(env)
         value = outs[0]
@@ -149,13 +183,18 @@ def value_and_grad(
     return value_and_grad_f
 
 
-def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def grad(
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+) -> Callable:
     """``df/dx`` through our graph + VJP registry (not ``jax.grad``). Claims C3.2, C3.3.
 
     ``grad(grad(lambda x: (x**3).sum()))(2.0) == 12.0``: the inner backward is itself traced.
-    With ``has_aux`` returns ``(grads, aux)``.
+    With ``has_aux`` returns ``(grads, aux)``; ``holomorphic`` as ``jax.grad``'s.
     """
-    vg = value_and_grad(f, argnums, has_aux)
+    vg = value_and_grad(f, argnums, has_aux, holomorphic)
 
     @functools.wraps(f)
     def grad_f(*args, **kwargs):
@@ -176,13 +215,10 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     if not callable(f):
         raise TypeError(f"vjp: f={f!r} is not callable")
     wrt = []
-    for i, p in enumerate(primals):
+    for p in primals:
         leaves = jax.tree_util.tree_leaves(p)
-        refuse_complex(leaves, f"primal {i}", "vjp")
-        wrt += [jnp.issubdtype(jnp.result_type(x), jnp.floating) for x in leaves]
+        wrt += [jnp.issubdtype(jnp.result_type(x), jnp.inexact) for x in leaves]
     graph, flat_args, n_out, aux_tree = flat_trace(f, primals, None, has_aux)
-    for k, v in enumerate(graph.outputs[:n_out]):
-        refuse_complex([v.aval], f"output {k}", "vjp")
     env = graph.forward(flat_args, wrt)
     outs = graph.outputs_of(env)
     out = jax.tree_util.tree_unflatten(graph.out_tree, outs[:n_out])

@@ -39,14 +39,11 @@ __all__ = [
 ]
 
 CLASSES = ("equal", "different", "raised", "refused", "oracle_raised")
-TOL = {"float32": 2e-4, "float64": 1e-9, "bfloat16": 6e-2, "complex64": 2e-4}
+TOL = {"float32": 2e-4, "float64": 1e-9, "bfloat16": 6e-2, "complex64": 2e-4, "complex128": 1e-9}
 
 # Deliberate differences from jax, by name: (exception type, fragment of its message) -> reason.
-# Generated programs are real-valued, so none of these fires there; the list is what the suite
-# accepts (test_generated_programs checks a complex program is classed ``refused``).
-DOCUMENTED_REFUSALS = {
-    ("TypeError", "complex"): "complex inputs/outputs are refused (complex_refusal, C3.2)",
-}
+# None is left: complex numbers, the last one, differentiate as jax does since issue 36.
+DOCUMENTED_REFUSALS: dict[tuple[str, str], str] = {}
 
 
 @dataclasses.dataclass
@@ -72,9 +69,14 @@ CHUNK = 3  # rows per chunk: Jacobians of 1..16 rows give one chunk, several, an
 
 def _like(tree, rng):
     """Random normal values with the structure, shapes and dtypes of ``tree``'s leaves."""
-    return jax.tree_util.tree_map(
-        lambda x: jnp.asarray(rng.standard_normal(np.shape(x)), jnp.result_type(x)), tree
-    )
+
+    def one(x):
+        value = rng.standard_normal(np.shape(x))
+        if jnp.issubdtype(jnp.result_type(x), jnp.complexfloating):
+            value = value + 1j * rng.standard_normal(np.shape(x))
+        return jnp.asarray(value, jnp.result_type(x))
+
+    return jax.tree_util.tree_map(one, tree)
 
 
 def _dot(tree, weights):
@@ -89,6 +91,10 @@ def _pair(f, args, rng):
     out = jax.eval_shape(f, *args)
     w = _like(out, rng)
     loss = lambda *a: _dot(f(*a), w)
+    if any(jnp.iscomplexobj(a) for a in jax.tree_util.tree_leaves(args)):
+        # complex programs: real losses for grad (jax's conjugate convention), holomorphic=True
+        # for the Jacobians and Hessians of the complex-valued f and of _dot(f, w)
+        return _complex_pair(f, args, loss, w, rng)
     ts = tuple(_like(a, rng) for a in args)
     ct = _like(out, rng)
     w0 = _like(args[0], rng)
@@ -125,6 +131,56 @@ def _pair(f, args, rng):
         ),
     }
     return {**plain, **_with_options(f, args, loss, ts, ct)}
+
+
+def _complex_pair(f, args, loss, w, rng):
+    """``_pair`` for complex programs: grad of the real loss ``re <f, w>`` (jax's conjugate
+    convention), ``holomorphic=True`` for Jacobians of ``f`` and Hessians of ``<f, w>`` when the
+    output is complex (jax raises on a real output of complex inputs, and so do we)."""
+    nums, sub = _argnums(len(args)), _argnums_subset(len(args))
+    out_avals = jax.tree_util.tree_leaves(jax.eval_shape(f, *args))
+    hol = all(jnp.iscomplexobj(o) for o in out_avals)
+    real_loss = lambda *a: jnp.real(loss(*a))
+    ts, ct = tuple(_like(a, rng) for a in args), _like(jax.eval_shape(f, *args), rng)
+    w0 = _like(args[0], rng)
+    stacked = jax.tree_util.tree_map(lambda a: jnp.stack([a, 0.9 * a]), args)
+
+    def gg(grad):
+        return grad(lambda *a: jnp.real(_dot(grad(real_loss)(*a), w0)))
+
+    def with_aux(*a):
+        o = f(*a)
+        return o, {"out": o, "sum": jnp.sum(o)}
+
+    jacobians = {"jacrev": (func.jacrev, jax.jacrev, f), "jacfwd": (func.jacfwd, jax.jacfwd, f)}
+    jacobians["hessian"] = (func.hessian, jax.hessian, loss)
+    pairs = {
+        "grad": (func.grad(real_loss, nums), jax.grad(real_loss, nums)),
+        "hvp": (
+            lambda *a: func.jvp(func.grad(real_loss, nums), a, ts)[1],
+            lambda *a: jax.jvp(jax.grad(real_loss, nums), a, ts)[1],
+        ),
+        "jvp": (lambda *a: func.jvp(f, a, ts), lambda *a: jax.jvp(f, a, ts)),
+        "vjp": (lambda *a: func.vjp(f, *a)[1](ct), lambda *a: jax.vjp(f, *a)[1](ct)),
+        "grad_of_grad": (gg(func.grad), gg(jax.grad)),
+    }
+    for name, (ours, ref, fn) in jacobians.items():
+        pairs[name] = (ours(fn, nums, holomorphic=hol), ref(fn, nums, holomorphic=hol))
+        pairs[f"{name}_argnums"] = (ours(fn, sub, holomorphic=hol), ref(fn, sub, holomorphic=hol))
+        pairs[f"{name}_chunk"] = (
+            ours(fn, nums, chunk_size=CHUNK, holomorphic=hol),
+            ref(fn, nums, holomorphic=hol),
+        )
+        if name != "hessian":
+            pairs[f"{name}_aux"] = (
+                ours(with_aux, nums, has_aux=True, holomorphic=hol),
+                ref(with_aux, nums, has_aux=True, holomorphic=hol),
+            )
+    out = {name: (ours, ref, args) for name, (ours, ref) in pairs.items()}
+    out["vmap_grad"] = (jax.vmap(pairs["grad"][0]), jax.vmap(pairs["grad"][1]), stacked)
+    for name, triple in _with_options(f, args, real_loss, ts, ct).items():
+        out.setdefault(name, triple)  # grad_aux, vjp_aux, jvp_aux, grad_argnums
+    return out
 
 
 def _with_options(f, args, loss, ts, ct):
@@ -201,7 +257,8 @@ def _close(ours, ref, tol) -> str:
     for a, b in zip(lo, lr, strict=True):
         if np.shape(a) != np.shape(b) or jnp.result_type(a) != jnp.result_type(b):
             return f"{jnp.result_type(a)}{np.shape(a)} vs jax's {jnp.result_type(b)}{np.shape(b)}"
-        a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        wide = np.complex128 if jnp.iscomplexobj(b) else np.float64
+        a64, b64 = np.asarray(a, wide), np.asarray(b, wide)
         if not np.array_equal(np.isfinite(a64), np.isfinite(b64)):
             return f"non-finite pattern differs: {a64} vs jax's {b64}"
         fin = np.isfinite(b64)
@@ -233,7 +290,8 @@ def _refusal(exc) -> str | None:
 
 def compare_program(program: Program, transforms=TRANSFORMS, eager=TRANSFORMS, vmap=True):
     """``compare_function`` on the generated program (float64 under ``jax.enable_x64``)."""
-    ctx = jax.enable_x64(True) if program.dtype == "float64" else contextlib.nullcontext()
+    wide = program.dtype in ("float64", "complex128")
+    ctx = jax.enable_x64(True) if wide else contextlib.nullcontext()
     with ctx:
         f, args = build(program)
         tol = TOL[program.dtype]

@@ -13,7 +13,9 @@ well-conditioned (``program_matrix_ops``).
 Coverage -- what the strategies (``programs()``, ``random_program``) draw:
 
 * inputs: one to three arrays of rank 0-2 (all differentiated), dtypes float32, float64 (under
-  ``jax.enable_x64``) and bfloat16 (elementwise ops only, loose tolerance);
+  ``jax.enable_x64``), bfloat16 (elementwise ops only, loose tolerance), complex64 and complex128
+  (``COMPLEX_UNARY``/``COMPLEX_BINARY``/``COMPLEX_STRUCTURAL``: holomorphic maps, conj/real/
+  imag/abs/angle/complex, linear and polynomial structural ops, control flow);
 * elementwise (``UNARY``, ``BINARY``): tanh sin cos exp sigmoid softplus gelu relu leaky-relu abs
   clip neg square cube log log1p sqrt rsqrt reciprocal pow erf atan sinh expm1 stop_gradient
   asin acos cosh tan lgamma digamma erf_inv cbrt bessel_i0e bessel_i1e; add sub mul div max min
@@ -33,7 +35,7 @@ Coverage -- what the strategies (``programs()``, ``random_program``) draw:
   jacfwd, vjp, jvp), a subset of argnums (an int, a 1-tuple, an unsorted tuple), chunk_size
   (jacrev, jacfwd, hessian).
 
-Not drawn (yet): complex dtypes (refused by design, ``DOCUMENTED_REFUSALS``), integer or pytree
+Not drawn (yet): complex linear algebra, sort/pooling/fft of complex values, integer or pytree
 inputs (pytrees: ``programs.py``'s model losses), polygamma and the special functions our engine
 has no rules for (igamma, betainc, zeta), eig / schur / FFT (no rules here either), lu and
 custom_linear_solve called directly, non-square qr/svd and full_matrices, 3-D or transposed
@@ -242,8 +244,43 @@ STRUCTURAL = {
 }
 
 
+# Complex programs (issue 36) draw from these: holomorphic maps without poles or branch cuts
+# near the drawn values, the non-holomorphic conj/real/imag/abs/angle, and structural ops that
+# are linear or polynomial in h (a complex value is never compared: no sort/max/pooling).
+COMPLEX_ONLY_UNARY = {
+    "conj": jnp.conj,
+    "real": lambda h: jnp.real(h) + 0.0,
+    "imag": lambda h: jnp.imag(h) + jnp.real(h),
+    "angle": jnp.angle,
+    "abs": jnp.abs,
+    "parts": lambda h: lax.complex(jnp.real(h) * 0.5, jnp.imag(h) - jnp.real(h) ** 2),
+}
+COMPLEX_UNARY = (
+    "tanh",
+    "sin",
+    "cos",
+    "exp",
+    "neg",
+    "square",
+    "cube",
+    "sinh",
+    "expm1",
+    "stop_gradient",
+) + tuple(sorted(COMPLEX_ONLY_UNARY))
+COMPLEX_BINARY = ("add", "sub", "rsub", "mul", "div", "scaled")
+COMPLEX_STRUCTURAL = (
+    "sum", "sum_keep", "sum_all", "mean_keep", "prod", "flatten", "column", "transpose",
+    "expand", "broadcast", "slice", "stride", "index", "flip", "gather", "scatter", "set",
+    "dynamic_slice", "pad", "concat", "cumsum", "cumprod", "dot", "outer", "update_slice",
+    "switch", "fori", "checkpoint", "jit",
+)  # fmt: skip
+
+
 def _away_from_zero(rng, shape, dtype):
+    """Magnitudes in [0.3, 1.2]: a random sign, or for complex dtypes a random phase."""
     mag = rng.uniform(0.3, 1.2, size=shape)
+    if jnp.issubdtype(dtype, jnp.complexfloating):
+        return jnp.asarray(mag * np.exp(1j * rng.uniform(-np.pi, np.pi, size=shape)), dtype)
     return jnp.asarray(mag * rng.choice([-1.0, 1.0], size=shape), dtype)
 
 
@@ -270,7 +307,7 @@ def build(program: Program):
         h = xs[0]
         for op, const in zip(program.ops, consts, strict=True):
             if op[0] == "unary":
-                h = UNARY[op[1]](h)
+                h = (COMPLEX_ONLY_UNARY | UNARY)[op[1]](h)
             elif op[0] == "binary":
                 h = BINARY[op[1]](h, xs[int(op[2][3:])] if op[2].startswith("arg") else const)
             else:
@@ -304,7 +341,7 @@ def _operand_shapes(shape):
 
 
 ARG_SHAPES = [(3,), (2, 3), (1, 3), (3, 1), (), (1,), (4,)]
-DTYPES = ("float32", "float32", "float64", "bfloat16")
+DTYPES = ("float32", "float32", "float64", "bfloat16", "complex64", "complex128")
 
 
 def _draw_program(choose, max_ops: int, dtypes) -> Program:
@@ -312,6 +349,10 @@ def _draw_program(choose, max_ops: int, dtypes) -> Program:
     generator): the op sequence, each op's operand shape, the shapes kept <= ``MAX_SIZE``."""
     dtype = choose(dtypes)
     bf16 = dtype == "bfloat16"
+    cplx = dtype.startswith("complex")
+    unary = BF16_UNARY if bf16 else (COMPLEX_UNARY if cplx else sorted(UNARY))
+    binary = BF16_BINARY if bf16 else (COMPLEX_BINARY if cplx else sorted(BINARY))
+    structural = COMPLEX_STRUCTURAL if cplx else sorted(STRUCTURAL)
     shape0 = choose(ARG_SHAPES)
     arg_shapes = [shape0]
     for _ in range(choose((0, 1, 1, 2))):  # a second input half the time, a third a quarter
@@ -321,9 +362,9 @@ def _draw_program(choose, max_ops: int, dtypes) -> Program:
     for _ in range(choose(range(1, (3 if bf16 else max_ops) + 1))):
         kind = choose(kinds)
         if kind == "unary":
-            ops.append(("unary", choose(BF16_UNARY if bf16 else sorted(UNARY))))
+            ops.append(("unary", choose(unary)))
         elif kind == "binary":
-            name = choose(BF16_BINARY if bf16 else sorted(BINARY))
+            name = choose(binary)
             source = choose(SOURCES[: 1 + len(arg_shapes)])
             o_shape = arg_shapes[int(source[3:])] if source.startswith("arg") else None
             o_shape = () if source == "scalar" else o_shape
@@ -335,7 +376,7 @@ def _draw_program(choose, max_ops: int, dtypes) -> Program:
             ops.append(("binary", name, source, o_shape))
             shape = new
         else:
-            name = choose(sorted(STRUCTURAL))
+            name = choose(structural)
             if len(shape) < STRUCTURAL[name][0]:
                 continue
             new = tuple(

@@ -1,6 +1,6 @@
 """Issue 12, section 1: silent wrong results, each pinned against jax.grad / jax.jacrev as oracle.
 
-Where we deliberately differ from jax (pow(0, 0), complex numbers) a test pins the difference.
+Where we deliberately differ from jax (pow(0, 0)) a test pins the difference.
 """
 
 import jax
@@ -113,26 +113,38 @@ def test_clamp_ties_match_jax():
         np.testing.assert_array_equal(a, b)
 
 
-class TestComplexRefused:
-    """Deliberate difference: complex numbers raise TypeError naming the argument."""
+class TestComplexEqualsJax:
+    """Complex numbers differentiate as jax does (issue 36; these were refusals before)."""
 
     def test_complex_input_to_grad(self):
-        with pytest.raises(TypeError, match=r"argument 1 \(argnums\).*complex64.*does not"):
-            grad(lambda a, z: jnp.abs(z) ** 2 * a, argnums=(0, 1))(1.0, jnp.complex64(1 + 2j))
+        f = lambda a, z: jnp.abs(z) ** 2 * a
+        args = (1.0, jnp.complex64(1 + 2j))
+        ours, ref = grad(f, argnums=(0, 1))(*args), jax.grad(f, argnums=(0, 1))(*args)
+        for a, b in zip(ours, ref, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+            assert jnp.result_type(a) == jnp.result_type(b)
+        np.testing.assert_allclose(ours[1], 2 - 4j)  # dL/dx - i dL/dy = 2x - 2iy = 2 conj(z)
 
     def test_complex_primal_and_output_of_vjp(self):
-        with pytest.raises(TypeError, match="primal 0 .*complex64"):
-            vjp(lambda z: jnp.real(z), jnp.complex64(1j))
-        with pytest.raises(TypeError, match="output 0 .*complex64"):
-            vjp(lambda x: x * 1j, 1.0)
-        with pytest.raises(TypeError, match="output 0 .*complex64"):
+        cases = [
+            (lambda z: jnp.real(z), jnp.complex64(1j), jnp.float32(1.5)),
+            (lambda x: x * 1j, 1.0, jnp.complex64(0.5 - 2j)),
+            (lambda z: jnp.conj(z) * z * 1j, jnp.complex64(1 - 1j), jnp.complex64(0.5 - 2j)),
+        ]
+        for f, x, ct in cases:
+            out, pull = vjp(f, x)
+            ref_out, ref_pull = jax.vjp(f, x)
+            np.testing.assert_allclose(out, ref_out)
+            np.testing.assert_allclose(pull(ct)[0], ref_pull(ct)[0], rtol=1e-6)
+        with pytest.raises(TypeError, match="jacrev requires real-valued outputs.*complex64"):
             func.jacrev(lambda x: x * 1j)(1.0)
 
     def test_complex_intermediate(self):
-        with pytest.raises(TypeError, match="complex"):
-            grad(lambda x: jnp.real(jnp.exp(1j * x)))(1.0)
-        with pytest.raises(TypeError, match="complex"):
-            grad(lambda x: jnp.abs(jnp.exp(1j * x) * x))(1.0)
+        for f in (
+            lambda x: jnp.real(jnp.exp(1j * x)),
+            lambda x: jnp.abs(jnp.exp(1j * x) * x),
+        ):
+            np.testing.assert_allclose(grad(f)(1.0), jax.grad(f)(1.0), rtol=1e-6)
 
 
 @pytest.mark.parametrize(

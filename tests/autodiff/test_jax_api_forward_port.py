@@ -3,8 +3,8 @@
 From ``tests/api_test.py`` (class ``APITest``) and ``tests/lax_control_flow_test.py`` (class
 ``LaxControlFlowTest``): each test names its upstream test. ``api.jvp``/``jacfwd``/``jacrev``/
 ``hessian`` are replaced by ours (``forward_mode.jvp`` keeps JAX's conventions and messages).
-Adaptations are stated where they occur: our engine refuses complex inputs (upstream's complex
-cases become "raises TypeError"), and reverse-mode halves through loops are reverse mode's port.
+Adaptations are stated where they occur (complex inputs differentiate as upstream's, with
+``holomorphic=``), and reverse-mode halves through loops are reverse mode's port.
 """
 
 import itertools
@@ -46,11 +46,14 @@ def test_hessian():
     close(hessian(f)(x), A + A.T, 1e-4)
 
 
-def test_hessian_holomorphic_is_refused():
-    """api_test.py APITest.test_hessian_holomorphic: complex input -> TypeError (our difference)."""
+def test_hessian_holomorphic():
+    """api_test.py APITest.test_hessian_holomorphic: ``x @ x`` of complex x, holomorphic=True."""
     x = jnp.ones(4, jnp.complex64)
+    f = lambda x: jnp.dot(x, x)
+    close(hessian(f, holomorphic=True)(x), 2 * jnp.eye(4, dtype=jnp.complex64))
+    close(hessian(f, holomorphic=True)(x), jax.hessian(f, holomorphic=True)(x))
     with pytest.raises(TypeError, match="complex"):
-        hessian(lambda x: jnp.dot(x, x))(x)
+        hessian(f)(x)
 
 
 @pytest.mark.parametrize("jacfun", [jacfwd, jacrev], ids=["jacfwd", "jacrev"])
@@ -184,11 +187,12 @@ def test_heterogeneous_jacfwd():
 
 def test_complex_input_jacfwd_raises_error():
     """api_test.py APITest.test_complex_input_jacfwd_raises_error and test_jacfwd_of_complex_errors
-    (our message says the engine refuses complex values)."""
+    (jax's message: complex inputs need holomorphic=True)."""
     with pytest.raises(TypeError):
         jacfwd(jnp.sin)(1 + 2j)
-    with pytest.raises(TypeError, match="jacfwd: argument 0 has dtype complex"):
+    with pytest.raises(TypeError, match="jacfwd requires real-valued inputs .* but got complex"):
         jacfwd(lambda x: x**2)(3.0 + 1j)
+    close(jacfwd(jnp.sin, holomorphic=True)(1 + 2j), jnp.cos(1 + 2j))
 
 
 def test_jacfwd_of_int_errors():

@@ -8,8 +8,8 @@ values kept. Where we deliberately differ the test says so and pins our behaviou
 * ``grad`` traces ``f`` once into a graph before running it (define-then-run), so Python control
   flow on a traced value (``x.item()``) raises jax's ``ConcretizationTypeError`` where
   ``jax.grad`` runs ``f`` eagerly;
-* complex inputs are refused (``TypeError``), as are integer inputs to ``grad`` (no
-  ``allow_int``); ``vjp`` returns float0 zeros for integer primals, as jax does.
+* complex values differentiate as in jax (``holomorphic=``); integer inputs to ``grad`` are
+  refused (no ``allow_int``); ``vjp`` returns float0 zeros for integer primals, as jax does.
 """
 
 from functools import partial
@@ -263,12 +263,12 @@ def test_vjp_too_many_args():
 
 def test_complex_inputs_and_outputs_raise_type_error():
     """APITest.test_complex_grad_raises_error / test_complex_output_jacrev_raises_error /
-    test_grad_complex_result_errors (jax: TypeError too; we refuse complex altogether)."""
-    with pytest.raises(TypeError):
+    test_grad_complex_result_errors (jax's TypeError: a complex output needs holomorphic=True)."""
+    with pytest.raises(TypeError, match="grad requires real-valued outputs"):
         grad(lambda x: jnp.sin(x))(1 + 2j)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="jacrev requires real-valued outputs"):
         jacrev(lambda x: jnp.sin(x))(1 + 2j)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="grad requires real-valued outputs"):
         grad(lambda x: x**2 + 1j)(3.0)
 
 

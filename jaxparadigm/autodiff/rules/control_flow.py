@@ -45,7 +45,7 @@ __all__: list[str] = []
 
 
 def _is_float(aval) -> bool:
-    return jnp.issubdtype(aval.dtype, jnp.floating)
+    return jnp.issubdtype(aval.dtype, jnp.inexact)
 
 
 def _dense(ct, aval):

@@ -40,6 +40,11 @@ def _mm(a, b):
     return jnp.matmul(a, b, precision=_HI)
 
 
+def _H(x):
+    """The conjugate transpose of every matrix in a batch (``mT`` for real matrices)."""
+    return mT(jnp.conj(x)) if jnp.iscomplexobj(x) else mT(x)
+
+
 def _diag(x):
     return jnp.diagonal(x, axis1=-2, axis2=-1)
 
@@ -68,16 +73,19 @@ def _eigh(a, params):
 
 @register_jvp(P.eigh_p)
 def _eigh_jvp(primals, tangents, **params):
-    """dw = diag(V^T dA V), dV = V (F o V^T dA V) (Giles 2008). C3.2."""
+    """dw = diag(re V^H dA V), dV = V (F o V^H dA V) (Giles 2008; jax's, complex included). C3.2."""
     (a,), (da,) = primals, tangents
     v, w = _eigh(a, params)
-    s = _mm(_mm(mT(v), da), v)
-    return [v, w], [_mm(v, _inverse_gaps(w) * s), _diag(s)]
+    s = _mm(_mm(_H(v), da), v)
+    return [v, w], [_mm(v, _inverse_gaps(w).astype(a.dtype) * s), _diag(jnp.real(s))]
 
 
 @register_vjp(P.eigh_p)
 def _eigh_vjp(cts, a, **params):
-    """ct_A = V (diag(ct_w) + F o (V^T ct_V)) V^T, the transpose of the JVP. C3.2."""
+    """ct_A = V (diag(ct_w) + F o (V^T ct_V)) V^T, the transpose of the JVP; a complex ``A``
+    goes through ``transpose_jvp`` of the complex JVP above. C3.2."""
+    if jnp.iscomplexobj(a):
+        return transpose_jvp(_eigh_jvp, list(cts), [a], params)
     ct_v, ct_w = cts
     v, w = _eigh(a, params)
     inner = jnp.zeros(a.shape, a.dtype)
@@ -89,11 +97,14 @@ def _eigh_vjp(cts, a, **params):
 
 
 def _thin_qr_jvp(q, r, dx):
-    """dQ, dR of a thin X = Q R (m >= n): C = Q^T dX R^{-1}, Omega = tril(C,-1) - tril(C,-1)^T."""
+    """dQ, dR of a thin X = Q R (m >= n): C = Q^H dX R^{-1}, Omega = tril(C,-1) - tril(C,-1)^H
+    (plus ``i im diag C`` for complex X, jax's correction)."""
     dx_rinv = lax.linalg.triangular_solve(r, dx)  # dX R^{-1}: right side, upper
-    c = _mm(mT(q), dx_rinv)
+    c = _mm(_H(q), dx_rinv)
     low = jnp.tril(c, -1)
-    omega = low - mT(low)
+    omega = low - _H(low)
+    if jnp.iscomplexobj(c):
+        omega = omega + jnp.eye(c.shape[-1], dtype=c.dtype) * (c - jnp.real(c).astype(c.dtype))
     return _mm(q, omega - c) + dx_rinv, _mm(c - omega, r)
 
 
@@ -109,7 +120,7 @@ def _qr_jvp(primals, tangents, *, pivoting, full_matrices, **params):
         x = jnp.take_along_axis(x, outs[2][..., None, :], axis=-1)
     if m < n:
         dq, dr1 = _thin_qr_jvp(q, r[..., :, :m], dx[..., :, :m])
-        dr2 = _mm(mT(dq), x[..., :, m:]) + _mm(mT(q), dx[..., :, m:])
+        dr2 = _mm(_H(dq), x[..., :, m:]) + _mm(_H(q), dx[..., :, m:])
         tans = [dq, jnp.concatenate([dr1, dr2], axis=-1)]
     elif not full_matrices or m == n:
         tans = list(_thin_qr_jvp(q, r, dx))
@@ -118,10 +129,10 @@ def _qr_jvp(primals, tangents, *, pivoting, full_matrices, **params):
         dq_mn, dr_nn = _thin_qr_jvp(q_mn, r_nn, dx)
         q_nn, q_pn, q_mp = q_mn[..., :n, :], q_mn[..., n:, :], q[..., :, n:]
         dq_nn, dq_pn = dq_mn[..., :n, :], dq_mn[..., n:, :]
-        # Z_pn = Q_pn (Q_nn - I)^{-1}, from (Q_nn - I)^T Z_pn^T = Q_pn^T (eq. 33)
-        z_pn_t = jnp.linalg.solve(mT(q_nn - jnp.eye(n, dtype=x.dtype)), mT(q_pn))
-        z_pn = mT(z_pn_t)
-        dq_mp = _mm(dq_mn, z_pn_t) - _mm(q_mn + _mm(q_mp, z_pn), mT(dq_pn - _mm(z_pn, dq_nn)))
+        # Z_pn = Q_pn (Q_nn - I)^{-1}, from (Q_nn - I)^H Z_pn^H = Q_pn^H (eq. 33)
+        z_pn_t = jnp.linalg.solve(_H(q_nn - jnp.eye(n, dtype=x.dtype)), _H(q_pn))
+        z_pn = _H(z_pn_t)
+        dq_mp = _mm(dq_mn, z_pn_t) - _mm(q_mn + _mm(q_mp, z_pn), _H(dq_pn - _mm(z_pn, dq_nn)))
         zeros = jnp.zeros((*dr_nn.shape[:-2], m - n, n), dr_nn.dtype)
         tans = [
             jnp.concatenate([dq_mn, dq_mp], axis=-1),
@@ -150,24 +161,29 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, subset_by_index, *
     s, u, vt = lax.linalg.svd_p.bind(
         a, full_matrices=False, compute_uv=True, subset_by_index=subset_by_index, **params
     )
-    v = mT(vt)
-    ds_mat = _mm(_mm(mT(u), da), v)
-    ds = _diag(ds_mat)
+    v = _H(vt)
+    ds_mat = _mm(_mm(_H(u), da), v)
+    ds = _diag(jnp.real(ds_mat))
     if not compute_uv:
         return [s], [ds]
     s_row = s[..., None, :]
     eye = jnp.eye(s.shape[-1], dtype=s.dtype)
-    f = 1.0 / ((s_row + mT(s_row)) * (s_row - mT(s_row)) + eye) - eye
-    dss, sds = s_row * ds_mat, mT(s_row) * ds_mat
-    du = _mm(u, f * (dss + mT(dss)))  # jax's extra diagonal term is zero for real matrices
-    dv = _mm(v, f * (sds + mT(sds)))
+    f = (1.0 / ((s_row + mT(s_row)) * (s_row - mT(s_row)) + eye) - eye).astype(a.dtype)
+    s_c = s_row.astype(a.dtype)
+    dss, sds = s_c * ds_mat, mT(s_c) * ds_mat
+    du = _mm(u, f * (dss + _H(dss)))
+    if jnp.iscomplexobj(a):  # jax's extra diagonal term, zero for real matrices
+        s_inv = jnp.where(s == 0, jnp.zeros_like(s), 1.0 / jnp.where(s == 0, 1.0, s))
+        s_inv_mat = (s_inv[..., None, :] * eye).astype(a.dtype)
+        du = du + _mm(u, 0.5 * (ds_mat - _H(ds_mat)) * s_inv_mat)
+    dv = _mm(v, f * (sds + _H(sds)))
     if m > n:
         dav = _mm(da, v)
-        du = du + (dav - _mm(u, _mm(mT(u), dav))) / s_row
+        du = du + (dav - _mm(u, _mm(_H(u), dav))) / s_c
     if n > m:
-        dau = _mm(mT(da), u)
-        dv = dv + (dau - _mm(v, _mm(vt, dau))) / s_row
-    return [s, u, vt], [ds, du, mT(dv)]  # thin == full here: square or full_matrices=False
+        dau = _mm(_H(da), u)
+        dv = dv + (dau - _mm(v, _mm(vt, dau))) / s_c
+    return [s, u, vt], [ds, du, _H(dv)]  # thin == full here: square or full_matrices=False
 
 
 @register_vjp(P.svd_p)

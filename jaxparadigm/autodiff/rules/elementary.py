@@ -10,7 +10,9 @@ Reverse mode: ``rule(ct, x) = (ct * f'(x),)``; forward mode: ``d out = f'(x) dx`
     cbrt' = 1/(3 y^2)   square' = 2x   integer_pow(x, n)' = n x^(n-1) (0 for n == 0)
 
 ``abs``: ``d|x| = dx`` where ``x >= 0`` else ``-dx`` (so +1 at 0, as jax); for a complex
-intermediate in forward mode ``d|z| = re(conj(z) dz) / |z|``.
+value ``d|z| = re(conj(z) dz) / |z|`` and, transposed, ``ct_z = ct conj(z) / |z|`` (jax's rule;
+``|z|`` replaced by 1 where it is 0). Holomorphic functions need nothing more for complex values:
+jax's cotangent convention is the plain transpose, ``ct * f'(z)``.
 """
 
 from __future__ import annotations
@@ -141,6 +143,11 @@ def _abs_vjp(ct, x, **params):
 
     (PyTorch's ``sign(x)`` gives 0 at x == 0; the PyTorch-style tape has no ``abs``.)
     """
+    if jnp.iscomplexobj(x):
+        # the transpose of t -> re(conj(z) t) / |z| is ct -> ct conj(z) / |z| (0 at z = 0)
+        y = jnp.abs(x)
+        safe = jnp.where(y == 0, jnp.ones_like(y), y)
+        return (ct * (jnp.conj(x) / safe),)
     return (jnp.where(x >= 0, ct, -ct),)
 
 

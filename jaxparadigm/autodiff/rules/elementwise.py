@@ -17,8 +17,11 @@ is not classical:
 * ``pow(x, y)``: ``d/dx = y x^(y-1)`` (masked to 0 at ``y == 0`` only for integer ``y``),
   ``d/dy = log(x) x^y`` with ``log(0)`` replaced by 0.
 
-Complex numbers are refused in reverse mode (``complex_refusal``); forward mode treats
-``real``/``imag``/``conj``/``complex`` as the linear maps they are. Functions of one argument
+Complex numbers follow jax's convention: a rule is the transpose of its (complex-linear) JVP
+with no conjugate, so holomorphic rules read as for real numbers (``ct * f'(z)``); the
+non-holomorphic ``real``/``imag``/``conj``/``complex`` transpose to ``ct + 0i``, ``-i ct``,
+``conj ct`` and ``(re ct, -im ct)``: for a real ``L`` of ``z = x + iy`` the cotangent of ``z`` is
+``dL/dx - i dL/dy`` (jax.grad's value; torch's is its conjugate). Functions of one argument
 (exp, log, sin, ...): ``elementary.py``; special functions: ``special.py``; primitives with a
 zero derivative: ``zero_derivative.py``.
 """
@@ -34,7 +37,6 @@ import jax.numpy as jnp
 from jax import lax
 from jax._src.lax.lax import optimization_barrier_p
 
-from jaxparadigm.autodiff.complex_refusal import COMPLEX_REFUSED
 from jaxparadigm.autodiff.registry import register_jvp, register_vjp
 from jaxparadigm.autodiff.rules.tangents import (
     add_tangents,
@@ -257,6 +259,8 @@ def _convert_element_type_vjp(ct, x, **params):
     dtype = jnp.result_type(x)
     if not jnp.issubdtype(dtype, jnp.inexact):
         return (None,)
+    if jnp.iscomplexobj(ct) and not jnp.issubdtype(dtype, jnp.complexfloating):
+        ct = jnp.real(ct)  # real -> complex: the transpose keeps the real part (as jax)
     return (ct.astype(dtype),)
 
 
@@ -274,13 +278,38 @@ def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type, shardi
     )
 
 
-@register_vjp(P.real_p, P.imag_p, P.conj_p, P.complex_p)
-def _complex_refused_vjp(ct, *primals, **params):
-    """Complex numbers are refused (``complex_refusal``): a clear error, never a dropped part."""
-    raise TypeError(
-        "backward: a cotangent reaches a complex-number primitive (real/imag/conj/complex); "
-        + COMPLEX_REFUSED
-    )
+def _complex_of(re, im):
+    """``re + i im`` for a real ``re`` and ``im`` (a real-valued cotangent and zeros)."""
+    return lax.complex(re, im)
+
+
+@register_vjp(P.real_p)
+def _real_vjp(ct, x, **params):
+    """``re`` is linear; its transpose in jax's convention is ``ct -> ct + 0i``."""
+    return (_complex_of(ct, jnp.zeros_like(ct)),)
+
+
+@register_vjp(P.imag_p)
+def _imag_vjp(ct, x, **params):
+    """``im(z)``: the transpose is ``ct -> -i ct`` (jax: ``complex(0, -ct)``), so that a real
+    loss's cotangent is ``dL/dx - i dL/dy``."""
+    return (_complex_of(jnp.zeros_like(ct), -ct),)
+
+
+@register_vjp(P.complex_p)
+def _complex_vjp(ct, x, y, **params):
+    """``complex(x, y) = x + i y``: the transpose of ``(dx, dy) -> dx + i dy`` is
+    ``ct -> (re ct, -im ct)`` (jax's ``complex_p`` transpose)."""
+    return unbroadcast(jnp.real(ct), x), unbroadcast(-jnp.imag(ct), y)
+
+
+@register_vjp(P.conj_p)
+def _conj_vjp(ct, x, *, input_dtype, **params):
+    """``conj`` is its own transpose, ``ct -> conj(ct)``; on a real input (jnp.conj of a float
+    under a complex output) the cotangent is ``re ct``, as jax's ``_conj_transpose_rule``."""
+    if jnp.issubdtype(input_dtype, jnp.complexfloating):
+        return (jnp.conj(ct),)
+    return (jnp.real(ct),)
 
 
 for _p in (P.real_p, P.imag_p, P.conj_p, P.complex_p):

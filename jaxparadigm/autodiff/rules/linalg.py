@@ -118,6 +118,7 @@ def _triangular_solve_jvp(primals, tangents, **params):
     if da is not None:
         op_da = _tri_mask(da, params["lower"], params["unit_diagonal"])
         op_da = mT(op_da) if params["transpose_a"] else op_da
+        op_da = jnp.conj(op_da) if params.get("conjugate_a") and jnp.iscomplexobj(a) else op_da
         rhs = rhs - (_mm(op_da, x) if params["left_side"] else _mm(x, op_da))
     return x, _tri_solve(a, rhs, **params)
 
@@ -125,11 +126,14 @@ def _triangular_solve_jvp(primals, tangents, **params):
 @register_vjp(P.triangular_solve_p)
 def _triangular_solve_vjp(ct, a, b, **params):
     """ct_B = op(A)^{-T} ct (left) / ct op(A)^{-T} (right); ct_A = the triangle of -ct_B X^T
-    (left) or -X^T ct_B (right), transposed back when ``transpose_a``. C3.2."""
+    (left) or -X^T ct_B (right), transposed back when ``transpose_a`` and conjugated when
+    ``conjugate_a`` (complex A). C3.2."""
     ct_b = _tri_solve(a, ct, **{**params, "transpose_a": not params["transpose_a"]})
     x = _tri_solve(a, b, **params)
     ct_op_a = -_mm(ct_b, mT(x)) if params["left_side"] else -_mm(mT(x), ct_b)
     ct_a = mT(ct_op_a) if params["transpose_a"] else ct_op_a
+    if params.get("conjugate_a") and jnp.iscomplexobj(a):  # the transpose of conj is conj
+        ct_a = jnp.conj(ct_a)
     return _tri_mask(ct_a, params["lower"], params["unit_diagonal"]), ct_b
 
 
@@ -181,32 +185,31 @@ def _phi(x):
     return jnp.tril(x) - 0.5 * jnp.eye(x.shape[-1], dtype=x.dtype) * x
 
 
-def _lower_solve(low, b, *, left: bool, transpose: bool):
-    return _tri_solve(low, b, left_side=left, lower=True, transpose_a=transpose)
+def _lower_solve(low, b, *, left: bool, transpose: bool, conjugate: bool = False):
+    """``low^{-1} b`` and kin; ``conjugate`` (complex ``low`` only) solves with ``conj(low)``."""
+    extra = {"conjugate_a": True} if conjugate and jnp.iscomplexobj(low) else {}
+    return _tri_solve(low, b, left_side=left, lower=True, transpose_a=transpose, **extra)
 
 
 @register_jvp(P.cholesky_p)
 def _cholesky_jvp(primals, tangents, **params):
-    """dL = L Phi(L^{-1} dA L^{-T}) (Murray 2016; jax's ``_cholesky_jvp_rule``). C3.2."""
+    """dL = L Phi(L^{-1} dA L^{-H}) (Murray 2016; jax's ``_cholesky_jvp_rule``). C3.2."""
     (a,), (da,) = primals, tangents
     out = lax.linalg.cholesky_p.bind(a, **params)
     low = jnp.tril(out)
-    inner = _lower_solve(
-        low, _lower_solve(low, da, left=False, transpose=True), left=True, transpose=False
-    )
+    right = _lower_solve(low, da, left=False, transpose=True, conjugate=True)
+    inner = _lower_solve(low, right, left=True, transpose=False)
     return out, _mm(low, _phi(inner))
 
 
 @register_vjp(P.cholesky_p)
 def _cholesky_vjp(ct, a, **params):
-    """ct_A = L^{-T} Phi(L^T ct_L) L^{-1}: the transpose of the JVP (Phi is self-adjoint). C3.2."""
+    """ct_A = L^{-T} Phi(L^T ct_L) conj(L)^{-1}: the transpose of the JVP (Phi is an elementwise
+    mask, its own transpose; no conjugate on ``ct``, jax's convention). C3.2."""
     low = jnp.tril(lax.linalg.cholesky_p.bind(a, **params))
     inner = _phi(_mm(mT(low), ct))
-    return (
-        _lower_solve(
-            low, _lower_solve(low, inner, left=True, transpose=True), left=False, transpose=False
-        ),
-    )
+    left = _lower_solve(low, inner, left=True, transpose=True)
+    return (_lower_solve(low, left, left=False, transpose=False, conjugate=True),)
 
 
 def _lu_jvp_matrix(lu, da, perm):

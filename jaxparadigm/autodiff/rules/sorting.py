@@ -51,7 +51,7 @@ def _sort_vjp(cts, *operands, dimension, is_stable, num_keys, **params):
     ]
     out = []
     for x, ct in zip(operands, cts, strict=True):
-        float_x = jnp.issubdtype(jnp.result_type(x), jnp.floating)
+        float_x = jnp.issubdtype(jnp.result_type(x), jnp.inexact)
         out.append(
             _scatter_along(ct, perm, dimension, shape) if ct is not None and float_x else None
         )
