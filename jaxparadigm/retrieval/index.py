@@ -17,8 +17,9 @@ asked for. Row ``r`` lives in shard ``r // shard_rows`` at row ``r % shard_rows`
 
 **Consistent with the writer's commit protocol** (issue 34). A writer commits by replacing the
 manifest, then deletes the shard files the new manifest no longer names. Opening therefore reads
-the manifest, opens every ``.jsonl`` it names and maps every ``.npy``: from then on the open files
-and maps keep those bytes readable whatever the writer deletes, so the ``Index`` is one snapshot.
+the manifest and maps every ``.jsonl`` and ``.npy`` it names (read-only maps hold no file
+descriptor): from then on the maps keep those bytes readable whatever the writer deletes, so the
+``Index`` is one snapshot.
 If a named file is missing or fails while opening, the manifest is read again: a newer one (a
 writer committed meanwhile) is opened instead, at most :data:`OPEN_ATTEMPTS` times; an unchanged
 one means the folder is damaged, and that error is raised.
@@ -26,10 +27,10 @@ one means the folder is damaged, and that error is raised.
 
 from __future__ import annotations
 
+import mmap
 import os
 import warnings
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
@@ -48,6 +49,12 @@ __all__ = ["Index", "OPEN_ATTEMPTS"]
 #: How many manifests an open tries: a shard that vanished because a newer manifest was
 #: committed meanwhile sends it back to that manifest; an unchanged manifest fails at once.
 OPEN_ATTEMPTS = 10
+
+
+def _close(maps: list[mmap.mmap | bytes]) -> None:
+    for m in maps:
+        if isinstance(m, mmap.mmap):
+            m.close()
 
 
 class Index:
@@ -88,14 +95,13 @@ class Index:
                 "same `jaxparadigm index build`/`add` command to resume it"
             )
         dim = m["model"]["dim"]
-        files: list[BinaryIO] = []
+        files: list[mmap.mmap | bytes] = []
         try:
             for s in m["shards"]:
                 files.append(open_passages(self.path, s))
             arrays = [shard_embeddings(self.path, s, dim, verify=self._verify) for s in m["shards"]]
         except BaseException:
-            for fh in files:
-                fh.close()
+            _close(files)
             raise
         self.manifest = m
         self.model: dict = m["model"]
@@ -106,9 +112,8 @@ class Index:
         self._passages: dict[int, list[Passage]] = {}
 
     def close(self) -> None:
-        """Close the passages files not read yet (the mapped embeddings stay usable)."""
-        for fh in getattr(self, "_files", []):
-            fh.close()
+        """Unmap the passages not read yet (the mapped embeddings stay usable)."""
+        _close(getattr(self, "_files", []))
 
     def __del__(self) -> None:
         self.close()
@@ -130,7 +135,7 @@ class Index:
             self._passages[j] = shard_passages(
                 self.path, self._shards[j], verify=self._verify, opened=self._files[j]
             )
-            self._files[j].close()  # read once: the passages are held from here on
+            _close([self._files[j]])  # read once: the passages are held from here on
         return self._passages[j][row % size]
 
     def passages(self) -> list[Passage]:

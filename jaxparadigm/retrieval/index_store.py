@@ -18,11 +18,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import mmap
 import os
 import secrets
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
@@ -184,12 +184,16 @@ def _checked(index_dir: Path, shard: dict, kind: str) -> Path:
     return path
 
 
-def open_passages(index_dir: Path, shard: dict) -> BinaryIO:
-    """The shard's ``.jsonl`` opened for reading: the open file keeps its bytes readable after a
-    newer manifest's writer deletes the name (:class:`~jaxparadigm.retrieval.index.Index`)."""
+def open_passages(index_dir: Path, shard: dict) -> mmap.mmap | bytes:
+    """The shard's ``.jsonl`` mapped read-only (``b""`` when empty): the map keeps its bytes
+    readable after a newer manifest's writer deletes the name, and holds no file descriptor
+    (:class:`~jaxparadigm.retrieval.index.Index` maps every shard's at open)."""
     path = index_dir / f"{shard['name']}.jsonl"
     try:
-        return open(path, "rb")
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
+                return b""
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as exc:
         what = "is missing" if isinstance(exc, FileNotFoundError) else f"({exc.strerror})"
         raise InputError(f"{index_dir}: shard {shard['name']}: {path.name} {what}") from None
@@ -251,7 +255,7 @@ def _passage(where: str, line: bytes) -> Passage:
 
 
 def shard_passages(
-    index_dir: Path, shard: dict, *, verify: bool = True, opened: BinaryIO | None = None
+    index_dir: Path, shard: dict, *, verify: bool = True, opened: mmap.mmap | bytes | None = None
 ) -> list[Passage]:
     """The shard's passages, in row order (checksum first; each line checked: keys and types),
     read from ``opened`` (:func:`open_passages`) when given, else from the file's name.
@@ -260,8 +264,7 @@ def shard_passages(
     path = index_dir / f"{shard['name']}.jsonl"
     try:
         if opened is not None:
-            opened.seek(0)
-            raw = opened.read()
+            raw = opened[:]
         else:
             path = _checked(index_dir, shard, "passages") if verify else path
             raw = path.read_bytes()

@@ -13,6 +13,7 @@ import warnings
 
 import pytest
 
+from jaxparadigm.cli import main as cli_main
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval import index as index_module
 from jaxparadigm.retrieval.index import Index
@@ -67,11 +68,40 @@ def test_a_lock_that_is_a_symlink_is_refused_and_its_target_is_untouched(
     assert not (tmp_path / "nowhere").exists()
 
 
-def test_a_lock_that_is_a_fifo_is_refused_naming_it(tmp_path, index, hash_encoder):
+@pytest.mark.parametrize(
+    "make, what", [(os.mkfifo, "a FIFO"), (os.mkdir, "a folder")], ids=["fifo", "folder"]
+)
+def test_a_lock_that_is_not_a_regular_file_is_refused_naming_it(
+    tmp_path, index, hash_encoder, make, what
+):
     (index / "lock").unlink(missing_ok=True)
-    os.mkfifo(index / "lock")
-    with pytest.raises(InputError, match=r"idx/lock: the index's lock file is a FIFO"):
+    make(index / "lock")  # a FIFO gave a raw OSError (Illegal seek)
+    with pytest.raises(InputError, match=rf"idx/lock: the index's lock file is {what}, expected"):
         add_to_index(index, [_new_doc(tmp_path, "n.txt", 5)], hash_encoder)
+
+
+def test_cli_lock_symlink_and_progress_to_a_file(tmp_path, encoder, capfd):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(6):
+        (docs / f"d{i}.txt").write_text(_text(80, seed=i))
+    idx = str(tmp_path / "idx")
+    assert (
+        cli_main(
+            ["index", "build", str(docs), "--out", idx, "--chunk-tokens", "24", "--overlap", "4"]
+        )
+        == 0
+    )
+    err = capfd.readouterr().err  # stderr is not a terminal here
+    assert "\r" not in err and "index build: " in err
+    (tmp_path / "idx" / "lock").unlink(missing_ok=True)
+    (tmp_path / "idx" / "lock").symlink_to(tmp_path / "victim")
+    assert (
+        cli_main(["index", "add", _new_doc(tmp_path, "n.txt", 3).as_posix(), "--index", idx]) == 2
+    )
+    err = capfd.readouterr().err
+    assert "lock file is a symlink" in err and "Traceback" not in err
+    assert not (tmp_path / "victim").exists()
 
 
 # -- an index never reads itself -------------------------------------------------------------
