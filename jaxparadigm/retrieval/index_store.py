@@ -11,6 +11,12 @@ Row ``r`` of the corpus is row ``r % shard_rows`` of shard ``r // shard_rows``: 
 start of the embeddings' sha256), then the manifest is replaced atomically (``os.replace``), so a
 crash at any point leaves a manifest that names only complete, checksummed shards. A file whose
 sha256 differs from the manifest is refused with :class:`~jaxparadigm.errors.InputError` naming it.
+
+Files are created without following a link and only the writer's own names are ever deleted
+(:mod:`~jaxparadigm.retrieval.index_owned_files`, which also holds the lock). ``manifest.json``
+and every shard line are parsed by :func:`~jaxparadigm.retrieval.bounded_reading.read_json_line`:
+an integer longer than ``MAX_JSON_INT_DIGITS`` digits is a damaged index naming the file, never
+the bare ValueError of Python's int-string limit (issue 34).
 """
 
 from __future__ import annotations
