@@ -13,7 +13,8 @@ folder through a regular file only, and deletes nothing but its own names (C1.1;
                                 does not name; a user's ``shard_notes.txt`` or a ``shard_backup/``
                                 folder is never touched
     holds_index(folder)         whether ``folder/manifest.json`` is an index's (its first bytes
-                                name FORMAT): such a folder is never read as documents
+                                name FORMAT) or ``folder/lock`` is index_lock's (LOCK_TEXT): such
+                                a folder is never read as documents
 
 A link is never followed by a writer: ``lock`` is opened with ``O_NOFOLLOW`` and checked with
 ``fstat`` to be a regular file before ``flock``/``ftruncate``; temporaries are created with
@@ -51,6 +52,7 @@ __all__ = [
     "index_lock",
     "remove_unreferenced",
     "holds_index",
+    "LOCK_TEXT",
 ]
 
 FORMAT = "jaxparadigm-index"
@@ -61,6 +63,8 @@ OWNED_FILE = re.compile(
     r"|shard_\d{5,}\.\d+\.[0-9a-f]{8}\.(?:npy|jsonl)\.tmp"
     r"|manifest\.json\.\d+\.[0-9a-f]{8}\.tmp"
 )
+#: What :func:`index_lock` writes into ``lock``: ``pid N (index build, since 2026-01-01 12:00:00)``.
+LOCK_TEXT = re.compile(rb"pid \d+ \((?:index build|index add|SemanticIndex\.save), since ")
 _SNIFF = 256  # bytes of manifest.json read by holds_index (json.dump puts "format" first)
 
 
@@ -164,17 +168,23 @@ def remove_unreferenced(index_dir: Path, manifest: dict) -> list[str]:
     return removed
 
 
-def holds_index(folder: str | os.PathLike) -> bool:
-    """Whether ``folder`` holds an index: a regular ``manifest.json`` whose first bytes name
-    :data:`FORMAT` (a browser extension's ``manifest.json`` does not)."""
-    path = Path(folder) / MANIFEST
+def _head(path: Path) -> bytes:
+    """The first bytes of ``path`` if it is a regular file (no link followed), else ``b""``."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return False
+        return b""
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
-        return f'"{FORMAT}"'.encode() in os.pread(fd, _SNIFF, 0)
+        return os.pread(fd, _SNIFF, 0) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
     finally:
         os.close(fd)
+
+
+def holds_index(folder: str | os.PathLike) -> bool:
+    """Whether ``folder`` holds an index: a regular ``manifest.json`` whose first bytes name
+    :data:`FORMAT` (a browser extension's ``manifest.json`` does not), or -- a build killed
+    before its first manifest -- a ``lock`` written by :func:`index_lock` (:data:`LOCK_TEXT`)."""
+    folder = Path(folder)
+    return f'"{FORMAT}"'.encode() in _head(folder / MANIFEST) or bool(
+        LOCK_TEXT.match(_head(folder / LOCK))
+    )

@@ -18,7 +18,7 @@ from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval import index as index_module
 from jaxparadigm.retrieval.index import Index
 from jaxparadigm.retrieval.index_build import add_to_index, build_index
-from jaxparadigm.retrieval.index_owned_files import OWNED_FILE, holds_index
+from jaxparadigm.retrieval.index_owned_files import OWNED_FILE, holds_index, index_lock
 from jaxparadigm.retrieval.index_progress import PassageProgress
 from jaxparadigm.retrieval.index_store import read_manifest, shard_passages
 
@@ -138,6 +138,14 @@ def test_only_a_folder_with_an_index_manifest_counts_as_an_index(tmp_path, index
     ext.mkdir()
     (ext / "manifest.json").write_text('{"manifest_version": 3, "name": "x"}')
     assert holds_index(index) and not holds_index(ext) and not holds_index(tmp_path / "none")
+    killed = tmp_path / "killed"  # a build killed after taking its lock, before its manifest
+    killed.mkdir()
+    for command in ("index build", "index add", "SemanticIndex.save"):
+        with index_lock(killed, command):
+            pass
+        assert holds_index(killed), command
+    (ext / "lock").write_text("pid 12 (my own notes, since today)\n")
+    assert not holds_index(ext)
 
 
 # -- the writer deletes only what it created -------------------------------------------------
