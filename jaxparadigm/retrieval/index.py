@@ -52,9 +52,10 @@ OPEN_ATTEMPTS = 10
 
 
 def _close(maps: list[mmap.mmap | bytes]) -> None:
-    for m in maps:
-        if isinstance(m, mmap.mmap):
-            m.close()
+    for m in maps:  # no module global here: __del__ may run at interpreter exit
+        close = getattr(m, "close", None)  # an mmap; b"" (an empty file) has none
+        if close is not None:
+            close()
 
 
 class Index:

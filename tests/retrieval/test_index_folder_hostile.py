@@ -313,3 +313,16 @@ def test_owned_file_pattern_matches_the_writers_names_in_full():
         "lock",
     ):
         assert not OWNED_FILE.fullmatch(name), name
+
+
+def test_an_index_left_open_at_interpreter_exit_is_unmapped_quietly(index):
+    import subprocess
+    import sys
+
+    code = f"from jaxparadigm.retrieval.index import Index\nkept = Index({str(index)!r})\n"
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": root, "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and "Exception ignored" not in done.stderr, done.stderr
