@@ -9,8 +9,9 @@
   ``jaxparadigm.app``
 * a persistent index of a user's files: ``document_files`` (files and folders -> documents, skipped
   inputs by reason; ``readable_text`` for HTML/Markdown), ``passages`` (token windows),
-  ``index_store`` (the on-disk format: manifest + checksummed shard files, lock;
-  ``manifest_schema``), ``index_writer`` (the one writer: ``write_rows``, ``write_snapshot``),
+  ``index_store`` (the on-disk format: manifest + checksummed shard files; ``manifest_schema``),
+  ``index_owned_files`` (the lock, the writer's own file names: no link followed, nothing else
+  deleted), ``index_progress`` (a bar on a terminal, plain lines elsewhere), ``index_writer`` (the one writer: ``write_rows``, ``write_snapshot``),
   ``index_build`` (build/add/resume), :class:`Index` (``index``: the one reader, a folder opened
   and checked)
 * one search engine, ``vector_search.VectorSearcher`` (streaming, multi-device exact top-k;

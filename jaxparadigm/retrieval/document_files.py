@@ -28,7 +28,8 @@ bytes as ``\\xNN`` (it could not be stored in the index's UTF-8 JSON). FIFOs, so
 are "unsupported type"; a symlink cycle is "symlink loop"; a file is opened non-blocking and
 checked to be regular after opening, so nothing blocks. Only the first :data:`SNIFF_BYTES` of a
 file decide that it is binary (a NUL byte, or bytes that are not UTF-8): a 1 GiB file of NULs
-named ``.txt`` is skipped without being read whole.
+named ``.txt`` is skipped without being read whole. A folder holding an index's ``manifest.json``
+(``index build docs --out docs/idx``) is skipped as "index folder": an index never reads itself.
 
 **JSON lines are bounded before they are built.** :func:`read_json_line` is ``json.loads`` with
 every integer's digits counted before ``int()`` runs (at most :data:`MAX_JSON_INT_DIGITS`): a
@@ -62,6 +63,7 @@ from jaxparadigm.retrieval.bounded_reading import (
     read_json_line,
     shown_name,
 )
+from jaxparadigm.retrieval.index_owned_files import holds_index
 from jaxparadigm.retrieval.passages import Document
 from jaxparadigm.retrieval.readable_text import html_readable, markup_boilerplate
 
@@ -104,7 +106,9 @@ SKIP_REASONS = (
     "symlinked folder",
     "name not UTF-8",
     "symlink loop",
+    "index folder",
 )
+_INDEX_FOLDER = "holds an index's manifest.json: an index never reads itself"
 
 
 class Skipped(NamedTuple):
@@ -199,6 +203,9 @@ def _walk(root: Path) -> tuple[list[Path], list[Skipped]]:
     stack = [root]
     while stack:
         top = stack.pop()
+        if holds_index(top):  # issue 34: `index build docs --out docs/idx`, then `add docs`
+            skipped.append(Skipped(shown_name(top), "index folder", _INDEX_FOLDER))
+            continue
         dirs: list[Path] = []
         try:
             with os.scandir(top) as it:
@@ -237,6 +244,8 @@ def collect_files(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], list[
             found, bad = _walk(path)
             out += [_real(p) for p in found]
             skipped += bad
+        elif path.is_file() and holds_index(_real(path).parent):
+            skipped.append(Skipped(shown_name(_real(path)), "index folder", _INDEX_FOLDER))
         elif path.is_file():
             out.append(_real(path))
         elif path.is_symlink():

@@ -14,10 +14,20 @@ folder through it. Opening checks the untrusted folder before any row is used:
 
 A shard's passages are read (checksum and every line checked) the first time one of its rows is
 asked for. Row ``r`` lives in shard ``r // shard_rows`` at row ``r % shard_rows``.
+
+**Consistent with the writer's commit protocol** (issue 34). A writer commits by replacing the
+manifest, then deletes the shard files the new manifest no longer names. Opening therefore reads
+the manifest and maps every ``.jsonl`` and ``.npy`` it names (read-only maps hold no file
+descriptor): from then on the maps keep those bytes readable whatever the writer deletes, so the
+``Index`` is one snapshot.
+If a named file is missing or fails while opening, the manifest is read again: a newer one (a
+writer committed meanwhile) is opened instead, at most :data:`OPEN_ATTEMPTS` times; an unchanged
+one means the folder is damaged, and that error is raised.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import warnings
 from pathlib import Path
@@ -27,13 +37,25 @@ import numpy as np
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval.index_store import (
     committed,
+    open_passages,
     read_manifest,
     shard_embeddings,
     shard_passages,
 )
 from jaxparadigm.retrieval.passages import Passage
 
-__all__ = ["Index"]
+__all__ = ["Index", "OPEN_ATTEMPTS"]
+
+#: How many manifests an open tries: a shard that vanished because a newer manifest was
+#: committed meanwhile sends it back to that manifest; an unchanged manifest fails at once.
+OPEN_ATTEMPTS = 10
+
+
+def _close(maps: list[mmap.mmap | bytes]) -> None:
+    for m in maps:  # no module global here: __del__ may run at interpreter exit
+        close = getattr(m, "close", None)  # an mmap; b"" (an empty file) has none
+        if close is not None:
+            close()
 
 
 class Index:
@@ -46,29 +68,56 @@ class Index:
 
     def __init__(self, path: str | os.PathLike, *, verify: bool = True) -> None:
         self.path = Path(path)
+        self._verify = verify
         m = read_manifest(self.path)
+        for attempt in range(OPEN_ATTEMPTS):
+            try:
+                self._open(committed(m) if m["pending"] and "base" in m["pending"] else m)
+                break
+            except InputError:
+                newer = read_manifest(self.path)
+                if newer == m or attempt == OPEN_ATTEMPTS - 1:
+                    raise  # the files an unchanged manifest names are damaged or missing
+                m = newer  # a writer committed a newer manifest and deleted what it replaced
         if m["pending"] and "base" in m["pending"]:
             warnings.warn(
                 f"{self.path}: an `index add` is running or was interrupted; searching the "
                 f"{m['pending']['base']['count']} passages indexed before it",
                 stacklevel=3,
             )
-            m = committed(m)
+
+    def _open(self, m: dict) -> None:
+        """Open the state ``m`` names: each shard's passages file, then its embeddings, mapped
+        (both stay readable if a writer deletes their names later)."""
         if m["status"] != "complete":
             raise InputError(
                 f"{self.path}: the build was interrupted ({m['count']} of "
                 f"{m['pending']['start_row'] + m['pending']['rows']} passages written); rerun the "
                 "same `jaxparadigm index build`/`add` command to resume it"
             )
+        dim = m["model"]["dim"]
+        files: list[mmap.mmap | bytes] = []
+        try:
+            for s in m["shards"]:
+                files.append(open_passages(self.path, s))
+            arrays = [shard_embeddings(self.path, s, dim, verify=self._verify) for s in m["shards"]]
+        except BaseException:
+            _close(files)
+            raise
         self.manifest = m
         self.model: dict = m["model"]
-        self.dim: int = m["model"]["dim"]
-        self._verify = verify
+        self.dim: int = dim
         self._shards: list[dict] = m["shards"]
-        self.shard_arrays: list[np.ndarray] = [
-            shard_embeddings(self.path, s, self.dim, verify=verify) for s in self._shards
-        ]
+        self._files = files
+        self.shard_arrays: list[np.ndarray] = arrays
         self._passages: dict[int, list[Passage]] = {}
+
+    def close(self) -> None:
+        """Unmap the passages not read yet (the mapped embeddings stay usable)."""
+        _close(getattr(self, "_files", []))
+
+    def __del__(self) -> None:
+        self.close()
 
     def __len__(self) -> int:
         return sum(a.shape[0] for a in self.shard_arrays)
@@ -84,7 +133,10 @@ class Index:
         size = self.manifest["shard_rows"]
         j = row // size
         if j not in self._passages:
-            self._passages[j] = shard_passages(self.path, self._shards[j], verify=self._verify)
+            self._passages[j] = shard_passages(
+                self.path, self._shards[j], verify=self._verify, opened=self._files[j]
+            )
+            _close([self._files[j]])  # read once: the passages are held from here on
         return self._passages[j][row % size]
 
     def passages(self) -> list[Passage]:

@@ -42,6 +42,7 @@ from jaxparadigm.retrieval.document_files import (
     plural,
     read_documents,
 )
+from jaxparadigm.retrieval.index_progress import PassageProgress
 from jaxparadigm.retrieval.index_store import (
     LOCK,
     MANIFEST,
@@ -150,13 +151,11 @@ def _write_pending(
     index_dir: Path, m: dict, passages: list[Passage], encoder, batch_size: int, progress: bool
 ) -> dict:
     """Encode and write (:func:`~jaxparadigm.retrieval.index_writer.write_rows`) the passages the
-    manifest's ``pending`` plan has not written yet, with a progress bar when ``progress``."""
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        done = m["count"] - m["pending"]["start_row"]
-        bar = tqdm(total=len(passages), initial=done, unit="passage")
+    manifest's ``pending`` plan has not written yet, with progress when ``progress`` (a bar on a
+    terminal, plain lines otherwise: :class:`~jaxparadigm.retrieval.index_progress.PassageProgress`)."""
+    done = m["count"] - m["pending"]["start_row"]
+    desc = "index add" if "base" in m["pending"] else "index build"
+    bar = PassageProgress(len(passages), done, desc) if progress else None
 
     def embed(row: int, take: list[Passage]) -> np.ndarray:
         del row  # encoded from their text

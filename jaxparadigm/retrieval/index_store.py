@@ -11,32 +11,39 @@ Row ``r`` of the corpus is row ``r % shard_rows`` of shard ``r // shard_rows``: 
 start of the embeddings' sha256), then the manifest is replaced atomically (``os.replace``), so a
 crash at any point leaves a manifest that names only complete, checksummed shards. A file whose
 sha256 differs from the manifest is refused with :class:`~jaxparadigm.errors.InputError` naming it.
+
+Files are created without following a link and only the writer's own names are ever deleted
+(:mod:`~jaxparadigm.retrieval.index_owned_files`, which also holds the lock). ``manifest.json``
+and every shard line are parsed by :func:`~jaxparadigm.retrieval.bounded_reading.read_json_line`:
+an integer longer than ``MAX_JSON_INT_DIGITS`` digits is a damaged index naming the file, never
+the bare ValueError of Python's int-string limit (issue 34).
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import hashlib
 import json
+import mmap
 import os
 import secrets
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 
 from jaxparadigm.errors import InputError, require_int
+from jaxparadigm.retrieval.bounded_reading import JsonLineError, read_json_line
+from jaxparadigm.retrieval.index_owned_files import (
+    FORMAT,
+    LOCK,
+    MANIFEST,
+    create_new,
+    index_lock,
+    remove_unreferenced,
+)
 from jaxparadigm.retrieval.manifest_schema import check_manifest
 from jaxparadigm.retrieval.passages import Passage
-
-fcntl: ModuleType | None
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no advisory lock, one writer is on the user
-    fcntl = None
 
 __all__ = [
     "FORMAT",
@@ -51,15 +58,13 @@ __all__ = [
     "write_shard",
     "shard_embeddings",
     "shard_passages",
+    "open_passages",
     "verify_shards",
     "remove_unreferenced",
     "sha256_file",
 ]
 
-FORMAT = "jaxparadigm-index"
 VERSION = 1
-MANIFEST = "manifest.json"
-LOCK = "lock"
 UNIT_NORM_TOL = 1e-3  # |norm - 1| allowed in a stored row (float32 normalisation is ~1e-7)
 
 
@@ -93,7 +98,7 @@ def new_manifest(model: dict, shard_rows: int, build: dict) -> dict:
 def write_manifest(index_dir: Path, manifest: dict) -> None:
     """Replace ``manifest.json`` atomically (a uniquely named temporary file, fsync, ``os.replace``)."""
     tmp = index_dir / f"{MANIFEST}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with create_new(tmp, text=True) as fh:
         json.dump(manifest, fh, indent=1, ensure_ascii=False)
         fh.write("\n")
         fh.flush()
@@ -108,9 +113,9 @@ def read_manifest(index_dir: str | os.PathLike) -> dict:
     if not path.is_file():
         raise InputError(f"{index_dir}: no {MANIFEST}; expected an index built by `index build`")
     try:
-        m = json.loads(path.read_bytes().decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from None
+        m = read_json_line(path.read_bytes().decode("utf-8"))
+    except (JsonLineError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not valid JSON ({exc}); the index is damaged") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
     check_manifest(m, path)
@@ -127,48 +132,8 @@ def committed(manifest: dict) -> dict:
     return {**manifest, **copy.deepcopy(base), "status": "complete", "pending": None}
 
 
-def _lock_holder(fd: int, wait_s: float = 1.0) -> str:
-    """What the lock file says about its holder (``pid N (command, since T)``); a holder that
-    has just taken the lock may not have written it yet, so an empty file is re-read briefly."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        text = os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
-        if text or time.monotonic() > deadline:
-            return text or "another process"
-        time.sleep(0.01)
-
-
-@contextlib.contextmanager
-def index_lock(index_dir: Path, command: str) -> Iterator[None]:
-    """Hold ``INDEX_DIR/lock`` (an exclusive ``flock``) while ``command`` changes the index (C1.1).
-
-    A second writer gets :class:`InputError` ``"index is locked by pid N (...)"`` at once. The
-    lock belongs to the open file, so it ends with the process that holds it: a lock file left by
-    a process that died is simply taken over (its pid is only shown in messages)."""
-    path = index_dir / LOCK
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot create the index's lock file ({exc.strerror})") from None
-    try:
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise InputError(
-                    f"{index_dir}: index is locked by {_lock_holder(fd)}; wait for it to finish "
-                    "(the lock ends when that process exits), then run this again"
-                ) from None
-        text = f"pid {os.getpid()} ({command}, since {time.strftime('%Y-%m-%d %H:%M:%S')})\n"
-        os.pwrite(fd, text.encode(), 0)  # write, then cut: the file is never seen empty
-        os.ftruncate(fd, len(text.encode()))
-        yield
-    finally:
-        os.close(fd)
-
-
 def _save_npy(path: Path, embeddings: np.ndarray) -> None:
-    with open(path, "wb") as fh:
+    with create_new(path, text=False) as fh:
         np.save(fh, embeddings, allow_pickle=False)
         fh.flush()
         os.fsync(fh.fileno())
@@ -189,7 +154,7 @@ def write_shard(
     tmp_npy = index_dir / f"shard_{number:05d}.{unique}.npy.tmp"
     tmp_jsonl = index_dir / f"shard_{number:05d}.{unique}.jsonl.tmp"
     _save_npy(tmp_npy, embeddings)
-    with open(tmp_jsonl, "w", encoding="utf-8") as fh:
+    with create_new(tmp_jsonl, text=True) as fh:
         for p in passages:
             fh.write(json.dumps(p._asdict(), ensure_ascii=False) + "\n")
         fh.flush()
@@ -201,19 +166,43 @@ def write_shard(
     return {"name": name, "rows": len(passages), "sha256": digests}
 
 
+def _compare(index_dir: Path, shard: dict, kind: str, name: str, got: str) -> None:
+    if got != shard["sha256"][kind]:
+        raise InputError(
+            f"{index_dir}: shard {shard['name']}: {name} fails its checksum (sha256 "
+            f"{got[:16]}..., manifest {shard['sha256'][kind][:16]}...); the shard is damaged: "
+            "restore the file or rebuild the index"
+        )
+
+
 def _checked(index_dir: Path, shard: dict, kind: str) -> Path:
     suffix = ".npy" if kind == "embeddings" else ".jsonl"
     path = index_dir / f"{shard['name']}{suffix}"
     if not path.is_file():
         raise InputError(f"{index_dir}: shard {shard['name']}: {path.name} is missing")
-    got = sha256_file(path)
-    if got != shard["sha256"][kind]:
+    try:
+        got = sha256_file(path)
+    except OSError as exc:  # gone since is_file (a newer manifest committed), or unreadable
         raise InputError(
-            f"{index_dir}: shard {shard['name']}: {path.name} fails its checksum (sha256 "
-            f"{got[:16]}..., manifest {shard['sha256'][kind][:16]}...); the shard is damaged: "
-            "restore the file or rebuild the index"
-        )
+            f"{index_dir}: shard {shard['name']}: {path.name} cannot be read ({exc.strerror})"
+        ) from None
+    _compare(index_dir, shard, kind, path.name, got)
     return path
+
+
+def open_passages(index_dir: Path, shard: dict) -> mmap.mmap | bytes:
+    """The shard's ``.jsonl`` mapped read-only (``b""`` when empty): the map keeps its bytes
+    readable after a newer manifest's writer deletes the name, and holds no file descriptor
+    (:class:`~jaxparadigm.retrieval.index.Index` maps every shard's at open)."""
+    path = index_dir / f"{shard['name']}.jsonl"
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
+                return b""
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as exc:
+        what = "is missing" if isinstance(exc, FileNotFoundError) else f"({exc.strerror})"
+        raise InputError(f"{index_dir}: shard {shard['name']}: {path.name} {what}") from None
 
 
 def _unit_rows(index_dir: Path, shard: dict, emb: np.ndarray, block: int = 1 << 16) -> None:
@@ -252,9 +241,9 @@ def shard_embeddings(index_dir: Path, shard: dict, dim: int, *, verify: bool = T
 
 def _passage(where: str, line: bytes) -> Passage:
     try:
-        record = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise InputError(f"{where}: not a JSON line ({exc})") from None
+        record = read_json_line(line.decode("utf-8"))
+    except (UnicodeDecodeError, JsonLineError) as exc:
+        raise InputError(f"{where}: not a JSON line ({exc}); the index is damaged") from None
     fields = {"source": str, "start": int, "end": int, "text": str}
     if not isinstance(record, dict) or set(record) != set(fields):
         got = sorted(record) if isinstance(record, dict) else type(record).__name__
@@ -271,17 +260,24 @@ def _passage(where: str, line: bytes) -> Passage:
     return Passage(**record)
 
 
-def shard_passages(index_dir: Path, shard: dict, *, verify: bool = True) -> list[Passage]:
-    """The shard's passages, in row order (checksum first; each line checked: keys and types).
+def shard_passages(
+    index_dir: Path, shard: dict, *, verify: bool = True, opened: mmap.mmap | bytes | None = None
+) -> list[Passage]:
+    """The shard's passages, in row order (checksum first; each line checked: keys and types),
+    read from ``opened`` (:func:`open_passages`) when given, else from the file's name.
 
     Lines are split on ``"\\n"`` only: a passage's text may hold U+2028/U+2029/U+0085."""
-    path = (
-        _checked(index_dir, shard, "passages") if verify else index_dir / f"{shard['name']}.jsonl"
-    )
+    path = index_dir / f"{shard['name']}.jsonl"
     try:
-        raw = path.read_bytes()
+        if opened is not None:
+            raw = opened[:]
+        else:
+            path = _checked(index_dir, shard, "passages") if verify else path
+            raw = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+    if opened is not None and verify:
+        _compare(index_dir, shard, "passages", path.name, hashlib.sha256(raw).hexdigest())
     lines = raw.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
@@ -300,18 +296,3 @@ def verify_shards(index_dir: Path, manifest: dict) -> Iterator[str]:
         _checked(index_dir, shard, "embeddings")
         _checked(index_dir, shard, "passages")
         yield shard["name"]
-
-
-def remove_unreferenced(index_dir: Path, manifest: dict) -> list[str]:
-    """Delete shard files, shard and manifest temporaries the manifest does not name (the shards
-    of ``pending.base``, an add's starting point, are kept); returns their names. Call it only
-    under :func:`index_lock`."""
-    base = (manifest.get("pending") or {}).get("base") or {}
-    shards = manifest["shards"] + base.get("shards", [])
-    keep = {f"{s['name']}{ext}" for s in shards for ext in (".npy", ".jsonl")}
-    removed = []
-    for path in sorted([*index_dir.glob("shard_*"), *index_dir.glob(f"{MANIFEST}.*tmp")]):
-        if path.name not in keep:
-            path.unlink()
-            removed.append(path.name)
-    return removed
