@@ -8,6 +8,7 @@ object (``@register_vjp(P.sin_p)`` next to ``@register_jvp(P.sin_p)``), so a sea
   convert_element_type, copies, barriers, the complex parts);
 * ``elementary``: exp, log, trigonometric, tanh, logistic, erf, roots, powers, abs;
 * ``special``: hyperbolic, inverse trigonometric and special functions, atan2, rem;
+* ``incomplete``: the regularized incomplete gamma (igamma, igammac) and beta functions;
 * ``zero_derivative``: the one list of primitives whose derivative is zero;
 * ``structural``: dot_general and shape movement; ``conv``: conv_general_dilated;
 * ``reduction``, ``reduce_window``, ``cumulative``: full, windowed and running reductions;
@@ -30,6 +31,7 @@ from jaxparadigm.autodiff.rules import (  # noqa: F401  (each import registers i
     decomposition,
     elementary,
     elementwise,
+    incomplete,
     indexing,
     linalg,
     reduce_window,
