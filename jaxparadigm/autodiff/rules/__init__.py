@@ -11,6 +11,7 @@ object (``@register_vjp(P.sin_p)`` next to ``@register_jvp(P.sin_p)``), so a sea
 * ``incomplete``: the regularized incomplete gamma (igamma, igammac) and beta functions;
 * ``zero_derivative``: the one list of primitives whose derivative is zero;
 * ``structural``: dot_general and shape movement; ``conv``: conv_general_dilated;
+* ``fft``: fft/ifft/rfft/irfft (linear: the JVP is the FFT, the VJP jax's transpose);
 * ``reduction``, ``reduce_window``, ``cumulative``: full, windowed and running reductions;
 * ``indexing``: gather and the scatters; ``sorting``: sort and top_k;
 * ``call``: jit, checkpoint, custom_jvp/custom_vjp; ``control_flow``: cond, scan, while,
@@ -31,6 +32,7 @@ from jaxparadigm.autodiff.rules import (  # noqa: F401  (each import registers i
     decomposition,
     elementary,
     elementwise,
+    fft,
     incomplete,
     indexing,
     linalg,
