@@ -17,7 +17,7 @@ object (``@register_vjp(P.sin_p)`` next to ``@register_jvp(P.sin_p)``), so a sea
 * ``call``: jit, checkpoint, custom_jvp/custom_vjp; ``control_flow``: cond, scan, while,
   callbacks;
 * ``linalg``, ``decomposition``: triangular/tridiagonal solves, cholesky, lu,
-  custom_linear_solve; eigh, qr, svd.
+  custom_linear_solve; eigh, qr, svd; ``eig``: the non-symmetric eigendecomposition.
 
 ``tangents.py`` and ``scatter_dims.py`` hold helpers the rules share. This module is the one
 place that imports (and so registers) every rule module; ``import jaxparadigm.autodiff``
@@ -30,6 +30,7 @@ from jaxparadigm.autodiff.rules import (  # noqa: F401  (each import registers i
     conv,
     cumulative,
     decomposition,
+    eig,
     elementary,
     elementwise,
     fft,
