@@ -25,6 +25,7 @@ from jaxparadigm.autodiff.chunked_map import check_chunk_size, map_rows
 from jaxparadigm.autodiff.complex_refusal import refuse_complex
 from jaxparadigm.autodiff.graph import flat_trace
 from jaxparadigm.autodiff.jvp_interpreter import eval_jvp_closed
+from jaxparadigm.autodiff.tape.define_by_run import EagerGraph
 
 __all__ = ["jacfwd", "jvp"]
 
@@ -88,7 +89,10 @@ def _run(f, args, flat_tangents, has_aux, fn_name):
     """Trace ``f`` (cached) and push tangents; ``(out, tangent_out, aux)`` as pytrees."""
     graph, flat_args, n_out, aux_tree = flat_trace(f, tuple(args), None, has_aux)
     refuse_complex([v.aval for v in graph.outputs[:n_out]], "output", fn_name)
-    outs, touts = eval_jvp_closed(graph.closed_jaxpr, flat_args, flat_tangents)
+    if isinstance(graph, EagerGraph):  # f branches on values: define-by-run forward mode
+        outs, touts = graph.eval_jvp(flat_args, flat_tangents)
+    else:
+        outs, touts = eval_jvp_closed(graph.closed_jaxpr, flat_args, flat_tangents)
     # an input returned unchanged (a Python float) still comes back as an array, as in jax
     outs = [o if isinstance(o, (jax.Array, jax.core.Tracer)) else jnp.asarray(o) for o in outs]
     touts = _output_tangents(graph, outs, touts)
