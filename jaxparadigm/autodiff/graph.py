@@ -328,6 +328,9 @@ def flat_trace(
     dtypes, static kwargs) in ``trace_cache.TRACES``, so eager calls do not re-trace.
     ``cache_as=(fn, static)``: ``f`` is a per-call closure of ``fn`` over the values described by
     ``static`` (``trace_cache.static_key``; ``None``: not cached); the entry is keyed on those.
+    When tracing fails because ``f`` uses the value of a traced argument (``if x > 0``), the
+    graph is a ``tape.define_by_run.EagerGraph`` over the concrete values (never cached), or,
+    with abstract arguments (under jit), ``ValueControlFlowError`` names ``f`` and the line.
     """
     kwargs = kwargs or {}
     flat_args, in_tree = jax.tree_util.tree_flatten(args)
