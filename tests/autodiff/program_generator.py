@@ -23,7 +23,7 @@ Coverage -- what the strategies (``programs()``, ``random_program``) draw:
   softmax), reshapes, transpose, expand/broadcast, slices (strided, reversed), gather, scatter
   (add, set, and mul/max/min combiners at distinct indices), dynamic_slice /
   dynamic_update_slice, pad, concatenate, cumsum/cumprod/cummax/cummin/cumlogsumexp, sort,
-  FFTs in real-valued compositions (fft/ifft, rfft/irfft, fft2/ifft2; refused while the engine
+  FFTs in real-valued compositions (fft/ifft, rfft/irfft; refused while the engine
   refuses complex intermediates),
   top_k, argmax + take_along_axis, dot and einsum, reduce_window sum/max pooling, a 1-D
   convolution, 2-D ``conv_general_dilated`` (NCHW / NHWC, strides, explicit padding, rhs

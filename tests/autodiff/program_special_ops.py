@@ -14,8 +14,9 @@ pole, a branch cut or a kink whatever ``h`` holds:
 * ``gammainc``/``gammaincc`` on ``x = softplus(h) + 0.2`` (> 0) with a constant ``a``;
   ``betainc`` on ``x = 0.1 + 0.8 sigmoid(h)`` (inside (0, 1)); ``polygamma(2, .)`` and
   ``zeta(3, .)`` on ``softplus(h) + 0.5`` / ``+ 1`` (> 0);
-* FFT compositions (``fft_filter``, ``rfft_lowpass``, ``fft2_filter``): real -> complex ->
-  real, linear, shape kept;
+* FFT compositions (``fft_filter``, ``rfft_lowpass``): real -> complex -> real, linear, shape
+  kept (a 2-D ``fft2`` after a transpose hit an XLA CPU ``fft_thunk`` layout RET_CHECK in jax
+  itself, so it is not drawn);
 * scatters with ``mul``/``max``/``min`` combiners write at distinct indices (``unique_indices``,
   which jax's scatter-mul derivative requires) updates ``0.5 h[other] + 0.05 c`` that tie with
   the value they meet only on a set of measure zero (never at 0 after relu, nor at a clip bound).
@@ -109,5 +110,4 @@ SPECIAL_STRUCTURAL = {
             jnp.fft.rfft(h) / (1.0 + jnp.arange(h.shape[-1] // 2 + 1)), n=h.shape[-1]
         ),
     ),
-    "fft2_filter": (2, lambda h, c: jnp.real(jnp.fft.ifft2(jnp.fft.fft2(h) * (0.5 - 1.0j)))),
 }

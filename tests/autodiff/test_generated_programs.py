@@ -116,7 +116,7 @@ FAMILY_PROGRAMS = {
     "special_incomplete": _chain(
         ((3,),), "gammainc", "betainc", "polygamma", "gammaincc", "zeta", kind="unary"
     ),
-    "fft": _chain(((2, 4),), "fft_filter", "rfft_lowpass", "fft2_filter"),
+    "fft": _chain(((2, 4),), "fft_filter", "rfft_lowpass"),
 }
 
 
