@@ -25,6 +25,7 @@ from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
 from jaxparadigm.autodiff.chunked_map import check_chunk_size, map_rows
 from jaxparadigm.autodiff.graph import flat_trace
 from jaxparadigm.autodiff.jvp_interpreter import eval_jvp_closed
+from jaxparadigm.autodiff.tape.define_by_run import EagerGraph
 
 __all__ = ["jacfwd", "jvp"]
 
@@ -95,7 +96,10 @@ def _run(f, args, flat_tangents, has_aux, holomorphic=False):
                 "jacfwd with holomorphic=True requires outputs with complex dtype, but got "
                 f"{v.aval.dtype.name}."
             )
-    outs, touts = eval_jvp_closed(graph.closed_jaxpr, flat_args, flat_tangents)
+    if isinstance(graph, EagerGraph):  # f branches on values: define-by-run forward mode
+        outs, touts = graph.eval_jvp(flat_args, flat_tangents)
+    else:
+        outs, touts = eval_jvp_closed(graph.closed_jaxpr, flat_args, flat_tangents)
     # an input returned unchanged (a Python float) still comes back as an array, as in jax
     outs = [o if isinstance(o, (jax.Array, jax.core.Tracer)) else jnp.asarray(o) for o in outs]
     touts = _output_tangents(graph, outs, touts)

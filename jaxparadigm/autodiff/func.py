@@ -15,6 +15,7 @@ Complex numbers: ``holomorphic=`` as jax's (``grad``, ``grad_and_value``, ``jacr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -152,7 +153,7 @@ def jacrev(
     def jac_fn(*args):
         nums, rebuild = _select(args, argnums)
         reverse_mode.wrt_mask(args, nums, "jacrev", holomorphic)  # inexact inputs only
-        f_wrt = lambda *wrt: func(*rebuild(wrt))
+        f_wrt = functools.wraps(func)(lambda *wrt: func(*rebuild(wrt)))  # errors name func
         res = reverse_mode.vjp(f_wrt, *(args[i] for i in nums), has_aux=has_aux)
         out, vjp_fn = res[0], res[1]
         out_leaves, out_tree = jax.tree_util.tree_flatten(out)

@@ -30,6 +30,11 @@ from jax.core import ShapedArray
 from jax.extend import core as jcore
 
 from jaxparadigm.autodiff.registry import get_forward, get_vjp, has_forward
+from jaxparadigm.autodiff.tape.control_flow_error import (
+    CONCRETIZATION_ERRORS,
+    value_control_flow_error,
+)
+from jaxparadigm.autodiff.tape.define_by_run import EagerGraph, is_concrete
 from jaxparadigm.autodiff.trace_cache import TRACES, closes_over_tracers, trace_key
 
 __all__ = ["Graph", "Node", "topological_order", "trace", "count_equations"]
@@ -319,6 +324,9 @@ def flat_trace(
     dtypes, static kwargs) in ``trace_cache.TRACES``, so eager calls do not re-trace.
     ``cache_as=(fn, static)``: ``f`` is a per-call closure of ``fn`` over the values described by
     ``static`` (``trace_cache.static_key``; ``None``: not cached); the entry is keyed on those.
+    When tracing fails because ``f`` uses the value of a traced argument (``if x > 0``), the
+    graph is a ``tape.define_by_run.EagerGraph`` over the concrete values (never cached), or,
+    with abstract arguments (under jit), ``ValueControlFlowError`` names ``f`` and the line.
     """
     kwargs = kwargs or {}
     flat_args, in_tree = jax.tree_util.tree_flatten(args)
@@ -343,7 +351,15 @@ def flat_trace(
         aux_leaves, trees["aux"] = jax.tree_util.tree_flatten(aux)
         return (*out_leaves, *aux_leaves)
 
-    closed = jax.make_jaxpr(flat_fn)(*flat_args)
+    try:
+        closed = jax.make_jaxpr(flat_fn)(*flat_args)
+    except CONCRETIZATION_ERRORS as err:
+        # f branches on (or converts) a traced value: define-by-run on concrete values, never
+        # cached; with abstract arguments (under jit) one error naming f and the line
+        if not all(is_concrete(x) for x in flat_args):
+            raise value_control_flow_error("jaxparadigm.autodiff", key_fn, err) from None
+        eager = EagerGraph(flat_fn, flat_args, trees)
+        return cast(Graph, eager), flat_args, trees["out"].num_leaves, trees["aux"]
     graph = Graph(closed, in_tree, trees["out"])
     if not closes_over_tracers(closed):
         TRACES.put(key, (graph, trees["out"].num_leaves, trees["aux"]))

@@ -18,12 +18,15 @@ Coverage -- what the strategies (``programs()``, ``random_program``) draw:
   imag/abs/angle/complex, linear and polynomial structural ops, control flow);
 * elementwise (``UNARY``, ``BINARY``): tanh sin cos exp sigmoid softplus gelu relu leaky-relu abs
   clip neg square cube log log1p sqrt rsqrt reciprocal pow erf atan sinh expm1 stop_gradient
-  asin acos cosh tan lgamma digamma erf_inv cbrt bessel_i0e bessel_i1e; add sub mul div max min
+  asin acos cosh tan lgamma digamma erf_inv cbrt bessel_i0e bessel_i1e gammainc gammaincc betainc
+  polygamma zeta (jax.scipy's, in x); add sub mul div max min
   atan2 pow, fmod and remainder (``rem``), all with implicit broadcasting;
 * ``STRUCTURAL``: reductions (sum with/without keepdims, mean, max, min, prod, logsumexp,
   softmax), reshapes, transpose, expand/broadcast, slices (strided, reversed), gather, scatter
   (add, set, and mul/max/min combiners at distinct indices), dynamic_slice /
   dynamic_update_slice, pad, concatenate, cumsum/cumprod/cummax/cummin/cumlogsumexp, sort,
+  FFTs in real-valued compositions (fft/ifft, rfft/irfft; refused while the engine
+  refuses complex intermediates),
   top_k, argmax + take_along_axis, dot and einsum, reduce_window sum/max pooling, a 1-D
   convolution, 2-D ``conv_general_dilated`` (NCHW / NHWC, strides, explicit padding, rhs
   dilation, feature_group_count, a kernel that is differentiated too), linear algebra
@@ -36,8 +39,8 @@ Coverage -- what the strategies (``programs()``, ``random_program``) draw:
   (jacrev, jacfwd, hessian).
 
 Not drawn (yet): complex linear algebra, sort/pooling/fft of complex values, integer or pytree
-inputs (pytrees: ``programs.py``'s model losses), polygamma and the special functions our engine
-has no rules for (igamma, betainc, zeta), eig / schur / FFT (no rules here either), lu and
+inputs (pytrees: ``programs.py``'s model losses), the incomplete gamma / beta functions in ``a``
+/ ``b`` (jax has no second derivative there), eig (complex outputs) and schur (no rules), lu and
 custom_linear_solve called directly, non-square qr/svd and full_matrices, 3-D or transposed
 (lhs-dilated) convolutions, batch_group_count, scatter/gather with duplicate or traced indices,
 multi-operand sort, select_n with more than two cases, reduce_precision, remat policies, vmap

@@ -11,6 +11,12 @@ pole, a branch cut or a kink whatever ``h`` holds:
 * ``fmod``/``remainder`` (the ``rem`` primitive) on ``x = +-(1.5 + 0.25 tanh(h))`` and
   ``y = 1 + 0.1 tanh(o)``: ``x / y`` stays in (1.13, 1.95) (or its negative), so trunc / floor of
   it is constant and the op is smooth in both operands;
+* ``gammainc``/``gammaincc`` on ``x = softplus(h) + 0.2`` (> 0) with a constant ``a``;
+  ``betainc`` on ``x = 0.1 + 0.8 sigmoid(h)`` (inside (0, 1)); ``polygamma(2, .)`` and
+  ``zeta(3, .)`` on ``softplus(h) + 0.5`` / ``+ 1`` (> 0);
+* FFT compositions (``fft_filter``, ``rfft_lowpass``): real -> complex -> real, linear, shape
+  kept (a 2-D ``fft2`` after a transpose hit an XLA CPU ``fft_thunk`` layout RET_CHECK in jax
+  itself, so it is not drawn);
 * scatters with ``mul``/``max``/``min`` combiners write at distinct indices (``unique_indices``,
   which jax's scatter-mul derivative requires) updates ``0.5 h[other] + 0.05 c`` that tie with
   the value they meet only on a set of measure zero (never at 0 after relu, nor at a clip bound).
@@ -25,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.scipy import special as jsp
 
 __all__ = ["SPECIAL_BINARY", "SPECIAL_STRUCTURAL", "SPECIAL_UNARY"]
 
@@ -44,6 +51,13 @@ SPECIAL_UNARY = {
     "cbrt": lambda h: jnp.cbrt(jnp.tanh(h) - 1.5),
     "bessel_i0e": lambda h: lax.bessel_i0e(_positive(h, 0.2)),
     "bessel_i1e": lambda h: lax.bessel_i1e(-_positive(h, 0.2)),
+    # issue 36: the incomplete gamma / beta functions in x (their a/b derivatives end at first
+    # order in jax: igamma_grad_a has no rule, betainc none in a, b), polygamma, Hurwitz zeta
+    "gammainc": lambda h: jsp.gammainc(1.7, _positive(h, 0.2)),
+    "gammaincc": lambda h: jsp.gammaincc(0.8, _positive(h, 0.3)),
+    "betainc": lambda h: jsp.betainc(1.5, 2.5, 0.1 + 0.8 * jax.nn.sigmoid(h)),
+    "polygamma": lambda h: lax.polygamma(2.0, _positive(h, 0.5)),
+    "zeta": lambda h: jsp.zeta(3.0, _positive(h, 1.0)),
 }
 
 
@@ -87,4 +101,13 @@ SPECIAL_STRUCTURAL = {
         lambda h, c: _scatter_last(h, c, lambda at, u: at.max(u, unique_indices=True)),
     ),
     "scatter_min": (1, _scatter_min_rows),
+    # issue 36: FFTs inside real-valued compositions (real in, real out, shape kept); these carry
+    # complex intermediates, refused until the engine differentiates complex values
+    "fft_filter": (1, lambda h, c: jnp.real(jnp.fft.ifft(jnp.fft.fft(h) * (1.0 + 0.5j)))),
+    "rfft_lowpass": (
+        1,
+        lambda h, c: jnp.fft.irfft(
+            jnp.fft.rfft(h) / (1.0 + jnp.arange(h.shape[-1] // 2 + 1)), n=h.shape[-1]
+        ),
+    ),
 }

@@ -72,13 +72,9 @@ def test_basic():
     np.testing.assert_allclose(jacfwd(jacfwd(sin_rule_2cos))(x), -2 * np.sin(x), rtol=1e-5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="define-then-run: our engine always traces f, so Python control flow on the value of "
-    "an input (if x > 0) cannot run; jax's jvp evaluates eagerly here",
-)
 def test_python_control_flow():
-    """custom_api_test.py CustomJVPTest.test_python_control_flow: a known, structural gap."""
+    """custom_api_test.py CustomJVPTest.test_python_control_flow: branches on the value, in f and
+    in its rule, run define-by-run on the concrete values (``tape.define_by_run``)."""
 
     @jax.custom_jvp
     def f(x):

@@ -112,6 +112,11 @@ FAMILY_PROGRAMS = {
     ),
     "linalg_factorizations": _chain(((3,),), "cholesky", "sum", "eigh", "sum", "svd"),
     "linalg_qr_inv": _chain(((2,),), "qr", "sum", "inv"),
+    # issue 36: the incomplete gamma / beta rules, polygamma and zeta; FFT compositions
+    "special_incomplete": _chain(
+        ((3,),), "gammainc", "betainc", "polygamma", "gammaincc", "zeta", kind="unary"
+    ),
+    "fft": _chain(((2, 4),), "fft_filter", "rfft_lowpass"),
 }
 
 

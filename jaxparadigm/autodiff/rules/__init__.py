@@ -8,14 +8,16 @@ object (``@register_vjp(P.sin_p)`` next to ``@register_jvp(P.sin_p)``), so a sea
   convert_element_type, copies, barriers, the complex parts);
 * ``elementary``: exp, log, trigonometric, tanh, logistic, erf, roots, powers, abs;
 * ``special``: hyperbolic, inverse trigonometric and special functions, atan2, rem;
+* ``incomplete``: the regularized incomplete gamma (igamma, igammac) and beta functions;
 * ``zero_derivative``: the one list of primitives whose derivative is zero;
 * ``structural``: dot_general and shape movement; ``conv``: conv_general_dilated;
+* ``fft``: fft/ifft/rfft/irfft (linear: the JVP is the FFT, the VJP jax's transpose);
 * ``reduction``, ``reduce_window``, ``cumulative``: full, windowed and running reductions;
 * ``indexing``: gather and the scatters; ``sorting``: sort and top_k;
 * ``call``: jit, checkpoint, custom_jvp/custom_vjp; ``control_flow``: cond, scan, while,
   callbacks;
 * ``linalg``, ``decomposition``: triangular/tridiagonal solves, cholesky, lu,
-  custom_linear_solve; eigh, qr, svd.
+  custom_linear_solve; eigh, qr, svd; ``eig``: the non-symmetric eigendecomposition.
 
 ``tangents.py`` and ``scatter_dims.py`` hold helpers the rules share. This module is the one
 place that imports (and so registers) every rule module; ``import jaxparadigm.autodiff``
@@ -28,8 +30,11 @@ from jaxparadigm.autodiff.rules import (  # noqa: F401  (each import registers i
     conv,
     cumulative,
     decomposition,
+    eig,
     elementary,
     elementwise,
+    fft,
+    incomplete,
     indexing,
     linalg,
     reduce_window,
