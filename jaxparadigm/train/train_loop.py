@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -165,6 +166,7 @@ def train(
     gives up, ``ConfigError``/``CheckpointError`` (input errors) for an unusable run directory,
     one ``TypeError``/``ValueError`` for a bad argument (:func:`check_train_arguments`).
     """
+    t0 = time.perf_counter()  # "step 1 (compiled and ran in ...)" counts set-up and compiling
     check_train_arguments(model, dataset, tx, settings)
     check_run_arguments(stop_at, batch_transform)
     _check_data(dataset)
@@ -177,10 +179,10 @@ def train(
         end = max(start, settings.steps if stop_at is None else min(settings.steps, stop_at))
         run = Run(settings, dataset, steps, ckpt, log, batch_transform, end)
         loop = LoopState(state, snapshot=to_host(state))  # rollback target without checkpoints
-        bar = StepProgress(start, end, settings.name, enabled=progress and _primary())
+        bar = StepProgress(start, end, settings.name, enabled=progress and _primary(), t0=t0)
         for step in range(start, end):
             one_step(run, loop, step)
-            bar.update(step + 1, loop.postfix)
+            bar.update(step + 1, loop.postfix, loop.clock.steps_per_second() or None)
         final_eval = _finish(run, loop, start, stop_at is None)
     finally:
         if bar is not None:
