@@ -37,7 +37,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from jaxparadigm.app.cpu_devices import cpu_request, prepare_cpu_devices
+    from jaxparadigm.app.cpu_devices import cpu_request
     from jaxparadigm.build import finished_run_for
     from jaxparadigm.config import read_config
 
@@ -56,6 +56,17 @@ def _run(args: argparse.Namespace) -> int:
     if done is not None:  # one line, nothing started, nothing written
         print(done)
         return 0
+    from jaxparadigm.app.run_ownership import owned_run_folder  # refused / locked before JAX starts
+
+    with owned_run_folder(cfg, overwrite=args.overwrite):
+        return _run_owned(args, request, loaded)
+
+
+def _run_owned(args: argparse.Namespace, request, loaded) -> int:
+    """``jaxparadigm run`` once the run folder is held (:func:`_run`)."""
+    from jaxparadigm.app.cpu_devices import prepare_cpu_devices
+
+    cfg = loaded.config
     if args.num_processes is not None:  # workers print the report line (process 0's terminal)
         from jaxparadigm.app.train_launch import launch
 

@@ -29,7 +29,13 @@ from jaxparadigm.errors import ConfigError
 from jaxparadigm.optim import adam_state_report
 from jaxparadigm.train import SIGNED_KEYS, Dataset, TrainResult, drift_report, state_signature
 
-__all__ = ["drift_features", "run_mixed_precision", "run_overflow", "run_train", "used_config"]
+__all__ = [
+    "drift_features",
+    "run_mixed_precision",
+    "run_overflow",
+    "run_train",
+    "used_config",
+]
 
 
 def drift_features(dataset: Dataset, split: str = "train", max_rows: int = 4000) -> np.ndarray:

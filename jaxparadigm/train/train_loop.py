@@ -47,6 +47,7 @@ from jaxparadigm.train.distributed import on_primary, process_shard
 from jaxparadigm.train.metrics import MetricsWriter, read_metrics
 from jaxparadigm.train.objectives import eval_metrics, loss_for
 from jaxparadigm.train.progress import StepProgress
+from jaxparadigm.train.run_folder import RunInterrupted
 from jaxparadigm.train.settings import TrainSettings
 from jaxparadigm.train.sharding import (
     data_mesh,
@@ -180,9 +181,15 @@ def train(
         run = Run(settings, dataset, steps, ckpt, log, batch_transform, end)
         loop = LoopState(state, snapshot=to_host(state))  # rollback target without checkpoints
         bar = StepProgress(start, end, settings.name, enabled=progress and _primary(), t0=t0)
-        for step in range(start, end):
-            one_step(run, loop, step)
-            bar.update(step + 1, loop.postfix, loop.clock.steps_per_second() or None)
+        try:
+            for step in range(start, end):
+                one_step(run, loop, step)
+                bar.update(step + 1, loop.postfix, loop.clock.steps_per_second() or None)
+        except KeyboardInterrupt:  # Ctrl-C: one line from the CLI, how to resume (issue 35)
+            bar.close()
+            latest = ckpt.latest_step() if ckpt is not None else None
+            resumes = settings.checkpoint.resume
+            raise RunInterrupted(len(loop.losses) + start, latest, resumes) from None
         final_eval = _finish(run, loop, start, stop_at is None)
     finally:
         if bar is not None:

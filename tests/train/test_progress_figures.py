@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from jaxparadigm.app.train_task import _loss_line
 from jaxparadigm.build import train_from_config
 from jaxparadigm.train.metrics import StepClock
 from tests.train.conftest import tiny_config
@@ -75,6 +74,8 @@ class _Result:
 
 
 def test_a_resumed_reports_first_loss_is_named_by_its_step():
+    from jaxparadigm.app.train_task import _loss_line
+
     line = _loss_line(_Result([0.5, 0.4, 0.3], 6))
     assert line.startswith("- train loss at step 7 / step 9: 0.5 / 0.3")
     assert "steps 1-6 ran before the resume" in line
