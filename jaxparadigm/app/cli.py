@@ -37,11 +37,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from jaxparadigm.app.cpu_devices import cpu_request
+    from jaxparadigm.app.cpu_devices import cpu_request, user_device_count
     from jaxparadigm.build import finished_run_for
     from jaxparadigm.config import read_config
 
     request = cpu_request(args.cpu_devices, os.environ)  # a bad value fails before anything loads
+    user_device_count(os.environ)  # so does one in XLA_FLAGS / JAX_NUM_CPU_DEVICES
     if args.devices_per_process is not None and args.num_processes is None:
         raise InputError("--devices-per-process: given without --num-processes")
     if args.devices_per_process is not None and args.cpu_devices is not None:
