@@ -106,6 +106,12 @@ def _add_run(sub) -> None:
         "A count in XLA_FLAGS wins",
     )
     p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start afresh over a finished run of the same name (train.checkpoint.resume: false); "
+        "the old run is kept as NAME.old-<timestamp> until the new one finishes",
+    )
+    p.add_argument(
         "--no-progress",
         action="store_true",
         help="no progress bar or progress lines (same as TQDM_DISABLE=1; a bar is only drawn on "
@@ -266,6 +272,13 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return COMMANDS[args.command](args)
+    except KeyboardInterrupt as exc:  # Ctrl-C: one line, exit 130, no traceback (issue 35)
+        if os.environ.get("JAXPARADIGM_DEBUG"):
+            raise
+        if sys.stderr.isatty():
+            print("\r\033[K", end="", file=sys.stderr)
+        print(f"jaxparadigm {args.command}: {str(exc) or 'interrupted'}", file=sys.stderr)
+        return 130
     except (InputError, TrainingAborted) as exc:
         if os.environ.get("JAXPARADIGM_DEBUG"):
             raise

@@ -37,11 +37,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from jaxparadigm.app.cpu_devices import cpu_request, prepare_cpu_devices
+    from jaxparadigm.app.cpu_devices import cpu_request, user_device_count
     from jaxparadigm.build import finished_run_for
     from jaxparadigm.config import read_config
 
     request = cpu_request(args.cpu_devices, os.environ)  # a bad value fails before anything loads
+    user_device_count(os.environ)  # so does one in XLA_FLAGS / JAX_NUM_CPU_DEVICES
     if args.devices_per_process is not None and args.num_processes is None:
         raise InputError("--devices-per-process: given without --num-processes")
     if args.devices_per_process is not None and args.cpu_devices is not None:
@@ -56,6 +57,17 @@ def _run(args: argparse.Namespace) -> int:
     if done is not None:  # one line, nothing started, nothing written
         print(done)
         return 0
+    from jaxparadigm.app.run_ownership import owned_run_folder  # refused / locked before JAX starts
+
+    with owned_run_folder(cfg, overwrite=args.overwrite):
+        return _run_owned(args, request, loaded)
+
+
+def _run_owned(args: argparse.Namespace, request, loaded) -> int:
+    """``jaxparadigm run`` once the run folder is held (:func:`_run`)."""
+    from jaxparadigm.app.cpu_devices import prepare_cpu_devices
+
+    cfg = loaded.config
     if args.num_processes is not None:  # workers print the report line (process 0's terminal)
         from jaxparadigm.app.train_launch import launch
 

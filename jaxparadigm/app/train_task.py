@@ -29,7 +29,13 @@ from jaxparadigm.errors import ConfigError
 from jaxparadigm.optim import adam_state_report
 from jaxparadigm.train import SIGNED_KEYS, Dataset, TrainResult, drift_report, state_signature
 
-__all__ = ["drift_features", "run_mixed_precision", "run_overflow", "run_train", "used_config"]
+__all__ = [
+    "drift_features",
+    "run_mixed_precision",
+    "run_overflow",
+    "run_train",
+    "used_config",
+]
 
 
 def drift_features(dataset: Dataset, split: str = "train", max_rows: int = 4000) -> np.ndarray:
@@ -122,7 +128,7 @@ def _train_section(result: TrainResult, cfg) -> list[str]:
         + (f" (resumed from checkpoint step {result.resumed_from})" if result.resumed_from else ""),
         "- final evaluation: "
         + ", ".join(f"{k} = {_fmt(v)}" for k, v in sorted(result.final_eval.items())),
-        f"- first / last train loss: {_fmt(result.losses[0])} / {_fmt(result.losses[-1])}"
+        _loss_line(result)
         if result.losses
         else "- no steps run in this call (the earlier calls' losses are in metrics.jsonl)",
         *(  # no throughput or latency of a call that ran no step (issue 34: a report rewritten)
@@ -145,6 +151,20 @@ def _train_section(result: TrainResult, cfg) -> list[str]:
         lines.append(f"  - {event.kind} @ step {event.step}: {event.message}")
     lines += [f"![{p.stem}]({p.name})" for p in result.plots]
     return lines + _placement_section(result.placement)
+
+
+def _loss_line(result: TrainResult) -> str:
+    """The train loss of the first and last step of this call, each named by its step: a resumed
+    call's first loss is that of the step it resumed at, not the run's (issue 35)."""
+    first = (result.resumed_from or 0) + 1
+    last = first + len(result.losses) - 1
+    line = (
+        f"- train loss at step {first} / step {last}: {_fmt(result.losses[0])} / "
+        f"{_fmt(result.losses[-1])}"
+    )
+    if result.resumed_from:
+        line += f" (steps 1-{result.resumed_from} ran before the resume: metrics.jsonl)"
+    return line
 
 
 def _placement_section(fig: dict | None) -> list[str]:

@@ -99,27 +99,36 @@ class StepClock:
     """Host-observed step times (C5.2): throughput and latency percentiles of the steps after the
     first one (which compiles).
 
-    ``steps_per_second = (timed steps) / (now - end of the first step)``; ``latency_ms`` gives the
+    ``steps_per_second = (timed steps) / (end of the last step - end of the first step)``: the rate
+    of the steps themselves, the same when read at the last step or after the final evaluation,
+    checkpoint and plots (issue 35: a summary read later gave 248 where the last line said 507);
+    ``latency_ms`` gives the
     P50 and P99 of the timed steps in milliseconds (NaN when none were timed).
     """
 
     def __init__(self) -> None:
         self.t_first: float | None = None
+        self.t_last: float | None = None
         self.times: list[float] = []
 
     def timed(self, fn: Callable[[], Any]) -> Any:
         """``fn()``, timed unless it is the first call."""
         t = time.perf_counter()
         out = fn()
+        end = time.perf_counter()
         if self.t_first is None:
-            self.t_first = time.perf_counter()
+            self.t_first = end
         else:
-            self.times.append(time.perf_counter() - t)
+            self.times.append(end - t)
+            self.t_last = end
         return out
 
     def steps_per_second(self) -> float:
-        """Timed steps per second of wall time since the first step ended (0 when none)."""
-        elapsed = time.perf_counter() - self.t_first if self.t_first is not None else 0.0
+        """Timed steps per second of wall time from the end of the first step to the end of the
+        last (0 when none)."""
+        if self.t_first is None or self.t_last is None:
+            return 0.0
+        elapsed = self.t_last - self.t_first
         return len(self.times) / elapsed if elapsed > 0 and self.times else 0.0
 
     def latency_ms(self) -> dict:

@@ -3,8 +3,10 @@
 * On a TTY: a tqdm bar, created once the first step (which includes jit compilation) has run, so
   its rate and ETA measure training, not compiling.
 * Not a TTY (``> out.log``, CI, a launcher's pipe): a plain line every ``ceil(total / lines)``
-  steps, the first step's one included (``step 1/800 (compiled and ran in 2.1 s)``), with the ETA
-  from the steps after the first; never a carriage return.
+  steps, the first step's one included (``step 1/800 (compiled and ran in 2.1 s)``, the time
+  since ``t0``: the caller's start, set-up and compiling included), with the ETA from the steps
+  after the first; never a carriage return. Each line's figures are those of the step it names
+  (the caller passes that step's loss, and the rate it reports in its own summary).
 * Off when ``enabled`` is false, or when ``TQDM_DISABLE`` is set to anything but ``""``/``0``/
   ``false`` (tqdm's own convention; ``jaxparadigm run --no-progress`` sets it for every process).
 """
@@ -52,6 +54,7 @@ class StepProgress:
         enabled: bool = True,
         stream: TextIO | None = None,
         lines: int = 10,
+        t0: float | None = None,
     ) -> None:
         self.start, self.end, self.desc = start, end, desc
         self.stream = sys.stderr if stream is None else stream
@@ -60,12 +63,13 @@ class StepProgress:
         tty = (isatty is not None and isatty()) or os.environ.get(PROGRESS_TTY_ENV) == "1"
         self.tty = bool(self.enabled and tty)
         self.every = max(1, math.ceil((end - start) / max(1, lines)))
-        self._t0 = time.perf_counter()
+        self._t0 = time.perf_counter() if t0 is None else t0  # a time.perf_counter() value
         self._t_warm: float | None = None  # end of the first (compiling) step
         self._bar: tqdm | None = None
 
-    def update(self, done: int, postfix: dict | None = None) -> None:
-        """Step ``done`` (absolute) finished; ``postfix``: latest figures (e.g. loss, lr)."""
+    def update(self, done: int, postfix: dict | None = None, rate: float | None = None) -> None:
+        """Step ``done`` (absolute) finished; ``postfix``: that step's figures (e.g. loss, lr);
+        ``rate``: steps/s to show (default: steps after the first over the time since it)."""
         if not self.enabled:
             return
         first = self._t_warm is None
@@ -74,7 +78,7 @@ class StepProgress:
         if self.tty:
             self._bar_update(done, first, postfix)
         elif first or done == self.end or (done - self.start) % self.every == 0:
-            self._line(done, first, postfix)
+            self._line(done, first, postfix, rate)
 
     def _bar_update(self, done: int, first: bool, postfix: dict | None) -> None:
         if first:
@@ -94,7 +98,7 @@ class StepProgress:
         if postfix:
             self._bar.set_postfix(postfix, refresh=False)
 
-    def _line(self, done: int, first: bool, postfix: dict | None) -> None:
+    def _line(self, done: int, first: bool, postfix: dict | None, rate: float | None) -> None:
         now = time.perf_counter()
         head = f"{self.desc}: step {done}/{self.end}"
         parts = []
@@ -102,8 +106,9 @@ class StepProgress:
             head += f" (compiled and ran in {now - self._t0:.1f} s)"
         else:
             assert self._t_warm is not None  # update() sets it before the first line
-            warm_steps = done - self.start - 1
-            rate = warm_steps / (now - self._t_warm) if now > self._t_warm else 0.0
+            if rate is None:
+                warm_steps = done - self.start - 1
+                rate = warm_steps / (now - self._t_warm) if now > self._t_warm else 0.0
             if rate > 0:
                 parts.append(f"{rate:.1f} steps/s, ETA {_clock((self.end - done) / rate)}")
         if postfix:

@@ -179,14 +179,15 @@ def _guard(run: Run, loop: LoopState, step: int) -> None:
 
 
 def _log(run: Run, loop: LoopState, done: int, m: dict) -> None:
-    """A train record every ``log_every`` steps and at the end."""
+    """The progress figures of step ``done`` (every step: a progress line names the step whose
+    loss it shows); a train record every ``log_every`` steps and at the end."""
+    loop.postfix = {"loss": f"{float(m['loss']):.4f}", "lr": f"{float(m['lr']):.2e}"}
     if done % run.settings.log_every and done != run.end:
         return
     sps = loop.clock.steps_per_second()
     rec = {k: m[k] for k in ("loss", "lr", "grad_norm", "loss_scale") if k in m}
     rec.update(step=done, steps_per_s=sps, examples_per_s=sps * run.settings.batch_size)
-    rec = run.log.writer.write(rec)
-    loop.postfix = {"loss": f"{rec['loss']:.4f}", "lr": f"{rec['lr']:.2e}"}
+    run.log.writer.write(rec)
 
 
 def _evaluate_and_snapshot(run: Run, loop: LoopState, done: int) -> None:

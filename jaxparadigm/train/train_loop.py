@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -46,6 +47,7 @@ from jaxparadigm.train.distributed import on_primary, process_shard
 from jaxparadigm.train.metrics import MetricsWriter, read_metrics
 from jaxparadigm.train.objectives import eval_metrics, loss_for
 from jaxparadigm.train.progress import StepProgress
+from jaxparadigm.train.run_folder import RunInterrupted
 from jaxparadigm.train.settings import TrainSettings
 from jaxparadigm.train.sharding import (
     data_mesh,
@@ -165,6 +167,7 @@ def train(
     gives up, ``ConfigError``/``CheckpointError`` (input errors) for an unusable run directory,
     one ``TypeError``/``ValueError`` for a bad argument (:func:`check_train_arguments`).
     """
+    t0 = time.perf_counter()  # "step 1 (compiled and ran in ...)" counts set-up and compiling
     check_train_arguments(model, dataset, tx, settings)
     check_run_arguments(stop_at, batch_transform)
     _check_data(dataset)
@@ -177,10 +180,16 @@ def train(
         end = max(start, settings.steps if stop_at is None else min(settings.steps, stop_at))
         run = Run(settings, dataset, steps, ckpt, log, batch_transform, end)
         loop = LoopState(state, snapshot=to_host(state))  # rollback target without checkpoints
-        bar = StepProgress(start, end, settings.name, enabled=progress and _primary())
-        for step in range(start, end):
-            one_step(run, loop, step)
-            bar.update(step + 1, loop.postfix)
+        bar = StepProgress(start, end, settings.name, enabled=progress and _primary(), t0=t0)
+        try:
+            for step in range(start, end):
+                one_step(run, loop, step)
+                bar.update(step + 1, loop.postfix, loop.clock.steps_per_second() or None)
+        except KeyboardInterrupt:  # Ctrl-C: one line from the CLI, how to resume (issue 35)
+            bar.close()
+            latest = ckpt.latest_step() if ckpt is not None else None
+            resumes = settings.checkpoint.resume
+            raise RunInterrupted(len(loop.losses) + start, latest, resumes) from None
         final_eval = _finish(run, loop, start, stop_at is None)
     finally:
         if bar is not None:

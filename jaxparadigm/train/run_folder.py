@@ -1,0 +1,114 @@
+"""A run folder is owned (issue 35, C5.1): one writer at a time, a finished run never overwritten,
+an interrupted run told how to resume.
+
+* :func:`run_lock` holds ``RUN_DIR/lock`` (an exclusive ``flock``, as the index's lock in
+  :mod:`jaxparadigm.retrieval.index_store`, which ``train`` may not import) while a run writes the
+  folder: a second run of the same name gets one :class:`InputError` at once naming the holder's
+  pid. The lock belongs to the open file, so it ends with its process: a dead holder's lock file
+  is simply taken over.
+* :func:`refuse_overwrite` refuses a fresh start (``resume: false``) over a finished run (its
+  ``report.md`` exists) unless ``overwrite``: then :func:`set_aside` renames the old folder to
+  ``RUN_DIR.old-<timestamp>`` and the caller removes it once the new run has finished.
+* :class:`RunInterrupted` is a ``KeyboardInterrupt`` carrying the step reached and the newest
+  checkpoint's step: ``interrupted at step N; rerun the same command to resume from step M``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+from jaxparadigm.errors import InputError
+
+fcntl: ModuleType | None
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory lock
+    fcntl = None
+
+__all__ = ["LOCK", "RunInterrupted", "refuse_overwrite", "run_lock", "set_aside"]
+
+#: The lock file's name inside a run folder.
+LOCK = "lock"
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run at data step ``step``; ``resume_step``: the newest complete checkpoint
+    (None: none saved); ``resumes``: whether a rerun of the same config resumes
+    (``train.checkpoint.resume``). Its text is the one line the CLI prints."""
+
+    def __init__(self, step: int, resume_step: int | None, resumes: bool = True) -> None:
+        super().__init__(step, resume_step, resumes)
+        self.step, self.resume_step, self.resumes = step, resume_step, resumes
+
+    def __str__(self) -> str:
+        head = f"interrupted at step {self.step}"
+        if self.resume_step is None:
+            return f"{head}; no checkpoint was saved yet, so a rerun starts from step 0"
+        how = "the same command" if self.resumes else "with train.checkpoint.resume=true"
+        return f"{head}; rerun {how} to resume from step {self.resume_step}"
+
+
+def _holder(fd: int, wait_s: float = 1.0) -> str:
+    """``pid N (since T)`` as the holder wrote it (re-read briefly while it is still empty)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        text = os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
+        if text or time.monotonic() > deadline:
+            return text or "another process"
+        time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path, name: str) -> Iterator[None]:
+    """Hold ``run_dir/lock`` while the run ``name`` writes ``run_dir`` (created if missing)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / LOCK
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open the run's lock file ({exc.strerror})") from None
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise InputError(
+                    f"run {name!r} ({run_dir}) is being written by {_holder(fd)}; wait for it to "
+                    "finish, or pass another name=..."
+                ) from None
+        text = f"pid {os.getpid()} (since {time.strftime('%Y-%m-%d %H:%M:%S')})\n"
+        os.pwrite(fd, text.encode(), 0)
+        os.ftruncate(fd, len(text.encode()))
+        yield
+    finally:
+        os.close(fd)
+
+
+def refuse_overwrite(run_dir: Path, name: str, *, resume: bool, overwrite: bool) -> None:
+    """One :class:`InputError` when a fresh start (``resume`` false) would overwrite the finished
+    run in ``run_dir`` (its ``report.md`` exists) and ``overwrite`` is not given."""
+    if resume or overwrite or not (run_dir / "report.md").is_file():
+        return
+    raise InputError(
+        f"run {name!r} in {run_dir} is finished and this config starts afresh "
+        "(train.checkpoint.resume: false), which would overwrite it; pass another name=... for a "
+        "new run, or --overwrite (the old run is kept as "
+        f"{run_dir.name}.old-<timestamp> until the new one finishes)"
+    )
+
+
+def set_aside(run_dir: Path) -> Path | None:
+    """Rename an existing ``run_dir`` to ``RUN_DIR.old-<timestamp>``; its new path, or None."""
+    if not run_dir.exists():
+        return None
+    aside = run_dir.with_name(f"{run_dir.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
+    n = 1
+    while aside.exists():
+        aside, n = aside.with_name(f"{aside.name.split('~')[0]}~{n}"), n + 1
+    os.replace(run_dir, aside)
+    return aside
