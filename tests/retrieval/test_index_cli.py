@@ -110,7 +110,7 @@ def test_cli_skipped_summary_strict_bad_arguments_and_help(encoder, corpus, caps
     assert out[1] == "skipped 2 inputs (not UTF-8: 1, unsupported type: 1)"
     assert out[2].endswith("latin1.txt: not UTF-8 (byte 0xe9 at offset 3)")
     assert cli_main(["index", "info", str(idx)]) == 0
-    assert "last build/add skipped 2 inputs" in capsys.readouterr().out
+    assert "    skipped 2 inputs (not UTF-8: 1, unsupported type: 1)" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         cli_main(["index", "build", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
