@@ -50,7 +50,10 @@ def test_build_info_search_add_and_tamper(encoder, corpus, capsys):
     assert "status: complete" in info and "chunk_tokens=24, overlap=4" in info
     assert "docs/db/tuning.txt:" in info and "docs/pets/cats.md:" in info
 
-    assert cli_main(["search", "make slow database queries faster", "--index", idx]) == 0
+    query = "make slow database queries faster"
+    assert cli_main(["search", query, "--index", idx]) == 0  # hybrid (issue 35): same passages
+    assert sorted(h[1] for h in _hits(capsys.readouterr().out))[0].endswith("db/tuning.txt")
+    assert cli_main(["search", query, "--index", idx, "--mode", "dense"]) == 0
     hits = _hits(capsys.readouterr().out)
     assert len(hits) == 3  # every passage (top-k 5 is capped at the 3 indexed)
     assert [h[1].rsplit("docs/", 1)[1] for h in hits] == ["db/tuning.txt"] * 2 + ["pets/cats.md"]
