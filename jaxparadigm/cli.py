@@ -6,12 +6,12 @@
         [--cpu-devices N|auto]                       N CPU devices (JAXPARADIGM_CPU_DEVICES)
     jaxparadigm claims [--only ID ...] [--json] [--report DIR] [--config FILE] [claims.key=value ...]
     jaxparadigm search "query" [--corpus FILE|pydoc] [--top-k 5]
-    jaxparadigm search "query" --index DIR [--top-k 5] [--dtype float32|bfloat16|int8] [--approx]
-                       [--stream]
+    jaxparadigm search "query" --index DIR [--top-k 5] [--mode hybrid|dense] [--json]
+                       [--dtype float32|bfloat16|int8] [--approx] [--stream]
     jaxparadigm index build PATH... --out DIR [--chunk-tokens N] [--overlap 32] [--strict]
                        [--cpu-devices N|auto]
     jaxparadigm index add PATH... --index DIR [--strict] [--cpu-devices N|auto]
-    jaxparadigm index info DIR
+    jaxparadigm index info DIR [--skipped]
     jaxparadigm serve --index DIR [--host 127.0.0.1] [--port 8765]   HTTP search until Ctrl-C
     jaxparadigm bench NAME [args ...]                run benchmarks/NAME_bench.py (source checkout)
     jaxparadigm --version
@@ -150,7 +150,23 @@ def _add_search(sub) -> None:
         help="with --index: the embeddings' search copy (bfloat16/int8: less memory, the best "
         "candidates rescored in float32)",
     )
-    p.add_argument("--approx", action="store_true", help="lax.approx_max_k per block")
+    p.add_argument(
+        "--mode",
+        choices=["hybrid", "dense"],
+        default=None,
+        help="with --index: hybrid (default: BM25 and dense ranks fused by reciprocal rank "
+        "fusion; the score is the fused 1/(60 + rank) sum, the cosine is printed beside it) or "
+        "dense (MiniLM cosine alone; the score is the cosine)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='with --index: print serve\'s JSON answer, {"hits": [[row, score], ...], "passages": '
+        '[{"source", "start", "end", "text", "cosine", "excerpt"}, ...]} plus "mode" and "score"',
+    )
+    p.add_argument(
+        "--approx", action="store_true", help="lax.approx_max_k per block (--mode dense)"
+    )
     p.add_argument("--stream", action="store_true", help="read shards per search (low memory)")
 
 
@@ -208,8 +224,13 @@ def _add_index(sub) -> None:
     a.add_argument("--strict", action="store_true", help="fail on any skipped input")
     a.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_encode_devices(a)
-    i = isub.add_parser("info", help="print an index's manifest")
+    i = isub.add_parser("info", help="print an index's manifest and every build and add")
     i.add_argument("index_dir", metavar="DIR")
+    i.add_argument(
+        "--skipped",
+        action="store_true",
+        help="list every input each build and add skipped, with its reason (not only the first 10)",
+    )
 
 
 def _add_serve(sub) -> None:

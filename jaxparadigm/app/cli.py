@@ -120,10 +120,17 @@ def _cmd_search(args: argparse.Namespace) -> int:
     from jaxparadigm.app.search_command_output import format_search
 
     if args.index:
-        from jaxparadigm.app.index_command_output import index_search_text
+        from jaxparadigm.app import index_command_output as output
 
-        kw = {"dtype": args.dtype, "approx": args.approx, "stream": args.stream}
-        out = index_search_text(args.query, args.index, args.top_k, **kw)
+        mode = args.mode or "hybrid"
+        if args.approx and mode != "dense":
+            raise InputError("--approx: approximates the dense ranking alone; add --mode dense")
+        kw = {"dtype": args.dtype, "approx": args.approx, "stream": args.stream, "mode": mode}
+        show = output.index_search_json if args.json else output.index_search_text
+        out = show(args.query, args.index, args.top_k, **kw)
+    elif args.json or args.mode:
+        option = "--json" if args.json else f"--mode {args.mode}"
+        raise InputError(f"{option}: searches an index; add --index DIR (built by `index build`)")
     else:
         out = format_search(args.query, corpus=args.corpus, top_k=args.top_k)
     return _print_result(out)  # warnings (e.g. an all-[UNK] query) were printed by main()
@@ -158,7 +165,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
             args.paths, args.index, progress=progress, strict=args.strict, devices=devices
         )
     else:
-        out = index_command_output.index_info_text(args.index_dir)
+        out = index_command_output.index_info_text(args.index_dir, skipped=args.skipped)
     return _print_result(out)
 
 

@@ -5,6 +5,7 @@ Each function does the library call and returns the text: the CLI only parses ar
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Sequence
@@ -14,12 +15,28 @@ from typing import Any
 from jaxparadigm.app.encoder_devices import encoder_on_cpu_devices
 from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.document_files import Skipped, describe_skipped, plural
+from jaxparadigm.retrieval.excerpt import mark_text
 from jaxparadigm.retrieval.index_build import add_to_index, build_index
-from jaxparadigm.retrieval.index_searcher import Hit, IndexSearcher
+from jaxparadigm.retrieval.index_searcher import IndexSearcher
 from jaxparadigm.retrieval.index_store import committed, read_manifest
+from jaxparadigm.retrieval.search_results import (
+    SCORE_MEANING,
+    ScoredHit,
+    search_response,
+    search_with_excerpts,
+)
 from jaxparadigm.retrieval.sentence_encoder import shorten
 
-__all__ = ["index_build_text", "index_add_text", "index_info_text", "index_search_text"]
+__all__ = [
+    "MARK_OPEN",
+    "MARK_CLOSE",
+    "index_build_text",
+    "index_add_text",
+    "index_info_text",
+    "index_search_hits",
+    "index_search_json",
+    "index_search_text",
+]
 
 
 def _encoder(model_path: str | os.PathLike | None):
@@ -82,8 +99,27 @@ def index_add_text(
     return _summary("added", Path(index_dir), m, added, time.perf_counter() - t0, where)
 
 
-def index_info_text(index_dir: str) -> str:
-    """The manifest in a few lines (status, model, build config, sources, shards with sha256)."""
+def _history(m: dict) -> list[dict]:
+    """Every build and add of the manifest, oldest first; a manifest written before the history
+    was kept (issue 35) gives one record of its last build or add, its time and paths unknown."""
+    if "history" in m:
+        return m["history"]
+    return [
+        {
+            "command": "build or add (last; earlier ones were not recorded)",
+            "at": "unknown time",
+            "paths": [],
+            "passages": m["count"],
+            "sources": len(m["sources"]),
+            "skipped": m.get("skipped", []),
+        }
+    ]
+
+
+def index_info_text(index_dir: str, *, skipped: bool = False) -> str:
+    """The manifest in a few lines (status, model, build config, sources, shards with sha256),
+    then every build and add (when, what it was given, what it added and skipped); with
+    ``skipped=True`` every input each of them skipped (else the first 10 of each)."""
     m = read_manifest(index_dir)
     pending = m["pending"]
     lines = [
@@ -113,43 +149,90 @@ def index_info_text(index_dir: str) -> str:
         f"  {s['name']}: {plural(s['rows'], 'row')}, sha256 {s['sha256']['embeddings'][:16]}..."
         for s in m["shards"]
     ]
-    skipped = [Skipped(**s) for s in m.get("skipped", [])]
-    if skipped:
-        lines += [
-            "last build/add " + line if i == 0 else line
-            for i, line in enumerate(describe_skipped(skipped))
-        ]
+    history = _history(m)
+    lines.append("history (every build and add, oldest first):")
+    limit = None if skipped else 10
+    hidden = 0
+    for n, h in enumerate(history, 1):
+        given = f" of {', '.join(h['paths'])}" if h["paths"] else ""
+        lines.append(
+            f"  {n}. {h['command']} at {h['at']}{given}: {plural(h['passages'], 'passage')} from "
+            f"{plural(h['sources'], 'source')}, {plural(len(h['skipped']), 'input')} skipped"
+        )
+        told = describe_skipped([Skipped(**s) for s in h["skipped"]], limit=limit or 10**9)
+        if limit is not None and len(h["skipped"]) > limit:
+            hidden += len(h["skipped"]) - limit
+            told = told[: 1 + limit]
+        lines += [f"    {line}" for line in told]
+    if hidden:
+        lines.append(
+            f"({hidden} more skipped inputs: `jaxparadigm index info {index_dir} --skipped`)"
+        )
     return "\n".join(lines)
 
 
-def _excerpt(hit: Hit, width: int) -> str:
-    text = " ".join(hit.text.split())
-    return text if len(text) <= width else text[: width - 3] + "..."
+#: How ``search --index`` marks the query's words in an excerpt: plain text that reads the same on a
+#: terminal and in a redirected file.
+MARK_OPEN, MARK_CLOSE = "\u00ab", "\u00bb"
 
 
-def index_search_text(
+def _shown_excerpt(hit: ScoredHit) -> str:
+    """The hit's best excerpt on one line, query words as «word», "..." where it is cut."""
+    e = hit.excerpt
+    text = mark_text(e.text, e.marks, e.start, MARK_OPEN, MARK_CLOSE)
+    text = " ".join(text.split())
+    return ("..." if e.start > 0 else "") + text + ("..." if e.end < len(hit.text.rstrip()) else "")
+
+
+def index_search_hits(
     query: str,
     index_dir: str,
     top_k: int = 10,
     *,
+    mode: str = "hybrid",
     dtype: str = "float32",
     approx: bool = False,
     stream: bool = False,
     model_path: str | None = None,
-    excerpt_chars: int = 160,
-) -> str:
-    """The top ``top_k`` passages of the index for ``query``: score, source [start:end], excerpt.
-
-    ``stream=True`` reads the shards during the search instead of holding them (memory: one
-    placement of shards, not the corpus)."""
+) -> tuple[IndexSearcher, list[ScoredHit]]:
+    """The opened index and its top ``top_k`` :class:`ScoredHit` s for ``query``
+    (:func:`~jaxparadigm.retrieval.search_results.search_with_excerpts`)."""
     if not isinstance(query, str):
         raise TypeError(f"query: got {type(query).__name__}, expected str")
     require_int("top_k", top_k, 1)
     searcher = IndexSearcher(index_dir, dtype=dtype, resident=not stream)
-    hits = searcher.search(_encoder(model_path), query, top_k, approx=approx)[0]
-    lines = [f"query: {shorten(query, 80)}  index: {index_dir} ({len(searcher)} passages, {dtype})"]
-    lines += [
-        f"  {r}. [{h.score:.3f}] {h.source} [{h.start}:{h.end}]\n     {_excerpt(h, excerpt_chars)}"
-        for r, h in enumerate(hits, 1)
+    hits = search_with_excerpts(
+        searcher, _encoder(model_path), query, top_k, mode=mode, approx=approx
+    )
+    return searcher, hits
+
+
+def index_search_json(query: str, index_dir: str, top_k: int = 10, **kw: Any) -> str:
+    """``search --index DIR --json``: :func:`~jaxparadigm.retrieval.search_results.search_response`
+    (serve's ``{"hits", "passages"}`` plus ``mode``, ``score``, ``cosine``, ``excerpt``)."""
+    hits = index_search_hits(query, index_dir, top_k, **kw)[1]
+    return json.dumps(search_response(hits, kw.get("mode", "hybrid")), ensure_ascii=False)
+
+
+def index_search_text(query: str, index_dir: str, top_k: int = 10, **kw: Any) -> str:
+    """The top ``top_k`` passages of the index for ``query``: score and cosine, source
+    [start:end], and the best excerpt with the query's words marked «so».
+
+    ``mode``: ``"hybrid"`` (default; score = fused RRF) or ``"dense"`` (score = cosine);
+    ``stream=True`` reads the shards during the search instead of holding them (memory: one
+    placement of shards, not the corpus)."""
+    mode = kw.get("mode", "hybrid")
+    searcher, hits = index_search_hits(query, index_dir, top_k, **kw)
+    dtype = kw.get("dtype", "float32")
+    lines = [
+        f"query: {shorten(query, 80)}  index: {index_dir} ({len(searcher)} passages, {dtype})",
+        f"mode: {mode}; score: {SCORE_MEANING[mode]}"
+        + ("; (cos ...): the cosine similarity" if mode == "hybrid" else "")
+        + f"; query words marked {MARK_OPEN}so{MARK_CLOSE}",
     ]
+    for r, h in enumerate(hits, 1):
+        score = f"{h.score:.4f}" if mode == "hybrid" else f"{h.score:.3f}"
+        cosine = f"(cos {h.cosine:.3f}) " if mode == "hybrid" else ""
+        lines.append(f"  {r}. [{score}] {h.source} [{h.start}:{h.end}]")
+        lines.append(f"     {cosine}{_shown_excerpt(h)}")
     return "\n".join(lines)

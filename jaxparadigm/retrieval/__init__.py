@@ -19,13 +19,27 @@
   --index``, ``search_vectors``), :class:`SemanticIndex` and the HTTP service
 * ``http_service.SearchService`` (the traced HTTP service, ``search_request`` its request checks)
   and ``serve_command.serve_index`` -- ``jaxparadigm serve``: that service over an index folder
+* relevance (measured by benchmarks/relevance_bench.py): ``bm25`` (:func:`bm25_index`,
+  :func:`bm25_scores`, :func:`bm25_top`), :func:`reciprocal_rank_fusion`, :func:`hybrid_search`
+  (BM25 + dense, fused) with :func:`keyword_index`, ``excerpt`` (:func:`best_excerpt`,
+  :func:`mark_text`) and ``search_results.search_with_excerpts`` -- what ``search --index`` runs
+  (hybrid by default; each hit's cosine and best excerpt) -- with ``search_response``, serve's JSON
 """
 
+from jaxparadigm.retrieval.bm25 import BM25Index, bm25_index, bm25_scores, bm25_top
+from jaxparadigm.retrieval.excerpt import Excerpt, best_excerpt, mark_text
+from jaxparadigm.retrieval.hybrid_search import hybrid_search, keyword_index
 from jaxparadigm.retrieval.index import Index
 from jaxparadigm.retrieval.index_build import add_to_index, build_index
 from jaxparadigm.retrieval.index_searcher import Hit, IndexSearcher
 from jaxparadigm.retrieval.keyword import keyword_search
 from jaxparadigm.retrieval.memory_index import SemanticIndex
+from jaxparadigm.retrieval.rank_fusion import reciprocal_rank_fusion
+from jaxparadigm.retrieval.search_results import (
+    ScoredHit,
+    search_response,
+    search_with_excerpts,
+)
 from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder, load_minilm
 from jaxparadigm.retrieval.vector_search import TopK, VectorSearcher
 
@@ -41,4 +55,17 @@ __all__ = [
     "Hit",
     "VectorSearcher",
     "TopK",
+    "reciprocal_rank_fusion",
+    "bm25_index",
+    "bm25_scores",
+    "bm25_top",
+    "BM25Index",
+    "hybrid_search",
+    "keyword_index",
+    "best_excerpt",
+    "Excerpt",
+    "mark_text",
+    "search_with_excerpts",
+    "search_response",
+    "ScoredHit",
 ]

@@ -7,9 +7,14 @@ File types (by suffix, case-insensitive):
     .html .htm                the readable text (markup, scripts, styles, navigation blanked)
     .jsonl                    one document per line, its "text" field (source ``path:LINE``)
 
-(:mod:`~jaxparadigm.retrieval.readable_text`). A folder is walked recursively in sorted order
-(hidden entries skipped, symlinked folders not followed); a file named directly with another
-suffix is read as plain text.
+    no type suffix            README, LICENSE, NEWS.Debian: read as text when its first
+                              SNIFF_BYTES are text (else skipped "not UTF-8")
+    NAME.gz                   NAME's kind, read through gzip (bounded: "too large" past
+                              MAX_GZ_BYTES decompressed)
+
+(:mod:`~jaxparadigm.retrieval.readable_text`, :mod:`~jaxparadigm.retrieval.file_kinds`). A folder
+is walked recursively in sorted order (hidden entries skipped, symlinked folders not followed); a
+file named directly with another suffix is read as plain text.
 
 **Identity.** A file is keyed by its resolved real path (:func:`os.path.realpath`):
 ``docs/d0.txt``, its absolute path, ``docs/../docs/d0.txt`` and the same file named from another
@@ -63,6 +68,7 @@ from jaxparadigm.retrieval.bounded_reading import (
     read_json_line,
     shown_name,
 )
+from jaxparadigm.retrieval.file_kinds import FILE_TYPES, GzipSkip, file_kind, gunzip_file
 from jaxparadigm.retrieval.index_owned_files import holds_index
 from jaxparadigm.retrieval.passages import Document
 from jaxparadigm.retrieval.readable_text import html_readable, markup_boilerplate
@@ -84,16 +90,6 @@ __all__ = [
     "shown_name",
 ]
 
-FILE_TYPES = {
-    ".txt": "text",
-    ".py": "text",
-    ".md": "markup",
-    ".markdown": "markup",
-    ".rst": "markup",
-    ".html": "html",
-    ".htm": "html",
-    ".jsonl": "jsonl",
-}
 SKIP_REASONS = (
     "unreadable",
     "empty",
@@ -107,6 +103,7 @@ SKIP_REASONS = (
     "name not UTF-8",
     "symlink loop",
     "index folder",
+    "too large",
 )
 _INDEX_FOLDER = "holds an index's manifest.json: an index never reads itself"
 
@@ -188,9 +185,8 @@ def _entry(entry: os.DirEntry, top: Path, dirs: list, found: list, skipped: list
         skipped.append(_link_problem(p))
     elif not entry.is_file():
         skipped.append(Skipped(p.as_posix(), "unsupported type", _kind(entry.stat().st_mode)))
-    elif p.suffix.lower() not in FILE_TYPES:
-        what = f"suffix {p.suffix}" if p.suffix else "no suffix"
-        skipped.append(Skipped(p.as_posix(), "unsupported type", what))
+    elif file_kind(entry.name) is None:
+        skipped.append(Skipped(p.as_posix(), "unsupported type", f"suffix {p.suffix}"))
     else:
         found.append(p)
 
@@ -268,14 +264,23 @@ class _NotText(Exception):
 
 
 def _file_bytes(path: Path) -> bytes:
-    """The bytes of the regular file at ``path``; :class:`_NotText` for a special file or one whose
-    first :data:`SNIFF_BYTES` are binary (the rest is then never read). Opened non-blocking, so a
-    FIFO put in a file's place cannot block."""
+    """The bytes of the regular file at ``path`` (a ``.gz`` one decompressed, bounded:
+    :func:`~jaxparadigm.retrieval.file_kinds.gunzip_file`); :class:`_NotText` for a special file
+    or one whose first :data:`SNIFF_BYTES` are binary (the rest is then never read). Opened
+    non-blocking, so a FIFO put in a file's place cannot block."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     with open(fd, "rb", closefd=True) as fh:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise _NotText("unsupported type", _kind(mode))
+        if path.name.lower().endswith(".gz"):
+            try:
+                data = gunzip_file(fh)
+            except GzipSkip as exc:
+                raise _NotText(exc.reason, exc.detail) from None
+            if binary := binary_prefix(data[:SNIFF_BYTES], whole=len(data) <= SNIFF_BYTES):
+                raise _NotText("not UTF-8", f"decompressed: {binary}")
+            return data
         prefix = fh.read(SNIFF_BYTES)
         rest = fh.read(1)
         binary = binary_prefix(prefix, whole=not rest)
@@ -368,7 +373,8 @@ def read_documents(
         if "\x00" in text:
             skipped.append(Skipped(path, "not UTF-8", "holds NUL bytes (a binary file?)"))
             continue
-        found, bad = _documents(path, FILE_TYPES.get(real.suffix.lower(), "text"), text)
+        kind = (file_kind(real.name) or "text").removeprefix("gz:")
+        found, bad = _documents(path, "text" if kind == "sniffed" else kind, text)
         if not found and not bad:  # a JSONL file of blank lines
             bad = [Skipped(path, "empty", "no JSON line")]
         skipped += bad

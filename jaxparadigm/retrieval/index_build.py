@@ -27,6 +27,7 @@ import copy
 import hashlib
 import json
 import os
+import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +42,7 @@ from jaxparadigm.retrieval.document_files import (
     describe_skipped,
     plural,
     read_documents,
+    shown_name,
 )
 from jaxparadigm.retrieval.index_progress import PassageProgress
 from jaxparadigm.retrieval.index_store import (
@@ -119,6 +121,21 @@ def _passages(
 def _record(reading: Reading) -> tuple[list[dict], list[dict]]:
     """The manifest's ``files`` and ``skipped`` entries for what was read."""
     return [f._asdict() for f in reading.files], [s._asdict() for s in reading.skipped]
+
+
+def _history_entry(
+    command: str, paths: Sequence[str | os.PathLike], reading: Reading, sources: list[dict]
+) -> dict:
+    """The manifest's ``history`` record of one build or add: when, the paths it was given, the
+    passages and sources it added and every input it skipped (``index info`` shows them all)."""
+    return {
+        "command": command,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "paths": [shown_name(p) for p in paths],
+        "passages": sum(s["passages"] for s in sources),
+        "sources": len(sources),
+        "skipped": [s._asdict() for s in reading.skipped],
+    }
 
 
 def _check_out_dir(out_dir: Path) -> None:
@@ -248,6 +265,7 @@ def build_index(
             m = new_manifest(model, shard_rows, build)
             m["sources"] = sources
             m["files"], m["skipped"] = _record(reading)
+            m["history"] = [_history_entry("build", paths, reading, sources)]
             m["pending"] = {"plan_sha256": plan, "start_row": 0, "rows": len(passages)}
             write_manifest(out_dir, m)
         return _write_pending(out_dir, m, passages, encoder, batch_size, progress)
@@ -324,10 +342,12 @@ def add_to_index(
             "start_row": m["count"],
             "rows": len(passages),
             "base": {
-                k: copy.deepcopy(m.get(k, [])) for k in ("count", "shards", "sources", "files")
+                k: copy.deepcopy(m.get(k, []))
+                for k in ("count", "shards", "sources", "files", "history")
             },
         }
         files, m["skipped"] = _record(reading)
+        m["history"] = [*m.get("history", []), _history_entry("add", paths, reading, sources)]
         m["sources"] += sources
         m["files"] = m.get("files", []) + files
         m["status"] = "building"

@@ -16,7 +16,11 @@ index folder (``../outside/secret`` or an absolute path is refused before any fi
                                      batch_size: int >= 1}
     sources                         [{source: str, passages: int >= 1}]
     files (optional)                [{path: str, sha256: 64 hex}]
-    skipped (optional)              [{path: str, reason: str, detail: str}]
+    skipped (optional)              [{path: str, reason: str, detail: str}] (the last build/add's)
+    history (optional)              [{command: "build"|"add", at: str, paths: [str], passages: int
+                                     >= 0, sources: int >= 0, skipped: [as above]}], one per build
+                                     and add, oldest first (absent from manifests before issue 35;
+                                     ``pending.base`` may hold the history an add started from)
     shards                          [{name, rows: int in [1, shard_rows], sha256: {embeddings,
                                      passages: 64 hex}}], all but the last full, rows summing to
                                     count
@@ -104,6 +108,21 @@ class _Checker:
 SOURCE_FIELDS = {"source": (str, None), "passages": (int, 1)}
 FILE_FIELDS = {"path": (str, None), "sha256": (str, HEX64)}
 SKIPPED_FIELDS = {"path": (str, None), "reason": (str, None), "detail": (str, None)}
+HISTORY_COMMAND = re.compile(r"build|add")
+
+
+def _history(c: _Checker, where: str, value) -> None:
+    """The ``history`` list: one record per build and add (module docstring)."""
+    for i, h in enumerate(c.array(where, value)):
+        at = f"{where}[{i}]"
+        c.obj(at, h, ("command", "at", "paths", "passages", "sources", "skipped"))
+        c.text(f"{at}.command", h["command"], HISTORY_COMMAND, "'build' or 'add'")
+        c.text(f"{at}.at", h["at"])
+        for j, p in enumerate(c.array(f"{at}.paths", h["paths"])):
+            c.text(f"{at}.paths[{j}]", p)
+        c.integer(f"{at}.passages", h["passages"], 0)
+        c.integer(f"{at}.sources", h["sources"], 0)
+        c.records(f"{at}.skipped", h["skipped"], SKIPPED_FIELDS)
 
 
 def check_manifest(m: object, path: Path, fmt: str = "jaxparadigm-index", version: int = 1) -> None:
@@ -129,6 +148,7 @@ def check_manifest(m: object, path: Path, fmt: str = "jaxparadigm-index", versio
     c.records("sources", m["sources"], SOURCE_FIELDS)
     c.records("files", m.get("files", []), FILE_FIELDS)
     c.records("skipped", m.get("skipped", []), SKIPPED_FIELDS)
+    _history(c, "history", m.get("history", []))
     c.shards("shards", m["shards"], shard_rows, count)
     status, pending = m["status"], m["pending"]
     if status == "complete":
@@ -148,5 +168,6 @@ def check_manifest(m: object, path: Path, fmt: str = "jaxparadigm-index", versio
             c.shards("pending.base.shards", base["shards"], shard_rows, base_count)
             c.records("pending.base.sources", base["sources"], SOURCE_FIELDS)
             c.records("pending.base.files", base["files"], FILE_FIELDS)
+            _history(c, "pending.base.history", base.get("history", []))
     else:
         c.fail("status", status, "'complete' or 'building'")

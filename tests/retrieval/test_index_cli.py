@@ -50,7 +50,10 @@ def test_build_info_search_add_and_tamper(encoder, corpus, capsys):
     assert "status: complete" in info and "chunk_tokens=24, overlap=4" in info
     assert "docs/db/tuning.txt:" in info and "docs/pets/cats.md:" in info
 
-    assert cli_main(["search", "make slow database queries faster", "--index", idx]) == 0
+    query = "make slow database queries faster"
+    assert cli_main(["search", query, "--index", idx]) == 0  # hybrid (issue 35): same passages
+    assert sorted(h[1] for h in _hits(capsys.readouterr().out))[0].endswith("db/tuning.txt")
+    assert cli_main(["search", query, "--index", idx, "--mode", "dense"]) == 0
     hits = _hits(capsys.readouterr().out)
     assert len(hits) == 3  # every passage (top-k 5 is capped at the 3 indexed)
     assert [h[1].rsplit("docs/", 1)[1] for h in hits] == ["db/tuning.txt"] * 2 + ["pets/cats.md"]
@@ -110,7 +113,7 @@ def test_cli_skipped_summary_strict_bad_arguments_and_help(encoder, corpus, caps
     assert out[1] == "skipped 2 inputs (not UTF-8: 1, unsupported type: 1)"
     assert out[2].endswith("latin1.txt: not UTF-8 (byte 0xe9 at offset 3)")
     assert cli_main(["index", "info", str(idx)]) == 0
-    assert "last build/add skipped 2 inputs" in capsys.readouterr().out
+    assert "    skipped 2 inputs (not UTF-8: 1, unsupported type: 1)" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         cli_main(["index", "build", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())

@@ -21,13 +21,25 @@ def _doc(n_words, seed=0):
 def test_collect_files_recurses_sorted_skips_hidden_and_reports_unknown_suffixes(tmp_path):
     (tmp_path / "b").mkdir()
     (tmp_path / ".git").mkdir()
-    names = ("z.md", "a.txt", "b/c.rst", "b/d.jsonl", "e.py", "f.gz", ".git/x.md", ".hidden.md")
+    names = (
+        "z.md",
+        "a.txt",
+        "b/c.rst",
+        "b/d.jsonl",
+        "e.py",
+        "f.gz",
+        "g.png",
+        ".git/x.md",
+        ".hidden.md",
+    )
     for name in names:
         (tmp_path / name).write_text("x")
     files, skipped = collect_files([tmp_path])
     got = [p.relative_to(tmp_path.resolve()).as_posix() for p in files]
-    assert got == ["a.txt", "b/c.rst", "b/d.jsonl", "e.py", "z.md"]
-    assert [(s.path.rsplit("/", 1)[1], s.reason) for s in skipped] == [("f.gz", "unsupported type")]
+    assert got == ["a.txt", "b/c.rst", "b/d.jsonl", "e.py", "f.gz", "z.md"]  # .gz: issue 35
+    assert [(s.path.rsplit("/", 1)[1], s.reason) for s in skipped] == [
+        ("g.png", "unsupported type")
+    ]
     # an explicitly named file is taken whatever its suffix; a file named twice is read once
     assert collect_files([tmp_path / "f.gz", tmp_path / "f.gz"]) == ([tmp_path / "f.gz"], [])
 

@@ -156,6 +156,8 @@ def test_serve_and_search_index_return_the_same_hits(tiny_index, encoder, option
                 assert answer["hits"] == [[h.row, h.score] for h in want]
                 assert [p["source"] for p in answer["passages"]] == [h.source for h in want]
     dtype, stream = options.get("dtype", "float32"), not options.get("resident", True)
-    printed = index_search_text(queries[0], str(tiny_index), 3, dtype=dtype, stream=stream)
+    printed = index_search_text(
+        queries[0], str(tiny_index), 3, dtype=dtype, stream=stream, mode="dense"
+    )
     sources = re.findall(r"\] (\S+) \[", printed)
     assert sources == [h.source for h in searcher.search(encoder, queries[0], 3)[0]]
