@@ -36,11 +36,9 @@ file decide that it is binary (a NUL byte, or bytes that are not UTF-8): a 1 GiB
 named ``.txt`` is skipped without being read whole. A folder holding an index's ``manifest.json``
 (``index build docs --out docs/idx``) is skipped as "index folder": an index never reads itself.
 
-**JSON lines are bounded before they are built.** :func:`read_json_line` is ``json.loads`` with
-every integer's digits counted before ``int()`` runs (at most :data:`MAX_JSON_INT_DIGITS`): a
-longer one, bad JSON or nesting past the recursion limit is one :class:`JsonLineError` (a
-ValueError), and in a ``.jsonl`` input that line alone is skipped as "bad JSONL line". A ``.jsonl``
-that starts with a UTF-8 byte-order mark keeps its first record.
+**JSON lines are bounded before they are built** (:func:`read_json_line`, see
+:mod:`~jaxparadigm.retrieval.bounded_reading`): in a ``.jsonl`` input a bad line alone is skipped as
+"bad JSONL line"; a leading UTF-8 byte-order mark keeps the first record.
 
 **Problems do not stop the reading.** A file that cannot be used is recorded as a
 :class:`Skipped` with one of :data:`SKIP_REASONS` and read_documents goes on; ``strict=True``
