@@ -12,9 +12,8 @@ File types (by suffix, case-insensitive):
     NAME.gz                   NAME's kind, read through gzip (bounded: "too large" past
                               MAX_GZ_BYTES decompressed)
 
-(:mod:`~jaxparadigm.retrieval.readable_text`, :mod:`~jaxparadigm.retrieval.file_kinds`). A folder
-is walked recursively in sorted order (hidden entries skipped, symlinked folders not followed); a
-file named directly with another suffix is read as plain text.
+(:mod:`~jaxparadigm.retrieval.readable_text`, :mod:`~jaxparadigm.retrieval.file_kinds`). Folders: sorted, hidden entries
+skipped, symlinked folders not followed; a file named directly with another suffix: plain text.
 
 **Identity.** A file is keyed by its resolved real path (:func:`os.path.realpath`):
 ``docs/d0.txt``, its absolute path, ``docs/../docs/d0.txt`` and the same file named from another
