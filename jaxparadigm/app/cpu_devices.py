@@ -109,14 +109,15 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def parse_cpu_devices(value: object, where: str) -> int:
+def parse_cpu_devices(value: object, where: str, *, allow_auto: bool = True) -> int:
     """The device count of ``value``: an integer in ``1..MAX_CPU_DEVICES`` (an int, or ASCII
-    digits with surrounding ASCII whitespace) or ``"auto"`` (:func:`usable_cores`); anything else
-    is one :class:`InputError` naming ``where`` and the value (C5.2)."""
+    digits with surrounding ASCII whitespace) or, where ``allow_auto``, ``"auto"``
+    (:func:`usable_cores`); anything else is one :class:`InputError` naming ``where`` and the
+    value (C5.2). JAX's and XLA's own variables take no ``auto`` (their own parsers refuse it)."""
     if isinstance(value, bool):
         raise InputError(f"{where}: got {value!r}, {_EXPECTED}: {usable_cores()} here)")
     text = str(value).strip(_ASCII_SPACE)
-    if text.lower() == "auto":
+    if text.lower() == "auto" and allow_auto:
         return usable_cores()
     if _ASCII_COUNT.fullmatch(text) is None or not text.strip("0"):
         raise InputError(f"{where}: got {short_repr(value)}, {_EXPECTED}: {usable_cores()} here)")
@@ -180,14 +181,14 @@ def user_device_count(environ: Mapping[str, str]) -> tuple[str, int] | None:
     or None. A malformed value is named in an :class:`InputError`."""
     if environ.get(ENV_JAX_CPU_DEVICES, "").strip(_ASCII_SPACE) not in ("", "-1"):
         text = environ[ENV_JAX_CPU_DEVICES]
-        return ENV_JAX_CPU_DEVICES, parse_cpu_devices(text, ENV_JAX_CPU_DEVICES)
+        return ENV_JAX_CPU_DEVICES, parse_cpu_devices(text, ENV_JAX_CPU_DEVICES, allow_auto=False)
     found = None
     for flag in xla_flags(environ.get("XLA_FLAGS", "")):
         name, _, value = flag.partition("=")
         if name == DEVICE_COUNT_FLAG:
             found = (
                 f"XLA_FLAGS {DEVICE_COUNT_FLAG}",
-                parse_cpu_devices(value, f"XLA_FLAGS {name}"),
+                parse_cpu_devices(value, f"XLA_FLAGS {name}", allow_auto=False),
             )
     return found
 

@@ -31,14 +31,10 @@ from jaxparadigm.optim.chain_settings import (
     OptimSettings,
     ScheduleSettings,
 )
-from jaxparadigm.train.settings import (
-    CheckpointSettings,
-    DataSettings,
-    DistributedSettings,
-    FaultsSettings,
-    GuardSettings,
-    ShardingSettings,
-)
+from jaxparadigm.train.data import DataSettings
+from jaxparadigm.train.distributed import DistributedSettings
+from jaxparadigm.train.faults import FaultsSettings
+from jaxparadigm.train.settings import CheckpointSettings, GuardSettings, ShardingSettings
 
 # ---------------------------------------------------------------------------------------------
 # The libraries' settings types ARE these sections (defaults and bounds written once, there).

@@ -33,6 +33,7 @@ from jaxparadigm.optim.weight_decay import add_decayed_weights
 
 __all__ = ["OPTIMISERS", "Stages"]
 
+#: The stages a builder returns (the chain after clipping), in order.
 Stages = list[optax.GradientTransformation]
 
 

@@ -6,6 +6,7 @@
     binary_prefix(prefix)      why a file's first SNIFF_BYTES bytes make it binary (a NUL byte, or
                                bytes that are not UTF-8), or None: the rest need not be read
     shown_name(path)           a path as printable UTF-8, bytes that are not UTF-8 as ``\\xNN``
+    mode_words(st_mode)        what a file that is not a regular one is: "a FIFO", "a folder" ...
 
 Python's ``int()`` refuses a decimal string of more than 4300 digits with a bare ValueError (the
 int-string limit, a guard against its quadratic conversion); ``json.loads`` calls it on every
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from typing import Any
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "SNIFF_BYTES",
     "JsonLineError",
     "binary_prefix",
+    "mode_words",
     "read_json_line",
     "shown_name",
 ]
@@ -75,3 +78,15 @@ def binary_prefix(prefix: bytes, whole: bool) -> str | None:
 def shown_name(path: str | os.PathLike) -> str:
     """``path`` as printable UTF-8: bytes that are not UTF-8 (surrogate-escaped) as ``\\xNN``."""
     return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def mode_words(mode: int) -> str:
+    """What the file of ``st_mode`` ``mode`` is, for a message: a FIFO, a folder, a socket, a device,
+    else "not a regular file"."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"

@@ -7,13 +7,13 @@ File types (by suffix, case-insensitive):
     .html .htm                the readable text (markup, scripts, styles, navigation blanked)
     .jsonl                    one document per line, its "text" field (source ``path:LINE``)
 
-    no type suffix            README, LICENSE, NEWS.Debian: read as text when its first
-                              SNIFF_BYTES are text (else skipped "not UTF-8")
-    NAME.gz                   NAME's kind, read through gzip (bounded: "too large" past
-                              MAX_GZ_BYTES decompressed)
+    no type suffix            README, LICENSE, NEWS.Debian: text when its first SNIFF_BYTES are
+                              (else skipped "not UTF-8")
+    NAME.gz                   NAME's kind through gzip ("too large" past MAX_GZ_BYTES unpacked)
 
-(:mod:`~jaxparadigm.retrieval.readable_text`, :mod:`~jaxparadigm.retrieval.file_kinds`). Folders: sorted, hidden entries
-skipped, symlinked folders not followed; a file named directly with another suffix: plain text.
+(:mod:`~jaxparadigm.retrieval.readable_text`, :mod:`~jaxparadigm.retrieval.file_kinds`).
+Folders: sorted, hidden entries skipped, symlinked folders not followed; a file named directly
+with another suffix: plain text.
 
 **Identity.** A file is keyed by its resolved real path (:func:`os.path.realpath`):
 ``docs/d0.txt``, its absolute path, ``docs/../docs/d0.txt`` and the same file named from another
@@ -33,16 +33,15 @@ are "unsupported type"; a symlink cycle is "symlink loop"; a file is opened non-
 checked to be regular after opening, so nothing blocks. Only the first :data:`SNIFF_BYTES` of a
 file decide that it is binary (a NUL byte, or bytes that are not UTF-8): a 1 GiB file of NULs
 named ``.txt`` is skipped without being read whole. A folder holding an index's ``manifest.json``
-(``index build docs --out docs/idx``) is skipped as "index folder": an index never reads itself.
+(``--out docs/idx``) is skipped as "index folder": an index never reads itself.
 
 **JSON lines are bounded before they are built** (:func:`read_json_line`, see
 :mod:`~jaxparadigm.retrieval.bounded_reading`): in a ``.jsonl`` input a bad line alone is skipped as
 "bad JSONL line"; a leading UTF-8 byte-order mark keeps the first record.
 
-**Problems do not stop the reading.** A file that cannot be used is recorded as a
-:class:`Skipped` with one of :data:`SKIP_REASONS` and read_documents goes on; ``strict=True``
-raises one :class:`~jaxparadigm.errors.InputError` listing them all instead. A path named on the
-command line that does not exist is still an error at once (a typo, not a folder's content).
+**Problems do not stop the reading.** An unusable file is a :class:`Skipped` (one of
+:data:`SKIP_REASONS`; ``strict=True``: one :class:`~jaxparadigm.errors.InputError` listing all).
+A path named on the command line that does not exist is an error at once (a typo).
 """
 
 from __future__ import annotations
@@ -62,6 +61,7 @@ from jaxparadigm.retrieval.bounded_reading import (
     SNIFF_BYTES,
     JsonLineError,
     binary_prefix,
+    mode_words,
     read_json_line,
     shown_name,
 )
@@ -145,13 +145,6 @@ def _bad_name(path: str) -> Skipped | None:
     return None
 
 
-def _kind(mode: int) -> str:
-    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return what
-    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
-
-
 def _link_problem(p: Path) -> Skipped:
     """Why the symlink ``p`` leads to no file: a cycle, or nothing there."""
     try:
@@ -181,7 +174,7 @@ def _entry(entry: os.DirEntry, top: Path, dirs: list, found: list, skipped: list
     elif entry.is_symlink() and not p.exists():
         skipped.append(_link_problem(p))
     elif not entry.is_file():
-        skipped.append(Skipped(p.as_posix(), "unsupported type", _kind(entry.stat().st_mode)))
+        skipped.append(Skipped(p.as_posix(), "unsupported type", mode_words(entry.stat().st_mode)))
     elif file_kind(entry.name) is None:
         skipped.append(Skipped(p.as_posix(), "unsupported type", f"suffix {p.suffix}"))
     else:
@@ -269,7 +262,7 @@ def _file_bytes(path: Path) -> bytes:
     with open(fd, "rb", closefd=True) as fh:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise _NotText("unsupported type", _kind(mode))
+            raise _NotText("unsupported type", mode_words(mode))
         if path.name.lower().endswith(".gz"):
             try:
                 data = gunzip_file(fh)
@@ -321,6 +314,35 @@ def _documents(path: str, kind: str, text: str) -> tuple[list[Document], list[Sk
     return [Document(path, text)], []
 
 
+def _new_bytes(real: Path, path: str, known: dict[str, str]) -> tuple[bytes, str]:
+    """The bytes of a file not read before and their sha256 (recorded in ``known``), or
+    :class:`_NotText` with the reason it is skipped: unreadable, empty, duplicate."""
+    try:
+        data = _file_bytes(real)
+    except OSError as exc:
+        raise _NotText("unreadable", exc.strerror or type(exc).__name__) from None
+    if not data.strip():
+        raise _NotText("empty", f"{plural(len(data), 'byte')}, no text")
+    sha = hashlib.sha256(data).hexdigest()
+    if sha in known:
+        if known[sha] == path:
+            raise _NotText("already indexed", "unchanged")
+        raise _NotText("duplicate content", f"same bytes as {known[sha]}")
+    known[sha] = path
+    return data, sha
+
+
+def _utf8(data: bytes) -> str:
+    """``data`` as UTF-8 text, or :class:`_NotText` ("not UTF-8": a bad byte, or NUL bytes)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _NotText("not UTF-8", f"byte 0x{data[exc.start]:02x} at offset {exc.start}") from None
+    if "\x00" in text:
+        raise _NotText("not UTF-8", "holds NUL bytes (a binary file?)")
+    return text
+
+
 def read_documents(
     paths: Sequence[str | os.PathLike],
     *,
@@ -342,33 +364,10 @@ def read_documents(
             skipped.append(named)
             continue
         try:
-            data = _file_bytes(real)
-        except OSError as exc:
-            skipped.append(Skipped(path, "unreadable", exc.strerror or type(exc).__name__))
-            continue
+            data, sha = _new_bytes(real, path, known)
+            text = _utf8(data)
         except _NotText as exc:
             skipped.append(Skipped(path, exc.reason, exc.detail))
-            continue
-        if not data.strip():
-            skipped.append(Skipped(path, "empty", f"{plural(len(data), 'byte')}, no text"))
-            continue
-        sha = hashlib.sha256(data).hexdigest()
-        if sha in known:
-            again = known[sha] == path
-            what = "already indexed" if again else "duplicate content"
-            skipped.append(
-                Skipped(path, what, "unchanged" if again else f"same bytes as {known[sha]}")
-            )
-            continue
-        known[sha] = path
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            detail = f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
-            skipped.append(Skipped(path, "not UTF-8", detail))
-            continue
-        if "\x00" in text:
-            skipped.append(Skipped(path, "not UTF-8", "holds NUL bytes (a binary file?)"))
             continue
         kind = (file_kind(real.name) or "text").removeprefix("gz:")
         found, bad = _documents(path, "text" if kind == "sniffed" else kind, text)

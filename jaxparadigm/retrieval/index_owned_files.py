@@ -36,6 +36,7 @@ from types import ModuleType
 from typing import IO
 
 from jaxparadigm.errors import InputError
+from jaxparadigm.retrieval.bounded_reading import mode_words
 
 fcntl: ModuleType | None
 try:
@@ -74,16 +75,6 @@ def create_new(path: Path, text: bool) -> IO:
     return os.fdopen(fd, "w", encoding="utf-8") if text else os.fdopen(fd, "wb")
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
-
-
 def _open_lock(path: Path) -> int:
     """The lock file's descriptor: created if absent, never through a link, a regular file."""
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
@@ -96,7 +87,7 @@ def _open_lock(path: Path) -> int:
                 "remove it (the lock file is created again) and run this again"
             ) from None
         if path.exists() and not path.is_file():
-            what = _kind(path.lstat().st_mode)
+            what = mode_words(path.lstat().st_mode)
             raise InputError(
                 f"{path}: the index's lock file is {what}, expected a regular file: remove it "
                 "and run this again"
@@ -106,7 +97,7 @@ def _open_lock(path: Path) -> int:
     if not stat.S_ISREG(mode):
         os.close(fd)
         raise InputError(
-            f"{path}: the index's lock file is {_kind(mode)}, expected a regular file: remove it "
+            f"{path}: the index's lock file is {mode_words(mode)}, expected a regular file: remove it "
             "and run this again"
         )
     return fd

@@ -16,15 +16,10 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from jaxparadigm.fields import INT32_MAX, Bounds, Count, Seed, check_fields
-from jaxparadigm.train.data import DataSettings
-from jaxparadigm.train.distributed import DistributedSettings
-from jaxparadigm.train.faults import FaultPlan, FaultsSettings
+from jaxparadigm.train.faults import FaultPlan
 
 __all__ = [
     "CheckpointSettings",
-    "DataSettings",
-    "DistributedSettings",
-    "FaultsSettings",
     "GuardSettings",
     "ShardingSettings",
     "TrainSettings",

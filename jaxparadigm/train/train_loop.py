@@ -34,13 +34,14 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import optax
 from flax import nnx
 
 from jaxparadigm.errors import ConfigError
+from jaxparadigm.optim import DynamicLossScale
 from jaxparadigm.train.checkpoint import Checkpointer, CheckpointSignatureError
 from jaxparadigm.train.data import Dataset, validate_batch
 from jaxparadigm.train.distributed import on_primary, process_shard
@@ -72,9 +73,6 @@ from jaxparadigm.train.train_step import (
     make_eval_step,
     make_train_step,
 )
-
-if TYPE_CHECKING:
-    from jaxparadigm.optim import DynamicLossScale
 
 __all__ = ["TrainResult", "check_run_arguments", "check_train_arguments", "train"]
 

@@ -3,6 +3,7 @@ digits (``²`` passes ``str.isdigit()``, ``int()`` refuses it), whitespace, huge
 ``--cpu-devices``, ``JAXPARADIGM_CPU_DEVICES``, ``JAX_NUM_CPU_DEVICES`` and ``XLA_FLAGS``: each a
 count or one :class:`InputError` line naming the source; the CLI exits 2 with one line."""
 
+import os
 import re
 import string
 from decimal import Decimal
@@ -16,6 +17,13 @@ from jaxparadigm.app import cpu_devices as cd
 from jaxparadigm.errors import InputError
 
 ASCII_SPACE = " \t\n\r\f\v"
+
+
+def usable_count() -> int:
+    """What ``auto`` means here, counted independently of the code under test."""
+    return len(os.sched_getaffinity(0))
+
+
 UNICODE_DIGITS = [chr(c) for c in range(0x110000) if chr(c).isdigit() and not chr(c).isascii()]
 UNICODE_SPACE = [chr(c) for c in range(0x110000) if chr(c).isspace() and not chr(c).isascii()]
 
@@ -29,24 +37,30 @@ def _oracle(text: str) -> int | None:
     return int(n) if 1 <= n <= cd.MAX_CPU_DEVICES else None
 
 
+def _digits_only(text: str) -> int | None:
+    """JAX's and XLA's own variables: digits only (``auto`` is this project's word)."""
+    return None if text.strip(ASCII_SPACE).lower() == "auto" else _oracle(text)
+
+
 def _sources(text: str):
     """``(where, parse, want)`` for each of the four sources given ``text``; ``want`` is None for
     a refusal and "unset" where the source then counts as not given."""
     want, unset = _oracle(text), text.strip(ASCII_SPACE) in ("", "-1")
+    ours = usable_count() if text.strip(ASCII_SPACE).lower() == "auto" else want
     flag = f"--xla_force_host_platform_device_count={text}"
     # XLA splits XLA_FLAGS at ASCII whitespace: the flag's value is the text up to the first
-    in_flags = _oracle(re.split("[ \t\n\r\f\v]", text, maxsplit=1)[0])
+    in_flags = _digits_only(re.split("[ \t\n\r\f\v]", text, maxsplit=1)[0])
     return [
-        ("--cpu-devices", lambda: cd.cpu_request(text, {}).devices, want),
+        ("--cpu-devices", lambda: cd.cpu_request(text, {}).devices, ours),
         (
             cd.ENV_CPU_DEVICES,
             lambda: cd.cpu_request(None, {cd.ENV_CPU_DEVICES: text}).devices,
-            "unset" if not text.strip(ASCII_SPACE) else want,
+            "unset" if not text.strip(ASCII_SPACE) else ours,
         ),
         (
             cd.ENV_JAX_CPU_DEVICES,
             lambda: cd.user_device_count({cd.ENV_JAX_CPU_DEVICES: text}),
-            "unset" if unset else want,
+            "unset" if unset else _digits_only(text),
         ),
         ("XLA_FLAGS", lambda: cd.user_device_count({"XLA_FLAGS": f"--a=1 {flag} --b=2"}), in_flags),
     ]
@@ -71,9 +85,10 @@ _texts = st.lists(_pieces, min_size=1, max_size=6).map("".join)
 @example(text="\u00a08")
 @example(text="1" + "0" * 5000)
 @example(text="0" * 40 + "7")
+@example(text="auto")
+@example(text=" AUTO ")
+@example(text="auto 0")
 def test_every_source_reads_a_count_or_refuses_in_one_line(text):
-    if text.strip(ASCII_SPACE).lower() == "auto":
-        return  # the usable cores, tested in test_cpu_devices.py
     for where, parse, want in _sources(text):
         if want == "unset":
             continue  # an empty value (or JAX's own -1): the next source applies

@@ -332,9 +332,17 @@ def test_scan_with_an_unused_bfloat16_output_keeps_bfloat16_cotangents():
 # ------------------------------------------------------------------------------ vjp boundaries
 
 
-def test_vjp_refuses_complex_primals_naming_vjp():
-    with pytest.raises(TypeError, match=r"^vjp: primal 0 has dtype complex64"):
-        vjp(jnp.sin, jnp.asarray([1.0 + 2.0j], jnp.complex64))
+def test_vjp_of_complex_primals_equals_jax():
+    """Complex primals were refused until issue 36; now the pullback is jax's (cotangent conjugate
+    convention included), output and cotangent dtypes kept."""
+    z = jnp.asarray([1.0 + 2.0j, -0.5 + 0.25j], jnp.complex64)
+    ct = jnp.asarray([0.5 - 1.0j, 2.0 + 0.0j], jnp.complex64)
+    out, pull = vjp(jnp.sin, z)
+    ref_out, ref_pull = jax.vjp(jnp.sin, z)
+    np.testing.assert_allclose(out, ref_out, rtol=1e-6)
+    (got,), (want,) = pull(ct), ref_pull(ct)
+    assert got.dtype == want.dtype == jnp.complex64
+    np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 def test_vjp_keeps_residuals_only_for_nodes_on_the_differentiated_path():
