@@ -27,15 +27,18 @@ def directives() -> dict[str, set[str]]:
 
 
 def autodata_names() -> set[str]:
-    """Full names given an explicit ``autodata`` directive (autodoc's automodule skips module data
+    """Full names given an explicit ``autodata`` (or ``py:data``) directive (autodoc's automodule skips module data
     that has no doc comment, even with ``:undoc-members:``)."""
-    return {
-        m[1]
-        for page in API.glob("*.rst")
-        for m in re.finditer(
-            r"^\.\. autodata:: (\S+)$", page.read_text(encoding="utf-8"), flags=re.M
-        )
-    }
+    names = set()
+    for page in API.glob("*.rst"):
+        text = page.read_text(encoding="utf-8")
+        names |= {m[1] for m in re.finditer(r"^\.\. autodata:: (\S+)$", text, flags=re.M)}
+        # a hand-written entry: ``.. py:data:: NAME`` followed by its ``:module: M`` option
+        names |= {
+            f"{m[2]}.{m[1]}"
+            for m in re.finditer(r"^\.\. py:data:: (\w+)\n   :module: (\S+)$", text, flags=re.M)
+        }
+    return names
 
 
 def doc_comment_names(module) -> set[str]:
