@@ -73,6 +73,7 @@ from jaxparadigm.train.checkpoint_signature import (  # noqa: F401 (re-exported)
 )
 from jaxparadigm.train.distributed import on_primary
 from jaxparadigm.train.faults import save_point, watching_save
+from jaxparadigm.train.interrupt_guard import deferring_interrupts
 from jaxparadigm.train.orbax_reads import draining_event_loops
 from jaxparadigm.train.sharding import to_host
 
@@ -198,7 +199,8 @@ class Checkpointer:
             f"{i:05d}": x if isinstance(x, jax.Array) else leaf
             for i, ((_, x), leaf) in enumerate(zip(pairs, leaves, strict=True))
         }
-        with watching_save(self.directory, step):  # test-only kill points (train.faults)
+        # Ctrl-C during the write is delivered after it (interrupt_guard): no half-done save
+        with deferring_interrupts(), watching_save(self.directory, step):
             if self._step_dir(step).is_dir() and self.incomplete_reason(step):  # not restorable:
                 on_primary(lambda: self._set_aside(step), "checkpoint-replace")  # replace it
                 self._manager.reload()
