@@ -69,18 +69,30 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line("JAXPARADIGM_REQUIRE_ORACLES is set: oracle skips fail the run")
 
 
-# --- issue 25: tests moved from the default run to CI's full run (tests/ci_full_selection.py) ----
-import fnmatch  # noqa: E402
-
+# --- issues 25, 35: tests moved from the default run to CI's full run (tests/ci_full_selection.py) --
 import pytest  # noqa: E402
 
-from tests.ci_full_selection import CI_FULL  # noqa: E402
+from tests.ci_full_selection import CI_FULL, pattern_regex, slow_test_ids  # noqa: E402
+
+#: What the collection matched: each CI_FULL pattern and slow-test id -> how many tests it named,
+#: and the test files collected (tests/test_ci_full_selection.py reads both).
+CI_FULL_MATCHES: dict[str, int] = {}
+COLLECTED_FILES: set[str] = set()
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items):
-    """Mark the tests :data:`tests.ci_full_selection.CI_FULL` names with ``ci_full``."""
-    patterns = [pattern for pattern, _why in CI_FULL]
+    """Mark the tests :mod:`tests.ci_full_selection` names with ``ci_full``."""
+    patterns = [(p, pattern_regex(p)) for p, _why in CI_FULL]
+    slow = set(slow_test_ids())
+    CI_FULL_MATCHES.clear()
+    CI_FULL_MATCHES.update({p: 0 for p, _ in patterns} | {i: 0 for i in slow})
     for item in items:
-        if any(fnmatch.fnmatchcase(item.nodeid, p) for p in patterns):
+        COLLECTED_FILES.add(item.nodeid.split("::", 1)[0])
+        named = [p for p, regex in patterns if regex.match(item.nodeid)]
+        if item.nodeid in slow:
+            named.append(item.nodeid)
+        for name in named:
+            CI_FULL_MATCHES[name] += 1
+        if named:
             item.add_marker(pytest.mark.ci_full)

@@ -6,6 +6,9 @@ recording every call of a trampolined function. A function that ``jax.jit`` (or 
 would not be linked to it and would never be run against that function's mutants. In the stats
 run only (``MUTANT_UNDER_TEST=stats``), every test therefore starts with empty JAX caches and empty
 ``lru_cache``s in ``jaxparadigm``. Mutant runs need no reset: each is a fresh forked process.
+
+The runner keeps the tests moved to CI's full run for speed (``ci_full``, tests/ci_full_selection.py):
+they stay in every mutant's test selection, so the default run's speed costs no killed mutant.
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ def _clear_jaxparadigm_lru_caches() -> None:
 
 
 _IMPORT_TIME_HITS: set[str] = set()
+
+
+def pytest_configure(config) -> None:
+    """Select ``not slow`` (pyproject's addopts also leave out ``ci_full``)."""
+    config.option.markexpr = "not slow"
 
 
 def pytest_collection_finish(session) -> None:  # noqa: ARG001 - pytest hook signature
