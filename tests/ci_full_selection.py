@@ -9,7 +9,7 @@ Two lists, both read by ``tests/conftest.py``, which marks each collected test t
   exactly that case; with :mod:`fnmatch` its brackets were a character class and six patterns named
   no test).
 * :data:`SLOW_TESTS_FILE` (``tests/ci_full_slow_tests.txt``): the tests that took at least
-  ``tools/ci_full_split.py``'s threshold (setup + call + teardown) in one measured default run, by
+  ``tools/ci_full_split.py``'s threshold (setup + call + teardown) in a measured default run, by
   exact node id, written by that tool from the run's ``--durations=0`` log.
 
 ``tests/test_ci_full_selection.py`` checks that every pattern and every listed id names a

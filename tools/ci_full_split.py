@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.ci_full_selection import SLOW_TESTS_FILE, slow_test_ids  # noqa: E402
+from tests.ci_full_selection import SLOW_TESTS_FILE  # noqa: E402
 
 DURATION = re.compile(r"^([0-9.]+)s (call|setup|teardown)\s+(\S.*)$")
 SUMMARY = re.compile(r"^=* ?(\d+ passed.* in [0-9.]+s.*?) ?=*$")
@@ -59,15 +59,20 @@ def main(argv: list[str] | None = None) -> int:
     text = args.log.read_text(encoding="utf-8", errors="replace")
     times = durations(text)
     slow = {i: t for i, t in times.items() if t >= args.threshold}
-    kept = [i for i in slow_test_ids() if i not in slow] if args.keep_listed else []
+    old = SLOW_TESTS_FILE.read_text(encoding="utf-8").splitlines() if args.keep_listed else []
+    runs = [line for line in old if line.startswith("# measured: ")]
+    kept = [line for line in old if line and not line.startswith("#")]
+    kept = [line for line in kept if line.split("\t", 1)[1] not in slow]
     summary = next((m[1] for m in map(SUMMARY.match, text.splitlines()) if m), "no summary line")
     lines = [
-        "# Tests moved to CI's full run because they are slow: each took at least "
-        f"{args.threshold:g} s (setup + call + teardown)",
-        f"# in a measured default run ({summary}; {cpu_model()}).",
+        "# Tests moved to CI's full run because they are slow: each took at least the threshold",
+        "# (setup + call + teardown) in a measured default run; a later run (--keep-listed) adds the",
+        "# tests that became the slowest once the earlier ones had left (they now pay the compiles).",
         "# Written by tools/ci_full_split.py; read by tests/conftest.py. Format: seconds<TAB>node id.",
+        *runs,
+        f"# measured: {summary}; {cpu_model()}; threshold {args.threshold:g} s; {len(slow)} tests",
         *(f"{t:.2f}\t{i}" for i, t in sorted(slow.items(), key=lambda kv: (-kv[1], kv[0]))),
-        *(f"-\t{i}" for i in kept),
+        *kept,
     ]
     SLOW_TESTS_FILE.write_text("\n".join(lines) + "\n", encoding="utf-8")
     moved = sum(slow.values())
