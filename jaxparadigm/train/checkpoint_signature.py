@@ -151,7 +151,11 @@ def _read_meta(path: Path, step: int) -> dict:
     """The ``meta`` item of a step, checked to be a format-1/2 JSON object; CheckpointError if not."""
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except RecursionError:
+        raise CheckpointError(
+            f"checkpoint step {step}: metadata file {str(path)!r} is unreadable (too deeply nested)"
+        ) from None
+    except (OSError, ValueError) as exc:  # ValueError: bad JSON, bad UTF-8, a 4,300-digit number
         raise CheckpointError(
             f"checkpoint step {step}: metadata file {str(path)!r} is unreadable "
             f"({' '.join(str(exc).split())})"

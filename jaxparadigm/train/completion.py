@@ -25,7 +25,9 @@ __all__ = ["finished_run"]
 
 
 def _steps(directory: Path) -> list[int]:
-    return sorted(int(p.name) for p in directory.iterdir() if p.is_dir() and p.name.isdigit())
+    # ASCII digits only: "²" passes str.isdigit() but not int() (issue 34)
+    names = (p.name for p in directory.iterdir() if p.is_dir())
+    return sorted(int(n) for n in names if n.isascii() and n.isdigit())
 
 
 def finished_run(run_dir: Path, name: str, steps: int, signed: Any) -> str | None:
@@ -51,7 +53,7 @@ def finished_run(run_dir: Path, name: str, steps: int, signed: Any) -> str | Non
         return None
     try:
         meta = json.loads((step_dir / "meta" / "metadata").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):  # bad JSON or UTF-8, huge numbers, deep nesting
         return None  # the loop's restore reports the damage
     if not isinstance(meta, dict) or meta.get("config") != json.loads(_config_json(signed)):
         return None

@@ -83,7 +83,7 @@ def read_metrics(path: str | os.PathLike, damaged: str = "raise") -> list[dict]:
                 continue
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # bad JSON, a 4,300-digit number, deep nesting
                 record = None
             if isinstance(record, dict):
                 out.append(record)

@@ -77,6 +77,10 @@ def test_rotation_renames_before_deleting(tmp_path):
         ('{"format": 2, "paths": [', r"is unreadable \(Expecting value"),
         ("", r"is unreadable"),
         ('{"format": 9, "paths": [], "signature": "x"}', r"malformed \(got format 9"),
+        # issue 34: a number past Python's int-string limit, and nesting past the recursion limit,
+        # were a raw ValueError / RecursionError
+        ('{"format": 2, "step": ' + "9" * 5000 + "}", r"is unreadable \(.*4300 digits"),
+        ("[" * 100_000 + "]" * 100_000, r"is unreadable \(too deeply nested"),
     ],
 )
 def test_bad_metadata_is_refused_naming_the_file(tmp_path, content, match):
