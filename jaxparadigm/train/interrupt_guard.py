@@ -20,6 +20,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
+from types import FrameType
 
 __all__ = ["deferring_interrupts"]
 
@@ -34,7 +35,7 @@ def deferring_interrupts() -> Iterator[None]:
     if previous in (signal.SIG_IGN, None):  # ignored, or installed outside Python: leave it be
         yield
         return
-    received: list[tuple[int, object]] = []
+    received: list[tuple[int, FrameType | None]] = []
     signal.signal(signal.SIGINT, lambda signum, frame: received.append((signum, frame)))
     try:
         yield
