@@ -289,7 +289,6 @@ def _primitive_names(jaxpr, out: set):
 # test_custom_jvp_rules.py); aliases and primitives that only integer programs reach.
 ELSEWHERE = {
     "nextafter",
-    "scatter-apply",  # refused in both modes: test_*_autodiff_port*.test_scatter_apply_*
     "cond",
     "scan",
     "while",

@@ -310,10 +310,8 @@ register_jvp(P.scatter_min_p)(_extremal_rule(P.scatter_min_p))
 register_jvp(P.scatter_max_p)(_extremal_rule(P.scatter_max_p))
 
 
-# No primitive of jax 0.10 is named "scatter-apply" (x.at[i].apply(f) binds ``scatter`` with an
-# ``update_jaxpr``; _scatter_vjp refuses it through this function): a legacy name, kept as a key.
-@register_jvp("scatter-apply")
-@register_vjp("scatter-apply")
+# x.at[i].apply(f) binds ``scatter`` with an ``update_jaxpr`` (no primitive of jax is named
+# "scatter-apply"): _scatter_vjp refuses it through this function, _scatter_jvp in its own words.
 def _scatter_apply_refused(*args, **params):
     """Neither mode differentiates ``x.at[idx].apply(f)`` (jax has no rule either)."""
     raise NotImplementedError(
