@@ -5,8 +5,8 @@ The rules are checked on their own against jax (``jax.vjp``/``jax.jvp`` of ``lax
 complex cotangents and tangents, float64), through real-valued functions of real inputs (the
 cotangent of the complex intermediate taken from jax's own pullback of the real head, then our
 rule, against ``jax.grad`` and central differences, EPS 1e-4), and at order 2 (the rule's program
-transposed again gives the forward FFT). Whole programs through ``func.grad`` need the engine to
-carry complex cotangents (issue 36 items 1-3, another change); those tests run once it does.
+transposed again gives the forward FFT); whole programs go through the engine's ``grad`` (complex
+intermediates carry complex cotangents, issue 36 items 1-3) at orders 1 and 2.
 """
 
 import jax
@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 from jax import lax
 
-from jaxparadigm.autodiff import func
 from jaxparadigm.autodiff.registry import get_jvp, get_vjp
 from tests.autodiff.grad_checks import check_grads
 
@@ -124,21 +123,6 @@ def test_irfft_of_filtered_spectrum_gradient_matches_jax_and_finite_differences(
         np.testing.assert_allclose(jnp.vdot(g_re, t_re) + jnp.vdot(g_im, t_im), fd, rtol=1e-6)
 
 
-def _engine_differentiates_complex() -> bool:
-    try:
-        func.grad(lambda x: jnp.real(x * (1.0 + 2.0j)))(1.0)
-    except TypeError:
-        return False
-    return True
-
-
-needs_complex = pytest.mark.skipif(
-    not _engine_differentiates_complex(),
-    reason="the engine refuses complex intermediates (issue 36 items 1-3 lift this)",
-)
-
-
-@needs_complex
 @pytest.mark.parametrize(
     "f",
     [
