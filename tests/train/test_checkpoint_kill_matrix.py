@@ -15,8 +15,9 @@ also rotates step 2 out), and then asserts:
   folder and no ``.deleted``, its loss curve equals the reference's exactly, and its final
   checkpoint is bitwise the reference's.
 
-The default run has one representative case (the commit rename of step 4 in process 0); the
-first point of every kind, in each process, is CI's full run (``ci_full``).
+The cases are the commit rename of step 4 in process 0, and the first point of every kind (a file
+write, a rename, a removal, a barrier, the checkpointer's own points), in each process; every case
+is two 2-process launches (15-30 s), so the whole module is CI's full run (``ci_full``).
 """
 
 import contextlib
