@@ -544,3 +544,64 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "the default is only tested for truth: None and False behave alike",
     ),
 }
+
+# Issue 39: the modules added since 0a67870.
+_PATH_RESOLVERS = (
+    "PyYAML's composer uses a node's index only for path resolvers (yaml.add_path_resolver), "
+    "and none is registered on SafeLoader or its subclasses"
+)
+_DEEP = (
+    "deep only changes when nested values are filled (at once or at the end of the document); "
+    "the one case where the order shows, a recursive alias, is refused before construction"
+)
+_UNHASHABLE_KEY = (
+    "a key that is not a scalar is a list or dict, unhashable however deep it is built: "
+    "seen.get raises TypeError either way and SafeLoader reports it"
+)
+_ZERO_PEAK = (
+    "alpha is read only by cosine_decay(peak_value, ...), whose value is peak_value * (...): "
+    "with peak_value == 0 that is 0 for alpha 0 or 1 (NaN for both where (...) is infinite)"
+)
+_ONE_PER_DOC = (
+    "_unit_offsets returns one entry per document (a comprehension over docs, or encode_batch of "
+    "their texts): the lengths always match"
+)
+_CHARREFS_NONE = (
+    "HTMLParser only tests convert_charrefs for truth (goahead, parse_starttag): None is False"
+)
+EQUIVALENT.update(
+    {
+        "jaxparadigm.retrieval.passages.x_split_passages__mutmut_17": (
+            "for doc, offsets in zip(docs, _unit_offsets(docs, tokenizer), strict=None):",
+            _ONE_PER_DOC,
+        ),
+        "jaxparadigm.retrieval.passages.x_split_passages__mutmut_25": (
+            "for doc, offsets in zip(docs, _unit_offsets(docs, tokenizer), strict=False):",
+            _ONE_PER_DOC,
+        ),
+        "jaxparadigm.retrieval.readable_text.xǁ_Readableǁ__init____mutmut_1": (
+            "super().__init__(convert_charrefs=None)",
+            _CHARREFS_NONE,
+        ),
+        "jaxparadigm.optim.schedules.decay.x_warmup_cosine_decay__mutmut_45": (
+            "alpha = 1.0 if peak_value == 0.0 else end_value / peak_value",
+            _ZERO_PEAK,
+        ),
+        "jaxparadigm.config.yaml_loader.xǁ_StrictLoaderǁcompose_node__mutmut_21": (
+            "node = super().compose_node(parent, None)",
+            _PATH_RESOLVERS,
+        ),
+        "jaxparadigm.config.yaml_loader.xǁ_StrictLoaderǁconstruct_mapping__mutmut_1": (
+            "def construct_mapping(self, node, deep=True):",
+            _DEEP,
+        ),
+        "jaxparadigm.config.yaml_loader.xǁ_StrictLoaderǁconstruct_mapping__mutmut_12": (
+            "key = self.construct_object(key_node, deep=False)",
+            _UNHASHABLE_KEY,
+        ),
+        "jaxparadigm.config.yaml_loader.xǁ_StrictLoaderǁconstruct_mapping__mutmut_26": (
+            "return super().construct_mapping(node, )",
+            _DEEP,
+        ),
+    }
+)

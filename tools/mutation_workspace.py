@@ -25,6 +25,10 @@ from mutation_targets import (
     Target,
 )
 
+# Folders some tests read by a path relative to the repository root (configs/default.yaml,
+# the benchmark scripts some tests load).
+DATA_DIRS = ("configs", "benchmarks")
+
 
 def _toml_list(values) -> str:
     return "[" + ", ".join(json.dumps(str(v)) for v in values) + "]"
@@ -40,7 +44,7 @@ def _mutmut_config(target: Target) -> str:
             "pytest_add_cli_args_test_selection = "
             + _toml_list([*target.tests, *(f"--deselect={t}" for t in target.deselect)]),
             f'pytest_add_cli_args = ["-p", "{PLUGIN}"]',
-            f'also_copy = ["{PLUGIN}.py"]',
+            f"also_copy = {_toml_list([f'{PLUGIN}.py', *DATA_DIRS])}",
             'process_isolation = "forkserver"',
             'forkserver_warmup = "import"',
             'preload_modules_file = "preload.txt"',
@@ -63,6 +67,8 @@ def prepare_workspace(name: str, target: Target) -> Path:
     _link(ws / "jaxparadigm", ROOT / "jaxparadigm")
     _link(ws / "tests", ROOT / "tests")
     _link(ws / f"{PLUGIN}.py", ROOT / "tools" / f"{PLUGIN}.py")
+    for folder in DATA_DIRS:  # tests open some files by paths relative to the repository root
+        _link(ws / folder, ROOT / folder)
     (ws / "preload.txt").write_text("\n".join(PRELOAD) + "\n")
     pyproject = (ROOT / "pyproject.toml").read_text() + _mutmut_config(target)
     if not (ws / "pyproject.toml").exists() or (ws / "pyproject.toml").read_text() != pyproject:

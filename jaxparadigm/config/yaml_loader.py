@@ -54,20 +54,27 @@ class YamlLimitError(yaml.YAMLError, ValueError):
 _INT_TAG = "tag:yaml.org,2002:int"
 
 
-def _label(parent, index) -> str | None:
-    """How a node under ``parent`` at ``index`` is named in a key path (None: a mapping key)."""
+def _label(parent, index) -> str | int | None:
+    """How a node under ``parent`` at ``index`` is named in a key path: its list index (int), its
+    key (str; "" for the root), or None for a mapping key itself."""
     if isinstance(parent, yaml.SequenceNode):
-        return f"[{index}]"
+        return int(index)
     if isinstance(index, yaml.ScalarNode):
         return str(index.value)
     return None if isinstance(parent, yaml.MappingNode) else ""
 
 
-def _key_path(labels: list[str | None]) -> str:
+def _key_path(labels: list[str | int | None]) -> str:
+    """``model.hidden[2]``; a key's own characters are kept as written (``'.x'`` stays ``.x``)."""
     if None in labels:
         return "a mapping key"
-    path = "".join(part if part.startswith("[") else f".{part}" for part in labels if part)
-    return f"key {shown(path.lstrip('.'))}" if path else "the value"
+    path = ""
+    for part in labels:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part:
+            path += f".{part}" if path else part
+    return f"key {shown(path)}" if path else "the value"
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -78,7 +85,7 @@ class _StrictLoader(yaml.SafeLoader):
 
     def __init__(self, stream):
         super().__init__(stream)
-        self._labels: list[str | None] = []  # the key path of the node being composed
+        self._labels: list[str | int | None] = []  # the key path of the node being composed
 
     def compose_node(self, parent, index):
         """PyYAML's composer recurses once per level: refuse past MAX_YAML_DEPTH at once, past
