@@ -571,6 +571,29 @@ _CHARREFS_NONE = (
 )
 EQUIVALENT.update(
     {
+        "jaxparadigm.retrieval.http_handler.x_bind_listener__mutmut_17": (
+            "sock = socket.socket(socket.AF_INET, )",
+            "SOCK_STREAM is socket.socket's default type",
+        ),
+        "jaxparadigm.retrieval.bm25.x_bm25_index__mutmut_99": (
+            "postings = {w: (np.asarray(ids[w]), np.asarray(counts[w], None)) for w in ids}",
+            "counts are small integers, read only in float64 arithmetic with idf, k1 and the "
+            "norms: int64 and float64 arrays of them give the same scores",
+        ),
+        "jaxparadigm.retrieval.excerpt.x__cut__mutmut_2": (
+            "if end - start >= max_chars:",
+            "a segment of exactly max_chars enters the cut with lo = start (end - max_chars is "
+            "start) and hi = end: the same span",
+        ),
+        "jaxparadigm.retrieval.vector_search.x_compact_rows__mutmut_38": (
+            "codes = np.clip(np.rint(x / scale[:, None]), None, 127).astype(np.int8)",
+            "|x| <= peak and scale = peak / 127, so x / scale rounds to at least -127: the lower "
+            "clip never binds",
+        ),
+        "jaxparadigm.retrieval.manifest_schema.xǁ_Checkerǁrecords__mutmut_23": (
+            'f"{where}[{i}].{key}", r[key], lo, None',
+            "hi=None is integer()'s default: the same call",
+        ),
         "jaxparadigm.retrieval.passages.x_split_passages__mutmut_17": (
             "for doc, offsets in zip(docs, _unit_offsets(docs, tokenizer), strict=None):",
             _ONE_PER_DOC,

@@ -117,20 +117,35 @@ ROUND_4: dict[str, Target] = {
     ),
     "optim.schedules": Target(
         ("jaxparadigm/optim/schedules/*.py",),
-        _tests("optim", "test_schedules", "test_optax_schedule_cases", "test_inject"),
+        _tests(
+            "optim",
+            "test_schedules",
+            "test_schedule_boundaries",
+            "test_optax_schedule_cases",
+            "test_inject",
+        ),
     ),
     "optim.inject": Target(
         ("jaxparadigm/optim/inject.py",),
-        _tests("optim", "test_inject", "test_optax_dropin", "test_optax_dropin_values"),
+        _tests(
+            "optim",
+            "test_inject",
+            "test_inject_boundaries",
+            "test_optax_dropin",
+            "test_optax_dropin_values",
+        ),
     ),
     "retrieval.vector_search": Target(
         ("jaxparadigm/retrieval/vector_search.py",),
-        _tests("retrieval", "test_vector_search", "test_memory_index"),
+        _tests(
+            "retrieval", "test_vector_search", "test_vector_search_boundaries", "test_memory_index"
+        ),
     ),
     "retrieval.manifest_schema": Target(
         ("jaxparadigm/retrieval/manifest_schema.py",),
         _tests(
             "retrieval",
+            "test_manifest_schema_boundaries",
             "test_index_folder",
             "test_index_folder_hostile",
             "test_damaged_inputs",
@@ -164,13 +179,14 @@ ROUND_4: dict[str, Target] = {
         _tests(
             "retrieval",
             "test_readable_text_hostile",
+            "test_readable_text_boundaries",
             "test_index_generated_inputs",
             "test_every_text_file",
         ),
     ),
     "retrieval.passages": Target(
         ("jaxparadigm/retrieval/passages.py",),
-        _tests("retrieval", "test_passages", "test_index_build"),
+        _tests("retrieval", "test_passages", "test_readable_text_boundaries", "test_index_build"),
     ),
     "retrieval.service": Target(
         ("jaxparadigm/retrieval/http_service.py", "jaxparadigm/retrieval/http_handler.py"),
@@ -178,7 +194,12 @@ ROUND_4: dict[str, Target] = {
     ),
     "config.yaml_loader": Target(
         ("jaxparadigm/config/yaml_loader.py",),
-        ("tests/test_yaml_loader_limits.py", "tests/test_config.py", "tests/test_config_limits.py"),
+        (
+            "tests/test_yaml_loader_limits.py",
+            "tests/test_yaml_loader_boundaries.py",
+            "tests/test_config.py",
+            "tests/test_config_limits.py",
+        ),
     ),
     "app.cpu_devices": Target(
         ("jaxparadigm/app/cpu_devices.py",),
@@ -197,6 +218,7 @@ ROUND_4: dict[str, Target] = {
             "test_hybrid_search",
             "test_excerpt",
             "test_search_results",
+            "test_keyword_search_boundaries",
         ),
     ),
     "retrieval.document_files": Target(

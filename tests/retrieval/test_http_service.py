@@ -52,6 +52,11 @@ def test_search_over_http_equals_the_index(index):
         s for s in spans if s.name == "parse" and s.status.status_code == StatusCode.ERROR
     ]
     assert len(failed_parse) == 1
+    # the server span of the refused request says why, in the words the client got (issue 39)
+    (server,) = [s for s in spans if s.name == "POST /search" and s.status.is_ok is False]
+    assert server.attributes["http.status_code"] == 400
+    assert server.status.status_code == StatusCode.ERROR
+    assert server.status.description == bad["error"]
 
 
 @pytest.mark.parametrize(
