@@ -49,3 +49,14 @@ def test_sample_is_uniform_without_replacement_and_reproducible(ms):
         for name in ms.draw_sample(names, 100, seed):
             counts[name] += 1
     assert 0 < min(counts.values()) and max(counts.values()) < 45
+
+
+@pytest.mark.parametrize("population", [5, 95, 174, 333, 702, 2676])
+def test_a_smaller_sample_of_the_same_seed_is_part_of_the_larger(ms, population):
+    """CI's gate (issue 39) re-tests the first few mutants of the measured seed-39 samples: a
+    sample of 3 must be inside the sample of 30 that was measured and killed."""
+    names = [f"m{i:05d}" for i in range(population)]
+    measured = set(ms.draw_sample(names, 30, 39))
+    for size in (1, 2, 3, 6, 29):
+        assert set(ms.draw_sample(names, size, 39)) <= measured
+    assert set(ms.draw_sample(names, 3, 40)) != set(ms.draw_sample(names, 3, 39))

@@ -92,13 +92,13 @@ def describe(ws: Path, source: str, mutant_name: str) -> dict:
     }
 
 
-def sample_result(name: str) -> dict | None:
+def sample_result(name: str, tag: str = "sample") -> dict | None:
     """Figures for one module's random sample (``run --sample``), or None if never sampled.
 
     Only the sampled mutants count: the score is over those with a verdict, less equivalents, and
     ``interval`` is its 95% Wilson interval, the range the module's full score lies in.
     """
-    ws = WORKSPACES / f"{name}.sample"
+    ws = WORKSPACES / f"{name}.{tag}"
     last = ws / "last_run.json"
     if not last.exists() or "sample" not in (run := json.loads(last.read_text())):
         return None

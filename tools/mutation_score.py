@@ -3,6 +3,8 @@
     python tools/mutation_score.py run [MODULE ...] [--max-children 1] [--fresh]
     python tools/mutation_score.py run MODULE --sample 200 [--seed 0]
     python tools/mutation_score.py report [MODULE ...] [--write]
+    python tools/mutation_score.py run round-4 --sample 3 --seed 39 --tag ci   (CI's full run)
+    python tools/mutation_score.py gate round-4 --tag ci
 
 ``run`` gives each module its own mutmut workspace, ``.mutation/<module>/`` (git-ignored): links to
 ``jaxparadigm/`` and ``tests/``, a ``pyproject.toml`` whose ``[tool.mutmut]`` lists the files to
@@ -57,7 +59,7 @@ from mutation_report import (  # noqa: E402
     sample_result,
     write_results,
 )
-from mutation_targets import MODULES, ROOT, WORKSPACES  # noqa: E402
+from mutation_targets import MODULES, ROOT, ROUND_4, WORKSPACES  # noqa: E402
 from mutation_workspace import (  # noqa: E402
     _decided,
     _git_head,
@@ -130,9 +132,10 @@ def run_module(
     survivors_only: bool = False,
     sample: int | None = None,
     seed: int = 0,
+    tag: str = "sample",
 ) -> int:
     target = MODULES[name]
-    ws = WORKSPACES / (name if sample is None else f"{name}.sample")
+    ws = WORKSPACES / (name if sample is None and tag == "sample" else f"{name}.{tag}")
     if fresh and ws.exists():
         shutil.rmtree(ws)
     ws = prepare_workspace(ws.name, target)
@@ -181,6 +184,30 @@ def run_module(
     return rc
 
 
+def gate(modules: list[str], tag: str) -> int:
+    """1 if a module's sample in ``.mutation/MODULE.TAG`` has a survivor that is not a recorded
+    equivalent, or a mutant without a verdict; else 0 (CI's full run, issue 39)."""
+    failed = []
+    for name in modules:
+        r = sample_result(name, tag)
+        if r is None:
+            failed.append(name)
+            print(f"[{name}] no sample in .mutation/{name}.{tag}: run it first")
+            continue
+        detected = r["killed"] + r["timeout"]
+        print(
+            f"[{name}] {detected} killed, {r['equivalent']} equivalent, {r['survived']} survived, "
+            f"{r['not_checked'] + r['other']} without a verdict, of {r['mutants']} sampled"
+        )
+        for s in r["survivors"]:
+            print(f"  survived: {s['file']}:{s['line']}  {s['mutated']}")
+        if r["survived"] or r["not_checked"] or r["other"]:
+            failed.append(name)
+    if failed:
+        print(f"mutation gate failed for {failed}")
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -195,21 +222,36 @@ def main(argv: list[str] | None = None) -> int:
         "--sample", type=int, metavar="N", help="test a uniform random sample of N mutants"
     )
     run.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
+    tag_help = "workspace of the sample: .mutation/MODULE.TAG (default: sample)"
+    run.add_argument("--tag", default="sample", help=tag_help)
+    gate_cmd = sub.add_parser(
+        "gate", help="exit 1 unless every sampled mutant was killed or is a recorded equivalent"
+    )
+    gate_cmd.add_argument("modules", nargs="*", metavar="MODULE")
+    gate_cmd.add_argument("--tag", default="sample", help=tag_help)
     rep = sub.add_parser("report", help="print (and with --write record) the figures")
     rep.add_argument("modules", nargs="*", metavar="MODULE")
     rep.add_argument("--write", action="store_true")
     args = parser.parse_args(argv)
-    unknown = [m for m in args.modules if m not in MODULES]
+    modules = [n for m in args.modules for n in (ROUND_4 if m == "round-4" else [m])]
+    unknown = [m for m in modules if m not in MODULES]
     if unknown:
-        parser.error(f"unknown module(s) {unknown}; expected some of {list(MODULES)}")
-    modules = args.modules or list(MODULES)
+        parser.error(
+            f"unknown module(s) {unknown}; expected some of {list(MODULES)} or round-4 (the "
+            "modules added since 0a67870)"
+        )
+    modules = modules or list(MODULES)
+    if args.command == "gate":
+        return gate(modules, args.tag)
     if args.command == "run":
         if args.sample is not None and args.sample < 1:
             parser.error(f"--sample must be a positive number of mutants, got {args.sample}")
         failed = [
             m
             for m in modules
-            if run_module(m, args.max_children, args.fresh, args.survivors, args.sample, args.seed)
+            if run_module(
+                m, args.max_children, args.fresh, args.survivors, args.sample, args.seed, args.tag
+            )
             != 0
         ]
         if failed:

@@ -190,7 +190,13 @@ ROUND_4: dict[str, Target] = {
     ),
     "retrieval.service": Target(
         ("jaxparadigm/retrieval/http_service.py", "jaxparadigm/retrieval/http_handler.py"),
-        _tests("retrieval", "test_http_service", "test_service_limits", "test_service_protocol"),
+        _tests(
+            "retrieval",
+            "test_http_service",
+            "test_service_limits",
+            "test_service_protocol",
+            "test_service_boundaries",
+        ),
     ),
     "config.yaml_loader": Target(
         ("jaxparadigm/config/yaml_loader.py",),
