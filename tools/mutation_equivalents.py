@@ -571,6 +571,16 @@ _CHARREFS_NONE = (
 )
 EQUIVALENT.update(
     {
+        "jaxparadigm.retrieval.http_handler.xǁ_Handlerǁ_send__mutmut_41": (
+            'self.send_header("connection", "close")',
+            "header names are case-insensitive (RFC 9110 5.1), and send_header compares the "
+            "name lower-cased to set close_connection: the same answer and the same close",
+        ),
+        "jaxparadigm.retrieval.http_handler.xǁ_Serverǁshutdown_request__mutmut_7": (
+            "while time.monotonic() <= deadline and request.recv(65536):",
+            "monotonic() equals the deadline at one instant at most: one more 0.1 s read "
+            "there, within the documented bound",
+        ),
         "jaxparadigm.retrieval.http_handler.x_bind_listener__mutmut_17": (
             "sock = socket.socket(socket.AF_INET, )",
             "SOCK_STREAM is socket.socket's default type",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 
 import pytest
 
@@ -64,3 +65,17 @@ def test_a_client_gone_before_its_answer_is_marked_on_the_span(service, monkeypa
     assert spans[0].attributes["http.status_code"] == 200
     head = f"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
     assert _raw(service, head.encode() + body).startswith(b"HTTP/1.")
+
+
+def test_stop_after_answered_requests_does_not_wait_out_the_grace(tmp_path, minilm_tokenizer):
+    """Each answered connection leaves the server's open set when it is closed: ``stop`` then
+    has nothing in flight to wait for (a connection kept in the set would hold it the whole
+    ``grace_s``)."""
+    svc = hash_service(tmp_path, minilm_tokenizer)
+    body = json.dumps({"query": "open a file", "k": 1}).encode()
+    head = f"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+    for _ in range(3):
+        assert _raw(svc, head.encode() + body).startswith(b"HTTP/1.0 200")
+    start = time.monotonic()
+    svc.stop(grace_s=30.0)
+    assert time.monotonic() - start < 10.0
