@@ -571,6 +571,10 @@ _CHARREFS_NONE = (
 )
 EQUIVALENT.update(
     {
+        "jaxparadigm.retrieval.document_files.x__utf8__mutmut_4": (
+            'text = data.decode("UTF-8")',
+            "Python reads codec names case-insensitively: 'UTF-8' is 'utf-8'",
+        ),
         "jaxparadigm.retrieval.http_handler.xǁ_Handlerǁ_send__mutmut_41": (
             'self.send_header("connection", "close")',
             "header names are case-insensitive (RFC 9110 5.1), and send_header compares the "

@@ -236,6 +236,7 @@ ROUND_4: dict[str, Target] = {
         _tests(
             "retrieval",
             "test_document_files_hostile",
+            "test_document_files_boundaries",
             "test_every_text_file",
             "test_bounded_reading",
             "test_index_folder_generated",
