@@ -29,6 +29,7 @@ def test_every_skip_is_recorded_with_its_path_reason_and_detail(tmp_path):
     (docs / "gone.txt").symlink_to(docs / "nowhere.txt")
     (docs / "copy.txt").write_text("kept words")  # the same bytes as sub/kept.txt
     (docs / "weird.xyz").write_bytes(b"\x00\x01binary")
+    (docs / "bom.jsonl").write_bytes("\ufeff\n\u00a0\n".encode())  # no line once the BOM goes
     reading = read_documents([docs])
     root = docs.as_posix()
     assert sorted(reading.skipped) == sorted(
@@ -46,6 +47,7 @@ def test_every_skip_is_recorded_with_its_path_reason_and_detail(tmp_path):
             Skipped(f"{root}/gone.txt", "dangling symlink", f"-> {docs / 'nowhere.txt'}"),
             Skipped(f"{root}/sub/kept.txt", "duplicate content", f"same bytes as {root}/copy.txt"),
             Skipped(f"{root}/weird.xyz", "unsupported type", "suffix .xyz"),
+            Skipped(f"{root}/bom.jsonl", "empty", "no JSON line"),
         ]
     )
     assert [d.source for d in reading.documents] == [f"{root}/copy.txt", f"{root}/r.jsonl:1"]
