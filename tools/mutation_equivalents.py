@@ -569,8 +569,36 @@ _ONE_PER_DOC = (
 _CHARREFS_NONE = (
     "HTMLParser only tests convert_charrefs for truth (goahead, parse_starttag): None is False"
 )
+_SAME_LENGTH = "both sequences are built with one entry per item of the same list: same length"
 EQUIVALENT.update(
     {
+        "jaxparadigm.autodiff.jvp_interpreter.x_is_float__mutmut_8": (
+            'dtype = getattr(aval_or_dtype, "XXdtypeXX", aval_or_dtype)',
+            "jnp.issubdtype reads an aval or an array through np.dtype, which takes its .dtype: "
+            "the same answer (tests/autodiff/test_jvp_interpreter_boundaries.py checks both)",
+        ),
+        "jaxparadigm.autodiff.jvp_interpreter.x_eval_jvp__mutmut_12": (
+            "env: dict = dict(zip(jaxpr.constvars, consts, ))",
+            "every caller passes a ClosedJaxpr's consts with its jaxpr, or () for a jaxpr "
+            "without constvars: the lengths always match",
+        ),
+        "jaxparadigm.autodiff.rules.control_flow.x__carry_fixed_point__mutmut_11": (
+            "grown = [a or b for a, b in zip(nz_carry, nz_out[:n_carry], strict=None)]",
+            "nz_carry has n_carry entries and nz_out[:n_carry] too: same length",
+        ),
+        "jaxparadigm.autodiff.rules.reduce_window.x__reduce_window_chooser_vjp__mutmut_45": (
+            "start = [k * w for k, w in zip(offset, wdil, strict=False)]",
+            "offset and window_dilation both have one entry per operand dimension",
+        ),
+        "jaxparadigm.autodiff.rules.linalg.x_transpose_jvp__mutmut_66": (
+            "for c, a in zip(cts, closed.out_avals, strict=None)",
+            "cts keeps the outputs the mask kept, and closed's outputs are those same outputs",
+        ),
+        "jaxparadigm.autodiff.rules.linalg.x__lu_jvp_matrix__mutmut_84": (
+            "la = _tri_solve(low, pda, left_side=True, lower=True, transpose_a=False, )",
+            "low is tril(lu, -1) plus the identity: its diagonal is exactly 1, so solving with "
+            "or without unit_diagonal gives the same result",
+        ),
         "jaxparadigm.retrieval.document_files.x__utf8__mutmut_4": (
             'text = data.decode("UTF-8")',
             "Python reads codec names case-insensitively: 'UTF-8' is 'utf-8'",

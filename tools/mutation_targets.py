@@ -87,11 +87,19 @@ ROUND_4: dict[str, Target] = {
             "test_control_flow_jvp",
             "test_custom_jvp_rules",
             "test_jax_api_forward_port",
+            "test_jvp_interpreter_boundaries",
         ),
     ),
     "autodiff.rules.linalg": Target(
         ("jaxparadigm/autodiff/rules/linalg.py",),
-        _tests("autodiff", "test_linalg_rules", "test_jvp_rules", "test_rule_edge_cases"),
+        _tests(
+            "autodiff",
+            "test_linalg_rules",
+            "test_linalg_boundaries",
+            "test_tridiagonal_solve_rules",
+            "test_jvp_rules",
+            "test_rule_edge_cases",
+        ),
     ),
     "autodiff.rules.reduction": Target(
         ("jaxparadigm/autodiff/rules/reduction.py", "jaxparadigm/autodiff/rules/reduce_window.py"),
@@ -102,6 +110,7 @@ ROUND_4: dict[str, Target] = {
             "test_port_lax_autodiff",
             "test_jax_lax_autodiff_port",
             "test_reverse_mode",
+            "test_reduction_boundaries",
         ),
     ),
     "autodiff.rules.control_flow": Target(
@@ -113,6 +122,7 @@ ROUND_4: dict[str, Target] = {
             "test_reverse_mode",
             "test_port_custom_vjp",
             "test_rule_edge_cases",
+            "test_control_flow_boundaries",
         ),
     ),
     "optim.schedules": Target(
