@@ -572,6 +572,11 @@ _CHARREFS_NONE = (
 _SAME_LENGTH = "both sequences are built with one entry per item of the same list: same length"
 EQUIVALENT.update(
     {
+        "jaxparadigm.app.cpu_devices.x_prepare_command_devices__mutmut_19": (
+            "request, None, mode_set=True, single_process=True, user_count=user, running=running",
+            "mode_set is read only to promote a config's training to the data layout, and a "
+            "command passes no config (cfg None never promotes)",
+        ),
         "jaxparadigm.autodiff.jvp_interpreter.x_is_float__mutmut_8": (
             'dtype = getattr(aval_or_dtype, "XXdtypeXX", aval_or_dtype)',
             "jnp.issubdtype reads an aval or an array through np.dtype, which takes its .dtype: "

@@ -219,7 +219,7 @@ ROUND_4: dict[str, Target] = {
     ),
     "app.cpu_devices": Target(
         ("jaxparadigm/app/cpu_devices.py",),
-        _tests("app", "test_cpu_device_counts", "test_cpu_devices"),
+        _tests("app", "test_cpu_device_counts", "test_cpu_devices", "test_cpu_devices_boundaries"),
     ),
     "retrieval.keyword_search": Target(
         (
