@@ -53,7 +53,12 @@ MODULES: dict[str, Target] = {
     "train.guard": Target(("jaxparadigm/train/guard.py",), ("tests/train/test_guard.py",)),
     "train.checkpoint": Target(
         ("jaxparadigm/train/checkpoint.py",),
-        ("tests/train/test_checkpoint.py", "tests/train/test_checkpoint_damage.py"),
+        (
+            "tests/train/test_checkpoint.py",
+            "tests/train/test_checkpoint_damage.py",
+            "tests/train/test_checkpoint_refusals.py",
+            "tests/train/test_checkpoint_boundaries.py",
+        ),
         # SIGKILLs a child process mid-save: under mutmut's in-process stats run its child
         # imports the trampolined package and the test failed ("2.orbax-checkpoint-tmp" not
         # cleaned on open; it passes under plain pytest), so mutmut refused to start.
@@ -255,7 +260,11 @@ ROUND_4: dict[str, Target] = {
     ),
     "train.run_folder": Target(
         ("jaxparadigm/train/run_folder.py", "jaxparadigm/train/interrupt_guard.py"),
-        ("tests/train/test_interrupt_guard.py", "tests/app/test_run_ownership.py"),
+        (
+            "tests/train/test_interrupt_guard.py",
+            "tests/train/test_run_folder_boundaries.py",
+            "tests/app/test_run_ownership.py",
+        ),
     ),
 }
 MODULES.update(ROUND_4)
