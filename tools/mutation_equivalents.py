@@ -572,6 +572,16 @@ _CHARREFS_NONE = (
 _SAME_LENGTH = "both sequences are built with one entry per item of the same list: same length"
 EQUIVALENT.update(
     {
+        "jaxparadigm.retrieval.index_store.x__save_npy__mutmut_11": (
+            "np.save(fh, embeddings, )",
+            "allow_pickle matters only for object arrays; the embeddings are float32 (checked "
+            "by write_shard, its only caller, with np.ascontiguousarray(..., float32)): the same bytes",
+        ),
+        "jaxparadigm.retrieval.index_store.x_open_passages__mutmut_8": (
+            "with open(path, ) as fh:",
+            "the file is used only through its descriptor (fstat, mmap), the same in text and "
+            "binary mode",
+        ),
         "jaxparadigm.app.cpu_devices.x_prepare_command_devices__mutmut_19": (
             "request, None, mode_set=True, single_process=True, user_count=user, running=running",
             "mode_set is read only to promote a config's training to the data layout, and a "

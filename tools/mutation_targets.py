@@ -177,6 +177,7 @@ ROUND_4: dict[str, Target] = {
             "test_damaged_inputs",
             "test_index_reliability",
             "test_index_concurrency",
+            "test_index_store_boundaries",
         ),
     ),
     "retrieval.index_build": Target(
@@ -187,6 +188,7 @@ ROUND_4: dict[str, Target] = {
             "test_index_reliability",
             "test_index_folder",
             "test_index_generated_inputs",
+            "test_index_store_boundaries",
         ),
     ),
     "retrieval.readable_text": Target(
