@@ -26,6 +26,7 @@ def _complex(shape, seed):
         ("svd_values", lambda a: jnp.linalg.svd(a, compute_uv=False).astype(jnp.complex64)),
         ("eigh_values", lambda a: jnp.linalg.eigh(a + a.conj().T)[0].astype(jnp.complex64)),
     ],
+    ids=["qr", "svd_values", "eigh_values"],
 )
 def test_complex_vjps_through_the_transposed_jvp_equal_jax(name, f):
     a = _complex((3, 3), 7)
