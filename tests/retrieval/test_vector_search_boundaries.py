@@ -71,3 +71,18 @@ def test_scan_rows_halves_to_the_score_block_keeping_whole_groups(block_rows, q,
     assert _SCORE_BLOCK == 32 * 8192 and _GROUP == 8
     got = _scan_rows(block_rows, q)
     assert got == rows and block_rows % got == 0 and got % _GROUP == 0
+
+
+def test_float64_queries_search_as_float32_with_x64_enabled():
+    """Boundary: a process that enabled 64-bit JAX keeps float64 queries float64 on the device
+    unless they are cast first: the scores must still be float32 and the same."""
+    import jax
+
+    rng = np.random.default_rng(5)
+    x, q = _unit(rng, 50, 8), rng.standard_normal((2, 8))
+    with jax.enable_x64(True):
+        searcher = VectorSearcher(RowSource([x]), block_rows=16)
+        got, want = searcher.search(q, 3), searcher.search(q.astype(np.float32), 3)
+    assert got.scores.dtype == np.float32
+    np.testing.assert_array_equal(got.ids, want.ids)
+    np.testing.assert_array_equal(got.scores, want.scores)
