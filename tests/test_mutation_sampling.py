@@ -60,3 +60,15 @@ def test_a_smaller_sample_of_the_same_seed_is_part_of_the_larger(ms, population)
     for size in (1, 2, 3, 6, 29):
         assert set(ms.draw_sample(names, size, 39)) <= measured
     assert set(ms.draw_sample(names, 3, 40)) != set(ms.draw_sample(names, 3, 39))
+
+
+def test_the_ci_rotation_covers_every_module_in_consecutive_windows(ms):
+    names = [f"m{i}" for i in range(19)]
+    assert ms.rotation(names, 4, "0" * 40) == ["m0", "m1", "m2", "m3"]
+    assert ms.rotation(names, 4, "12") == ["m18", "m0", "m1", "m2"]  # 0x12 = 18: wraps
+    assert ms.rotation(names, 4, "") == names[:4]
+    assert ms.rotation(names, 30, "5") == names[5:] + names[:5]  # at most every module, once
+    seen = set()
+    for start in range(0, 19, 4):  # offsets 0, 4, 8, ... cover all in ceil(19 / 4) = 5 windows
+        seen |= set(ms.rotation(names, 4, format(start, "x")))
+    assert seen == set(names)

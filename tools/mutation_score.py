@@ -3,8 +3,8 @@
     python tools/mutation_score.py run [MODULE ...] [--max-children 1] [--fresh]
     python tools/mutation_score.py run MODULE --sample 200 [--seed 0]
     python tools/mutation_score.py report [MODULE ...] [--write]
-    python tools/mutation_score.py run round-4 --sample 3 --seed 39 --tag ci   (CI's full run)
-    python tools/mutation_score.py gate round-4 --tag ci
+    python tools/mutation_score.py run round-4 --rotate 4 --sample 2 --seed 39 --tag ci   (CI)
+    python tools/mutation_score.py gate round-4 --rotate 4 --tag ci
 
 ``run`` gives each module its own mutmut workspace, ``.mutation/<module>/`` (git-ignored): links to
 ``jaxparadigm/`` and ``tests/``, a ``pyproject.toml`` whose ``[tool.mutmut]`` lists the files to
@@ -59,7 +59,7 @@ from mutation_report import (  # noqa: E402
     sample_result,
     write_results,
 )
-from mutation_targets import MODULES, ROOT, ROUND_4, WORKSPACES  # noqa: E402
+from mutation_targets import MODULES, ROOT, ROUND_4_GROUP, WORKSPACES  # noqa: E402
 from mutation_workspace import (  # noqa: E402
     _decided,
     _git_head,
@@ -74,7 +74,7 @@ from mutation_workspace import (  # noqa: E402
     wilson_interval,
 )
 
-__all__ = ["draw_sample", "main", "run_module", "wilson_interval"]
+__all__ = ["draw_sample", "gate", "main", "rotation", "run_module", "wilson_interval"]
 
 
 def _mutmut_env(ws: Path) -> dict[str, str]:
@@ -184,6 +184,20 @@ def run_module(
     return rc
 
 
+def _commit() -> str:
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def rotation(names: list[str], k: int, commit: str) -> list[str]:
+    """``k`` consecutive ``names`` (wrapping) from offset ``int(commit, 16) % len(names)``: each
+    commit's CI run measures another window, and ``ceil(len / k)`` commits in a row whose offsets
+    step through the list cover every module. No commit (not a git checkout): offset 0."""
+    start = int(commit, 16) % len(names) if commit else 0
+    return [names[(start + i) % len(names)] for i in range(min(k, len(names)))]
+
+
 def gate(modules: list[str], tag: str) -> int:
     """1 if a module's sample in ``.mutation/MODULE.TAG`` has a survivor that is not a recorded
     equivalent, or a mutant without a verdict; else 0 (CI's full run, issue 39)."""
@@ -223,22 +237,33 @@ def main(argv: list[str] | None = None) -> int:
     )
     run.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     tag_help = "workspace of the sample: .mutation/MODULE.TAG (default: sample)"
+    rotate_help = (
+        "with round-4: only K of its modules, K consecutive ones (in ROUND_4's order, wrapping) "
+        "from an offset set by the commit (HEAD's hash mod the module count)"
+    )
     run.add_argument("--tag", default="sample", help=tag_help)
+    run.add_argument("--rotate", type=int, metavar="K", help=rotate_help)
     gate_cmd = sub.add_parser(
         "gate", help="exit 1 unless every sampled mutant was killed or is a recorded equivalent"
     )
     gate_cmd.add_argument("modules", nargs="*", metavar="MODULE")
     gate_cmd.add_argument("--tag", default="sample", help=tag_help)
+    gate_cmd.add_argument("--rotate", type=int, metavar="K", help=rotate_help)
     rep = sub.add_parser("report", help="print (and with --write record) the figures")
     rep.add_argument("modules", nargs="*", metavar="MODULE")
     rep.add_argument("--write", action="store_true")
     args = parser.parse_args(argv)
-    modules = [n for m in args.modules for n in (ROUND_4 if m == "round-4" else [m])]
+    rotate = getattr(args, "rotate", None)
+    if rotate is not None and rotate < 1:
+        parser.error(f"--rotate must be a positive number of modules, got {rotate}")
+    group = list(ROUND_4_GROUP)
+    group = group if rotate is None else rotation(group, rotate, _commit())
+    modules = [n for m in args.modules for n in (group if m == "round-4" else [m])]
     unknown = [m for m in modules if m not in MODULES]
     if unknown:
         parser.error(
             f"unknown module(s) {unknown}; expected some of {list(MODULES)} or round-4 (the "
-            "modules added since 0a67870)"
+            "modules added or rewritten since 0a67870)"
         )
     modules = modules or list(MODULES)
     if args.command == "gate":
