@@ -20,6 +20,7 @@ from jaxparadigm.retrieval.index_store import (
     shard_passages,
     verify_shards,
 )
+from tests.retrieval.conftest import HashEncoder
 
 
 def _built(tmp_path, encoder, **kw):
@@ -115,3 +116,23 @@ def test_add_to_a_manifest_from_before_files_and_history(tmp_path, hash_encoder)
     assert [h["command"] for h in added["history"]] == ["add"]
     assert [f["path"] for f in added["files"]] == [(more / "c.txt").as_posix()]
     assert read_manifest(idx)["history"] == added["history"]
+
+
+def test_an_interrupted_add_on_an_older_manifest_stays_readable(tmp_path, minilm_tokenizer):
+    """Boundary: the add is interrupted after its manifest is committed: its ``pending.base``
+    records the missing ``files``/``history`` as empty lists (a null would be refused on every
+    later read), and the same add then resumes."""
+    encoder = HashEncoder(minilm_tokenizer)
+    idx = _built(tmp_path, encoder)
+    m = json.loads((idx / "manifest.json").read_text())
+    del m["files"], m["history"]
+    (idx / "manifest.json").write_text(json.dumps(m))
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "c.txt").write_text("iota kappa lambda mu. " * 6)
+    with pytest.raises(KeyboardInterrupt):
+        add_to_index(idx, [more], HashEncoder(minilm_tokenizer, fail_after=0))
+    pending = read_manifest(idx)["pending"]
+    assert pending["base"]["files"] == [] and pending["base"]["history"] == []
+    added = add_to_index(idx, [more], encoder)
+    assert added["status"] == "complete" and [h["command"] for h in added["history"]] == ["add"]
