@@ -102,16 +102,23 @@ def test_progress_is_reported_only_when_asked(tmp_path, hash_encoder, capsys, pr
         assert err == ""
 
 
-def test_add_to_a_manifest_from_before_files_and_history(tmp_path, hash_encoder):
-    """Boundary: ``files`` and ``history`` are optional (manifests written before them): an add
-    starts both from empty, and its interrupted state records an empty base for them."""
-    idx = _built(tmp_path, hash_encoder)
+def _older_manifest_and_new_docs(tmp_path, idx):
+    """Drop the optional ``files``/``history`` from ``idx``'s manifest (as written before them)
+    and return a folder of one new document to add."""
     m = json.loads((idx / "manifest.json").read_text())
     del m["files"], m["history"]
     (idx / "manifest.json").write_text(json.dumps(m))
     more = tmp_path / "more"
     more.mkdir()
     (more / "c.txt").write_text("iota kappa lambda mu. " * 6)
+    return more
+
+
+def test_add_to_a_manifest_from_before_files_and_history(tmp_path, hash_encoder):
+    """Boundary: ``files`` and ``history`` are optional (manifests written before them): an add
+    starts both from empty."""
+    idx = _built(tmp_path, hash_encoder)
+    more = _older_manifest_and_new_docs(tmp_path, idx)
     added = add_to_index(idx, [more], hash_encoder)
     assert [h["command"] for h in added["history"]] == ["add"]
     assert [f["path"] for f in added["files"]] == [(more / "c.txt").as_posix()]
@@ -124,12 +131,7 @@ def test_an_interrupted_add_on_an_older_manifest_stays_readable(tmp_path, minilm
     later read), and the same add then resumes."""
     encoder = HashEncoder(minilm_tokenizer)
     idx = _built(tmp_path, encoder)
-    m = json.loads((idx / "manifest.json").read_text())
-    del m["files"], m["history"]
-    (idx / "manifest.json").write_text(json.dumps(m))
-    more = tmp_path / "more"
-    more.mkdir()
-    (more / "c.txt").write_text("iota kappa lambda mu. " * 6)
+    more = _older_manifest_and_new_docs(tmp_path, idx)
     with pytest.raises(KeyboardInterrupt):
         add_to_index(idx, [more], HashEncoder(minilm_tokenizer, fail_after=0))
     pending = read_manifest(idx)["pending"]

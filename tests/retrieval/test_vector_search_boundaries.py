@@ -15,11 +15,7 @@ from jaxparadigm.retrieval.vector_search import (
     VectorSearcher,
     _scan_rows,
 )
-
-
-def _unit(rng, n, d):
-    x = rng.standard_normal((n, d)).astype(np.float32)
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
+from tests.retrieval.test_vector_search import unit
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8"])
@@ -28,7 +24,7 @@ def test_exactly_k_columns_of_float32_scores(dtype, k):
     """Boundary: k = 1, k below the row count, k exactly the row count, k one past it (capped).
     The compact dtypes rescore ``k * rescore_factor`` candidates and keep ``k`` of them."""
     rng = np.random.default_rng(3)
-    x, q = _unit(rng, 64, 16), _unit(rng, 3, 16)
+    x, q = unit(rng, 64, 16), unit(rng, 3, 16)
     got = VectorSearcher(RowSource([x]), dtype=dtype, block_rows=16).search(q, k)
     kept = min(k, 64)
     assert got.ids.shape == (3, kept) and got.scores.shape == (3, kept)
@@ -40,7 +36,7 @@ def test_exactly_k_columns_of_float32_scores(dtype, k):
 @pytest.mark.parametrize("given", [np.float64, np.float16, "list"])
 def test_queries_in_another_dtype_are_searched_as_float32(dtype, given):
     rng = np.random.default_rng(4)
-    x, q = _unit(rng, 200, 16), _unit(rng, 4, 16)
+    x, q = unit(rng, 200, 16), unit(rng, 4, 16)
     q = q.astype(np.float16).astype(np.float32)  # exactly representable in every given dtype
     searcher = VectorSearcher(RowSource([x]), dtype=dtype, block_rows=32)
     want = searcher.search(q, 7)
@@ -79,7 +75,7 @@ def test_float64_queries_search_as_float32_with_x64_enabled():
     import jax
 
     rng = np.random.default_rng(5)
-    x, q = _unit(rng, 50, 8), rng.standard_normal((2, 8))
+    x, q = unit(rng, 50, 8), rng.standard_normal((2, 8))
     with jax.enable_x64(True):
         searcher = VectorSearcher(RowSource([x]), block_rows=16)
         got, want = searcher.search(q, 3), searcher.search(q.astype(np.float32), 3)
