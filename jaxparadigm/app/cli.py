@@ -126,10 +126,11 @@ def _cmd_search(args: argparse.Namespace) -> int:
         if args.approx and mode != "dense":
             raise InputError("--approx: approximates the dense ranking alone; add --mode dense")
         kw = {"dtype": args.dtype, "approx": args.approx, "stream": args.stream, "mode": mode}
+        kw["nprobe"] = args.nprobe
         show = output.index_search_json if args.json else output.index_search_text
         out = show(args.query, args.index, args.top_k, **kw)
-    elif args.json or args.mode:
-        option = "--json" if args.json else f"--mode {args.mode}"
+    elif args.json or args.mode or args.nprobe is not None:
+        option = "--json" if args.json else f"--mode {args.mode}" if args.mode else "--nprobe"
         raise InputError(f"{option}: searches an index; add --index DIR (built by `index build`)")
     else:
         out = format_search(args.query, corpus=args.corpus, top_k=args.top_k)
@@ -158,11 +159,15 @@ def _cmd_index(args: argparse.Namespace) -> int:
         kw = {"chunk_tokens": args.chunk_tokens, "overlap": args.overlap}
         kw |= {"shard_rows": args.shard_rows, "batch_size": args.batch_size, "strict": args.strict}
         out = index_command_output.index_build_text(
-            args.paths, args.out, progress=progress, devices=devices, **kw
+            args.paths, args.out, progress=progress, devices=devices, ivf=args.ivf, **kw
         )
     elif args.index_command == "add":
         out = index_command_output.index_add_text(
             args.paths, args.index, progress=progress, strict=args.strict, devices=devices
+        )
+    elif args.index_command == "ivf":
+        out = index_command_output.index_ivf_text(
+            args.index_dir, args.lists, seed=args.seed, iters=args.iters
         )
     else:
         out = index_command_output.index_info_text(args.index_dir, skipped=args.skipped)
@@ -184,7 +189,8 @@ def _print_result(text: str) -> int:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from jaxparadigm.retrieval.serve_command import serve_index
 
-    serve_index(args.index, host=args.host, port=args.port)
+    nprobe = "default" if args.nprobe is None else args.nprobe
+    serve_index(args.index, host=args.host, port=args.port, nprobe=nprobe)
     return 0
 
 

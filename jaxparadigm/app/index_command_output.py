@@ -19,6 +19,8 @@ from jaxparadigm.retrieval.excerpt import mark_text
 from jaxparadigm.retrieval.index_build import add_to_index, build_index
 from jaxparadigm.retrieval.index_searcher import IndexSearcher
 from jaxparadigm.retrieval.index_store import committed, read_manifest
+from jaxparadigm.retrieval.ivf_search import default_nprobe
+from jaxparadigm.retrieval.ivf_store import list_sizes_text
 from jaxparadigm.retrieval.search_results import (
     SCORE_MEANING,
     ScoredHit,
@@ -33,6 +35,8 @@ __all__ = [
     "index_build_text",
     "index_add_text",
     "index_info_text",
+    "index_ivf_text",
+    "search_nprobe",
     "index_search_hits",
     "index_search_json",
     "index_search_text",
@@ -67,16 +71,22 @@ def index_build_text(
     model_path: str | None = None,
     progress: bool = True,
     devices: int | None = None,
+    ivf: int | None = None,
     **kw: Any,
 ) -> str:
     """Build (or resume building) an index of ``paths`` in ``out_dir``, encoding on ``devices``
     CPU devices (:func:`~jaxparadigm.app.encoder_devices.encoder_on_cpu_devices`); returns a
-    summary line."""
+    summary line. ``ivf``: then train that many inverted lists (:func:`index_ivf_text`)."""
+    if ivf is not None:
+        require_int("ivf", ivf, 1)  # before the build: its upper bound is checked after it
     t0 = time.perf_counter()
     encoder = _encoder(model_path)
     with encoder_on_cpu_devices(encoder, devices) as where:
         m = build_index(paths, out_dir, encoder, progress=progress, **kw)
-    return _summary("indexed", Path(out_dir), m, m["count"], time.perf_counter() - t0, where)
+    text = _summary("indexed", Path(out_dir), m, m["count"], time.perf_counter() - t0, where)
+    if ivf is not None:
+        text += "\n" + index_ivf_text(str(out_dir), ivf)
+    return text
 
 
 def index_add_text(
@@ -99,6 +109,29 @@ def index_add_text(
     return _summary("added", Path(index_dir), m, added, time.perf_counter() - t0, where)
 
 
+def _ivf_offsets(index_dir: Path, ivf: dict):
+    """The lists' offsets, checked against the manifest's sha256 (a small file)."""
+    from jaxparadigm.retrieval.ivf_store import load_ivf_file
+
+    return load_ivf_file(index_dir, ivf, "offsets")
+
+
+def index_ivf_text(index_dir: str, lists: int, *, seed: int = 0, iters: int = 10) -> str:
+    """Train ``lists`` inverted lists for the index (:func:`train_ivf`); returns a summary line."""
+    from jaxparadigm.retrieval.ivf_build import train_ivf
+
+    m = train_ivf(index_dir, lists, seed=seed, iters=iters)
+    ivf = m["ivf"]
+    sizes = list_sizes_text(_ivf_offsets(Path(index_dir), ivf))
+    return (
+        f"trained {ivf['lists']} IVF lists over {plural(ivf['rows'], 'row')} in "
+        f"{ivf['seconds']:.1f} s (k-means seed {ivf['seed']}, {ivf['iters']} iterations on "
+        f"{plural(ivf['train_rows'], 'row')}): {sizes}; search probes "
+        f"{plural(default_nprobe(ivf['lists']), 'list')} by default (--nprobe P; P = "
+        f"{ivf['lists']}: exact)"
+    )
+
+
 def _history(m: dict) -> list[dict]:
     """Every build and add of the manifest, oldest first; a manifest written before the history
     was kept (issue 35) gives one record of its last build or add, its time and paths unknown."""
@@ -113,6 +146,20 @@ def _history(m: dict) -> list[dict]:
             "sources": len(m["sources"]),
             "skipped": m.get("skipped", []),
         }
+    ]
+
+
+def _ivf_lines(index_dir: str, m: dict) -> list[str]:
+    """``index info``'s lines on the inverted lists: how many, how trained, their sizes."""
+    ivf = m.get("ivf")
+    if not ivf:
+        return ["ivf: none (exact search; `jaxparadigm index ivf DIR --lists N` adds lists)"]
+    return [
+        f"ivf: {ivf['name']}: {ivf['lists']} lists over {plural(ivf['rows'], 'row')} "
+        f"(k-means seed {ivf['seed']}, {ivf['iters']} iterations on "
+        f"{plural(ivf['train_rows'], 'row')}); search probes "
+        f"{plural(default_nprobe(ivf['lists']), 'list')} by default (--nprobe)",
+        f"  {list_sizes_text(_ivf_offsets(Path(index_dir), ivf))}",
     ]
 
 
@@ -144,6 +191,7 @@ def index_info_text(index_dir: str, *, skipped: bool = False) -> str:
     ]
     if len(m["sources"]) > 20:
         lines.append(f"  ... and {len(m['sources']) - 20} more")
+    lines += _ivf_lines(index_dir, m)
     lines.append("shards:")
     lines += [
         f"  {s['name']}: {plural(s['rows'], 'row')}, sha256 {s['sha256']['embeddings'][:16]}..."
@@ -194,17 +242,32 @@ def index_search_hits(
     approx: bool = False,
     stream: bool = False,
     model_path: str | None = None,
+    nprobe: int | None = None,
 ) -> tuple[IndexSearcher, list[ScoredHit]]:
     """The opened index and its top ``top_k`` :class:`ScoredHit` s for ``query``
-    (:func:`~jaxparadigm.retrieval.search_results.search_with_excerpts`)."""
+    (:func:`~jaxparadigm.retrieval.search_results.search_with_excerpts`). ``nprobe``: inverted
+    lists to scan; ``None`` on an index with IVF lists: :func:`default_nprobe` of them (without
+    ``approx``), on one without: exact."""
     if not isinstance(query, str):
         raise TypeError(f"query: got {type(query).__name__}, expected str")
     require_int("top_k", top_k, 1)
     searcher = IndexSearcher(index_dir, dtype=dtype, resident=not stream)
+    nprobe = search_nprobe(searcher, nprobe, approx)
     hits = search_with_excerpts(
-        searcher, _encoder(model_path), query, top_k, mode=mode, approx=approx
+        searcher, _encoder(model_path), query, top_k, mode=mode, approx=approx, nprobe=nprobe
     )
     return searcher, hits
+
+
+def search_nprobe(searcher: IndexSearcher, nprobe: int | None, approx: bool = False) -> int | None:
+    """The ``nprobe`` a command searches with: the given one (checked), else the index's
+    :func:`default_nprobe` when it has IVF lists and ``approx`` is off, else ``None`` (exact)."""
+    if nprobe is not None:
+        searcher.check_nprobe(nprobe)
+        return nprobe
+    if searcher.lists is None or approx:
+        return None
+    return default_nprobe(searcher.lists)
 
 
 def index_search_json(query: str, index_dir: str, top_k: int = 10, **kw: Any) -> str:
@@ -224,8 +287,10 @@ def index_search_text(query: str, index_dir: str, top_k: int = 10, **kw: Any) ->
     mode = kw.get("mode", "hybrid")
     searcher, hits = index_search_hits(query, index_dir, top_k, **kw)
     dtype = kw.get("dtype", "float32")
+    nprobe = search_nprobe(searcher, kw.get("nprobe"), kw.get("approx", False))
+    how = dtype if nprobe is None else f"IVF: nprobe {nprobe} of {searcher.lists} lists"
     lines = [
-        f"query: {shorten(query, 80)}  index: {index_dir} ({len(searcher)} passages, {dtype})",
+        f"query: {shorten(query, 80)}  index: {index_dir} ({len(searcher)} passages, {how})",
         f"mode: {mode}; score: {SCORE_MEANING[mode]}"
         + ("; (cos ...): the cosine similarity" if mode == "hybrid" else "")
         + f"; query words marked {MARK_OPEN}so{MARK_CLOSE}",

@@ -17,6 +17,10 @@
 * one search engine, ``vector_search.VectorSearcher`` (streaming, multi-device exact top-k;
   bfloat16/int8 + rescoring), behind :class:`IndexSearcher` (``index_searcher``: ``search
   --index``, ``search_vectors``), :class:`SemanticIndex` and the HTTP service
+* approximate search (issue 38): ``kmeans`` (the coarse quantiser, in JAX), ``ivf_store`` (the
+  inverted lists' checked files), ``ivf_build`` (:func:`train_ivf`: ``index ivf``; ``extend_ivf``
+  for ``index add``), ``ivf_search`` (:class:`IVFSearcher`: probe ``nprobe`` lists, scan them
+  exactly), used by ``IndexSearcher.search(..., nprobe=P)`` / ``search_vectors``
 * ``http_service.SearchService`` (the traced HTTP service, ``search_request`` its request checks)
   and ``serve_command.serve_index`` -- ``jaxparadigm serve``: that service over an index folder
 * relevance (measured by benchmarks/relevance_bench.py): ``bm25`` (:func:`bm25_index`,
@@ -32,6 +36,8 @@ from jaxparadigm.retrieval.hybrid_search import hybrid_search, keyword_index
 from jaxparadigm.retrieval.index import Index
 from jaxparadigm.retrieval.index_build import add_to_index, build_index
 from jaxparadigm.retrieval.index_searcher import Hit, IndexSearcher
+from jaxparadigm.retrieval.ivf_build import train_ivf
+from jaxparadigm.retrieval.ivf_search import IVFSearcher
 from jaxparadigm.retrieval.keyword import keyword_search
 from jaxparadigm.retrieval.memory_index import SemanticIndex
 from jaxparadigm.retrieval.rank_fusion import reciprocal_rank_fusion
@@ -53,6 +59,8 @@ __all__ = [
     "Index",
     "IndexSearcher",
     "Hit",
+    "train_ivf",
+    "IVFSearcher",
     "VectorSearcher",
     "TopK",
     "reciprocal_rank_fusion",

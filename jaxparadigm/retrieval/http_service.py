@@ -113,6 +113,8 @@ class SearchService:
     ``listener``: a socket from :func:`bind_listener` to serve on (then ``port`` is ignored); by
     default :meth:`start` binds ``port``. ``encoder``: a :class:`SentenceEncoder`, or an object
     with the same ``encode``, ``tokenize``, ``check_texts``, ``dim`` and ``max_seq_length``.
+    ``nprobe``: the inverted lists a request without ``"nprobe"`` scans (an
+    :class:`IndexSearcher` with IVF lists, issue 38); ``None``: exact search.
     """
 
     def __init__(
@@ -126,6 +128,7 @@ class SearchService:
         passage_of: Callable[[int], Mapping[str, object]] | None = None,
         encoder: SentenceEncoder | None = None,
         listener: socket.socket | None = None,
+        nprobe: int | None = None,
     ) -> None:
         encoder = _serving_encoder(index, encoder)
         require_int("port", port, 0, 65535)
@@ -141,6 +144,8 @@ class SearchService:
         if not len(index):
             raise InputError("index: empty; add documents before serving it")
         self.index = index
+        self._check_nprobe(nprobe)
+        self.nprobe = nprobe
         self.encoder: SentenceEncoder = encoder
         self.port = port
         if listener is not None and not isinstance(listener, socket.socket):
@@ -169,7 +174,10 @@ class SearchService:
         if self._server is not None:
             raise RuntimeError("SearchService: already started")
         # compile the search for the default k now: a request's client would wait for it
-        self.index.search_vectors(np.zeros((1, self.encoder.dim), np.float32), DEFAULT_K)
+        warm = np.zeros((1, self.encoder.dim), np.float32)
+        self.index.search_vectors(warm, DEFAULT_K)
+        if self.nprobe is not None:
+            self.index.search_vectors(warm, DEFAULT_K, nprobe=self.nprobe)  # type: ignore[call-arg]
         self._stopping.clear()
         listener, self._listener = self._listener, None  # a socket serves once
         self._server = _Server(listener or bind_listener(HOST, self.port), self)
@@ -212,6 +220,15 @@ class SearchService:
             warnings.simplefilter("ignore")
             self.encoder.check_texts([query], "query")
 
+    def _check_nprobe(self, nprobe: int | None) -> None:
+        """Refuse an ``nprobe`` the index cannot use (no IVF lists, or more than it has)."""
+        if nprobe is None:
+            return
+        check = getattr(self.index, "check_nprobe", None)
+        if check is None:  # a SemanticIndex: exact search only
+            raise InputError(f"nprobe: got {nprobe!r}, but this index has no IVF lists")
+        check(nprobe)
+
     def handle(self, path: str, body: bytes) -> tuple[int, dict]:
         """One request: (HTTP status, JSON payload), each step in its child span."""
         with self.tracer.start_as_current_span("parse") as span:
@@ -219,7 +236,9 @@ class SearchService:
                 if path != "/search":
                     span.set_status(Status(StatusCode.ERROR, "unknown path"))
                     return 404, {"error": f"path: got {short_repr(path)}, expected /search"}
-                query, k, delay, excerpts = read_search_request(body, self.fault_injection)
+                query, k, delay, excerpts, nprobe = read_search_request(body, self.fault_injection)
+                nprobe = self.nprobe if nprobe is None else nprobe
+                self._check_nprobe(nprobe)
                 self._check_query(query)
             except InputError as exc:
                 span.record_exception(exc)
@@ -235,8 +254,14 @@ class SearchService:
         with self.tracer.start_as_current_span("encode"):
             q = encoder.encode(query, normalize=True)
         with self.tracer.start_as_current_span("search") as span:
-            top = self.index.search_vectors(np.asarray(q, np.float32).reshape(1, -1), k)
-            ids, scores = top.ids[0].tolist(), top.scores[0].tolist()
+            q = np.asarray(q, np.float32).reshape(1, -1)
+            if nprobe is None:
+                top = self.index.search_vectors(q, k)
+            else:  # an IndexSearcher with IVF lists (checked above)
+                top = self.index.search_vectors(q, k, nprobe=nprobe)  # type: ignore[call-arg]
+                span.set_attribute("nprobe", nprobe)
+            found = top.ids[0] >= 0  # -1: the probed lists held fewer than k rows
+            ids, scores = top.ids[0][found].tolist(), top.scores[0][found].tolist()
             span.set_attribute("k", k)
         payload: dict = {"hits": [[i, s] for i, s in zip(ids, scores, strict=True)]}
         if self.passage_of is not None:

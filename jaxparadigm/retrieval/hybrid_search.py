@@ -44,9 +44,11 @@ def hybrid_search(
     keyword: BM25Index | None = None,
     depth: int = 100,
     rrf_k: int = 60,
+    nprobe: int | None = None,
 ) -> list[list[Hit]]:
     """The top ``k`` fused hits of each query (module docstring), best first; ``keyword`` is the
-    index's :func:`keyword_index` (built here when None: pass it to search repeatedly)."""
+    index's :func:`keyword_index` (built here when None: pass it to search repeatedly);
+    ``nprobe``: the dense ranking scans that many inverted lists (``None``: exact)."""
     require_int("k", k, 1)
     require_int("depth", depth, 1)
     if keyword is None:
@@ -57,7 +59,7 @@ def hybrid_search(
             f"{len(searcher)} (the searcher's); build it with keyword_index(searcher)"
         )
     texts = [queries] if isinstance(queries, str) else list(queries)
-    dense = searcher.search(encoder, texts, k=min(depth, len(searcher)))
+    dense = searcher.search(encoder, texts, k=min(depth, len(searcher)), nprobe=nprobe)
     out = []
     for query, hits in zip(texts, dense, strict=True):
         rankings = [[h.row for h in hits], bm25_top(keyword, query, depth)]

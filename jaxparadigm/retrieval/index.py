@@ -10,7 +10,10 @@ folder through it. Opening checks the untrusted folder before any row is used:
   opened, with a warning; an interrupted ``index build`` has none and is refused;
 * every shard's embeddings file against its sha256 (``verify=True``), its dtype and shape
   ``float32 [rows, dim]``, and every row a finite unit vector (``|norm - 1| <= UNIT_NORM_TOL``,
-  else ``q . d`` would not be the cosine, C1.2), memory-mapped read-only.
+  else ``q . d`` would not be the cosine, C1.2), memory-mapped read-only;
+* the inverted lists, when the manifest names them (``ivf``, issue 38): every file against its
+  sha256, its shape, the offsets and the ids
+  (:func:`~jaxparadigm.retrieval.ivf_store.open_ivf`), memory-mapped as ``ivf``.
 
 A shard's passages are read (checksum and every line checked) the first time one of its rows is
 asked for. Row ``r`` lives in shard ``r // shard_rows`` at row ``r % shard_rows``.
@@ -42,6 +45,7 @@ from jaxparadigm.retrieval.index_store import (
     shard_embeddings,
     shard_passages,
 )
+from jaxparadigm.retrieval.ivf_store import IVFLists, open_ivf
 from jaxparadigm.retrieval.passages import Passage
 
 __all__ = ["Index", "OPEN_ATTEMPTS"]
@@ -101,6 +105,11 @@ class Index:
             for s in m["shards"]:
                 files.append(open_passages(self.path, s))
             arrays = [shard_embeddings(self.path, s, dim, verify=self._verify) for s in m["shards"]]
+            ivf = (
+                open_ivf(self.path, m["ivf"], dim, m["count"], verify=self._verify)
+                if (m.get("ivf"))
+                else None
+            )
         except BaseException:
             _close(files)
             raise
@@ -111,6 +120,7 @@ class Index:
         self._files = files
         self.shard_arrays: list[np.ndarray] = arrays
         self._passages: dict[int, list[Passage]] = {}
+        self.ivf: IVFLists | None = ivf
 
     def close(self) -> None:
         """Unmap the passages not read yet (the mapped embeddings stay usable)."""

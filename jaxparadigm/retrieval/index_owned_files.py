@@ -3,8 +3,9 @@ folder through a regular file only, and deletes nothing but its own names (C1.1;
 "Index folder").
 
     OWNED_FILE                  the writer's names, matched in full: shard_NNNNN-<10 hex>.npy|.jsonl,
-                                their temporaries shard_NNNNN.<pid>.<8 hex>.npy|.jsonl.tmp, and
-                                manifest.json.<pid>.<8 hex>.tmp
+                                their temporaries shard_NNNNN.<pid>.<8 hex>.npy|.jsonl.tmp,
+                                manifest.json.<pid>.<8 hex>.tmp, the inverted lists
+                                ivf-<10 hex>.KIND.npy and ivf.<pid>.<8 hex>.KIND.npy.tmp
     create_new(path)            a new file opened for writing: O_CREAT | O_EXCL | O_NOFOLLOW, so a
                                 name that exists (a symlink included) is never written through
     index_lock(dir, command)    hold dir/lock (an exclusive flock); a lock that is a symlink, a FIFO
@@ -63,9 +64,13 @@ OWNED_FILE = re.compile(
     r"shard_\d{5,}-[0-9a-f]{10}\.(?:npy|jsonl)"
     r"|shard_\d{5,}\.\d+\.[0-9a-f]{8}\.(?:npy|jsonl)\.tmp"
     r"|manifest\.json\.\d+\.[0-9a-f]{8}\.tmp"
+    r"|ivf-[0-9a-f]{10}\.(?:centroids|offsets|ids|rows)\.npy"
+    r"|ivf\.\d+\.[0-9a-f]{8}\.(?:centroids|offsets|ids|rows)\.npy\.tmp"
 )
 #: What :func:`index_lock` writes into ``lock``: ``pid N (index build, since 2026-01-01 12:00:00)``.
-LOCK_TEXT = re.compile(rb"pid \d+ \((?:index build|index add|SemanticIndex\.save), since ")
+LOCK_TEXT = re.compile(
+    rb"pid \d+ \((?:index build|index add|index ivf|SemanticIndex\.save), since "
+)
 _SNIFF = 256  # bytes of manifest.json read by holds_index (json.dump puts "format" first)
 
 
@@ -148,6 +153,9 @@ def remove_unreferenced(index_dir: Path, manifest: dict) -> list[str]:
     base = (manifest.get("pending") or {}).get("base") or {}
     shards = manifest["shards"] + base.get("shards", [])
     keep = {f"{s['name']}{ext}" for s in shards for ext in (".npy", ".jsonl")}
+    if manifest.get("ivf"):  # the inverted lists (issue 38)
+        kinds = ("centroids", "offsets", "ids", "rows")
+        keep |= {f"{manifest['ivf']['name']}.{kind}.npy" for kind in kinds}
     removed = []
     with os.scandir(index_dir) as it:
         names = sorted(e.name for e in it if e.is_file(follow_symlinks=False))

@@ -23,6 +23,7 @@ import numpy as np
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.index import Index
 from jaxparadigm.retrieval.index_build import DEFAULT_MODEL_NAME
+from jaxparadigm.retrieval.ivf_search import IVFSearcher, check_nprobe
 from jaxparadigm.retrieval.passages import Passage
 from jaxparadigm.retrieval.vector_search import RowSource, TopK, VectorSearcher
 
@@ -63,6 +64,41 @@ class IndexSearcher:
         self.vectors = VectorSearcher(
             self.source, dtype=dtype, devices=devices, block_rows=block_rows, resident=resident
         )
+        self._devices = devices
+        self._ivf: IVFSearcher | None = None
+
+    @property
+    def lists(self) -> int | None:
+        """How many inverted lists the index has (``None``: no IVF, exact search only)."""
+        return None if self.index.ivf is None else self.index.ivf.entry["lists"]
+
+    def check_nprobe(self, nprobe: object) -> None:
+        """Refuse ``nprobe`` on an index without IVF lists, or outside ``[1, lists]``."""
+        if nprobe is None:
+            return
+        if self.index.ivf is None:
+            raise InputError(
+                f"nprobe: got {nprobe!r}, but {self.index_dir} has no IVF lists (an exact index; "
+                f"`jaxparadigm index ivf {self.index_dir} --lists N` adds them); expected "
+                "nprobe=None"
+            )
+        check_nprobe(nprobe, self.index.ivf.entry["lists"], str(self.index_dir))
+
+    def _top(
+        self, q: np.ndarray, k: int, nprobe: int | None, approx: bool = False, rt: float = 0.95
+    ) -> TopK:
+        if nprobe is None:
+            return self.vectors.search(q, k, approx=approx, recall_target=rt)
+        self.check_nprobe(nprobe)
+        assert self.index.ivf is not None  # checked by check_nprobe
+        if approx:
+            raise InputError("approx: given with nprobe, expected one of them (both approximate)")
+        if self._ivf is None:  # placed on first use: the rows laid out per list
+            ivf = self.index.ivf
+            self._ivf = IVFSearcher(
+                ivf.centroids, ivf.offsets, ivf.ids, ivf.rows, devices=self.vectors.devices
+            )
+        return self._ivf.search(q, min(k, len(self)), nprobe)
 
     def __len__(self) -> int:
         return self.source.rows
@@ -79,25 +115,28 @@ class IndexSearcher:
         return self.index.passage(row)
 
     def hits(self, top: TopK) -> list[list[Hit]]:
-        """:class:`Hit` lists (best first) for a :class:`TopK` of this index."""
+        """:class:`Hit` lists (best first) for a :class:`TopK` of this index (an id ``-1``, no
+        row found in the probed lists, is left out)."""
         return [
-            [Hit(float(s), int(r), *self.passage(int(r))) for s, r in zip(srow, rrow, strict=True)]
+            [
+                Hit(float(s), int(r), *self.passage(int(r)))
+                for s, r in zip(srow, rrow, strict=True)
+                if r >= 0
+            ]
             for srow, rrow in zip(top.scores, top.ids, strict=True)
         ]
 
     def search_vectors(self, queries: np.ndarray, k: int, nprobe: int | None = None) -> TopK:
-        """Exact top ``k`` rows for each row of ``queries`` (float ``[n, dim]``), best first.
+        """Top ``k`` rows for each row of ``queries`` (float ``[n, dim]``), best first.
 
         ``score[i, j] = queries[i] . X[ids[i, j]]`` (float32), ties to the lower row id: the same
-        engine as :meth:`search` (this searcher's dtype and devices), with no encoder. ``nprobe``
-        (how many inverted lists to scan) is for an IVF index; this index format has no inverted
-        lists, so any ``nprobe`` other than ``None`` is refused with a ``ValueError``.
+        engine as :meth:`search` (this searcher's dtype and devices), with no encoder. Exact when
+        ``nprobe`` is ``None``; else the rows of each query's ``nprobe`` nearest inverted lists
+        (:mod:`~jaxparadigm.retrieval.ivf_search`; ids ``-1``, scores ``-inf`` where those lists
+        hold fewer than ``k`` rows). An index without IVF lists refuses any ``nprobe`` with a
+        ``ValueError``, as does an ``nprobe`` outside ``[1, lists]``.
         """
-        if nprobe is not None:
-            raise InputError(
-                f"nprobe: got {nprobe!r}, but {self.index_dir} has no IVF lists (an exact index); "
-                "expected nprobe=None"
-            )
+        self.check_nprobe(nprobe)
         if not isinstance(queries, np.ndarray | jax.Array):
             raise TypeError(
                 f"queries: got {type(queries).__name__}, expected a float32 array [n, {self.index.dim}]"
@@ -116,7 +155,7 @@ class IndexSearcher:
             bad = int(np.flatnonzero(~np.all(np.isfinite(q), axis=1))[0])
             raise InputError(f"queries: row {bad} holds NaN or inf, expected finite values")
         require_int("k", k, 1)
-        return self.vectors.search(q, k)
+        return self._top(q, k, nprobe)
 
     def search(
         self,
@@ -127,14 +166,17 @@ class IndexSearcher:
         approx: bool = False,
         recall_target: float = 0.95,
         model_name: str = DEFAULT_MODEL_NAME,
+        nprobe: int | None = None,
     ) -> list[list[Hit]]:
         """Encode ``queries`` with ``encoder`` and return the top ``k`` hits of each, best first.
 
         A query the tokenizer finds no word piece in is refused (``SentenceEncoder.check_texts``).
+        ``nprobe``: scan that many inverted lists (an index with IVF lists), ``None``: exact.
         """
+        self.check_nprobe(nprobe)  # before the encoder runs
         self.check_encoder(encoder, model_name)
         texts = [queries] if isinstance(queries, str) else list(queries)
         encoder.check_texts(texts, "queries")  # no word piece: InputError; only [UNK]: a warning
         q = np.asarray(encoder.encode(texts, normalize=True), np.float32).reshape(len(texts), -1)
-        top = self.vectors.search(q, k, approx=approx, recall_target=recall_target)
+        top = self._top(q, k, nprobe, approx, recall_target)
         return self.hits(top)

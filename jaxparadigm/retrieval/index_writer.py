@@ -4,7 +4,8 @@
 manifest's ``pending`` plan has not written yet, one shard at a time, each under a fresh name
 (:func:`~jaxparadigm.retrieval.index_store.write_shard`); a last shard holding fewer than
 ``shard_rows`` rows is completed by rewriting it under a new name (its stored embeddings are
-reused). With ``checkpoint=True`` (``index build``/``add``) the manifest is replaced after every
+reused). An index with inverted lists (``ivf``, issue 38) gets its new rows assigned to their
+nearest lists before the commit (:func:`~jaxparadigm.retrieval.ivf_build.extend_ivf`). With ``checkpoint=True`` (``index build``/``add``) the manifest is replaced after every
 shard, so an interrupted build resumes from the last one; with ``checkpoint=False`` (a snapshot)
 only once, at the end. Finally the manifest says ``complete`` and the files it no longer names
 are deleted.
@@ -71,6 +72,10 @@ def write_rows(
         m["count"] += len(take)
         if checkpoint:
             write_manifest(index_dir, m)  # from here on this shard is never re-encoded
+    if m.get("ivf") and m["ivf"]["rows"] != m["count"]:  # new rows join their nearest lists
+        from jaxparadigm.retrieval.ivf_build import extend_ivf
+
+        m["ivf"] = extend_ivf(index_dir, m)
     m["status"], m["pending"] = "complete", None
     write_manifest(index_dir, m)
     remove_unreferenced(index_dir, m)

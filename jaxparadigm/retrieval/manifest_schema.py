@@ -24,6 +24,10 @@ index folder (``../outside/secret`` or an absolute path is refused before any fi
     shards                          [{name, rows: int in [1, shard_rows], sha256: {embeddings,
                                      passages: 64 hex}}], all but the last full, rows summing to
                                     count
+    ivf (optional)                  {name: ivf-<10 hex>, lists: int >= 1, seed: int >= 0, iters:
+                                     int >= 0, train_rows: int >= 1, rows: int >= 0, seconds
+                                     (optional): number >= 0, sha256: {centroids, offsets, ids,
+                                     rows: 64 hex}} (issue 38; ``ivf_store``)
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from jaxparadigm.errors import InputError, short_repr
 __all__ = ["check_manifest", "SHARD_NAME"]
 
 SHARD_NAME = re.compile(r"shard_\d{5}-[0-9a-f]{10}")
+IVF_NAME = re.compile(r"ivf-[0-9a-f]{10}")
 HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -125,6 +130,24 @@ def _history(c: _Checker, where: str, value) -> None:
         c.records(f"{at}.skipped", h["skipped"], SKIPPED_FIELDS)
 
 
+def _ivf(c: _Checker, value) -> None:
+    """The optional ``ivf`` record: the inverted lists' files (module docstring)."""
+    keys = ("name", "lists", "seed", "iters", "train_rows", "rows", "sha256")
+    c.obj("ivf", value, keys)
+    c.text("ivf.name", value["name"], IVF_NAME, "a name ivf-<10 hex>")
+    c.integer("ivf.lists", value["lists"], 1)
+    c.integer("ivf.seed", value["seed"], 0)
+    c.integer("ivf.iters", value["iters"], 0)
+    c.integer("ivf.train_rows", value["train_rows"], 1)
+    c.integer("ivf.rows", value["rows"], 0)
+    seconds = value.get("seconds", 0)
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
+        c.fail("ivf.seconds", seconds, "a number >= 0")
+    digests = c.obj("ivf.sha256", value["sha256"], ("centroids", "offsets", "ids", "rows"))
+    for kind in ("centroids", "offsets", "ids", "rows"):
+        c.text(f"ivf.sha256.{kind}", digests[kind], HEX64, "64 hex digits")
+
+
 def check_manifest(m: object, path: Path, fmt: str = "jaxparadigm-index", version: int = 1) -> None:
     """Raise :class:`InputError` naming the first bad field of manifest ``m`` (module docstring;
     C1.1)."""
@@ -150,6 +173,8 @@ def check_manifest(m: object, path: Path, fmt: str = "jaxparadigm-index", versio
     c.records("skipped", m.get("skipped", []), SKIPPED_FIELDS)
     _history(c, "history", m.get("history", []))
     c.shards("shards", m["shards"], shard_rows, count)
+    if "ivf" in m:
+        _ivf(c, m["ivf"])
     status, pending = m["status"], m["pending"]
     if status == "complete":
         if pending is not None:

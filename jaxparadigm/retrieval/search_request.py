@@ -1,7 +1,7 @@
 """The body of a ``POST /search`` request, checked before and after JSON parsing (C5.2).
 
 :func:`parse_search_request` turns ``{"query": str, "k": int}`` (plus ``delay_s`` under fault
-injection) into ``(query, k, delay_s)`` or one :class:`~jaxparadigm.errors.InputError` naming the
+injection; :func:`read_search_request` also reads ``excerpts`` and ``nprobe``) into ``(query, k, delay_s)`` or one :class:`~jaxparadigm.errors.InputError` naming the
 field. A body nested deeper than :data:`MAX_JSON_DEPTH` is refused by :func:`json_depth` before
 ``json.loads`` sees it; integers too long for Python's int conversion and invalid UTF-8 are refused
 as "not a JSON object". Used by :class:`jaxparadigm.retrieval.http_service.SearchService`.
@@ -63,6 +63,7 @@ class SearchRequest(NamedTuple):
     k: int
     delay_s: float
     excerpts: bool  # each passage also carries its best excerpt (the search page asks for it)
+    nprobe: int | None = None  # inverted lists to scan (an IVF index); None: the service's default
 
 
 def parse_search_request(
@@ -70,8 +71,8 @@ def parse_search_request(
 ) -> tuple[str, int, float]:
     """``(query, k, delay_s)`` from a request body (:func:`read_search_request` without
     ``excerpts``); :class:`InputError` naming the field otherwise."""
-    query, k, delay, _ = read_search_request(body, fault_injection, max_k)
-    return query, k, delay
+    request = read_search_request(body, fault_injection, max_k)
+    return request.query, request.k, request.delay_s
 
 
 def read_search_request(
@@ -81,7 +82,8 @@ def read_search_request(
 
     ``delay_s`` (default 0) is accepted only when ``fault_injection`` is on (used by load tests to
     make requests time out); ``k`` defaults to 5 and must be an int in ``[1, max_k]``;
-    ``excerpts`` (default false) must be a JSON boolean. A body nested deeper than
+    ``excerpts`` (default false) must be a JSON boolean; ``nprobe`` (absent: the service's
+    default) an int >= 1 (the service checks it against the index's lists). A body nested deeper than
     ``MAX_JSON_DEPTH`` is refused before it is parsed.
     """
     if json_depth(body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
@@ -93,10 +95,12 @@ def read_search_request(
         raise InputError(f"body: not a JSON object ({detail})") from None
     if not isinstance(data, dict):
         raise InputError(f"body: got {type(data).__name__}, expected a JSON object")
-    unknown = sorted(set(data) - {"query", "k", "excerpts", "delay_s"})
+    unknown = sorted(set(data) - {"query", "k", "excerpts", "nprobe", "delay_s"})
     if unknown or ("delay_s" in data and not fault_injection):
         bad = unknown[0] if unknown else "delay_s"
-        raise InputError(f"body key {short_repr(bad)}: unknown; expected query, k, excerpts")
+        raise InputError(
+            f"body key {short_repr(bad)}: unknown; expected query, k, excerpts, nprobe"
+        )
     query = data.get("query")
     if not isinstance(query, str) or not query.strip():
         raise InputError(f"query: got {short_repr(query)}, expected a non-empty string")
@@ -109,4 +113,7 @@ def read_search_request(
     excerpts = data.get("excerpts", False)
     if not isinstance(excerpts, bool):
         raise InputError(f"excerpts: got {short_repr(excerpts)}, expected true or false")
-    return SearchRequest(query, k, float(delay), excerpts)
+    nprobe = data.get("nprobe")
+    if nprobe is not None:
+        require_int("nprobe", nprobe, 1)
+    return SearchRequest(query, k, float(delay), excerpts, nprobe)

@@ -80,12 +80,14 @@ def search_with_excerpts(
     depth: int = 100,
     approx: bool = False,
     excerpt_chars: int = 240,
+    nprobe: int | None = None,
 ) -> list[ScoredHit]:
     """The top ``k`` passages of ``searcher``'s index for ``query`` (module docstring), best first.
 
     ``keyword``: the index's :func:`~jaxparadigm.retrieval.hybrid_search.keyword_index` (built here
     when None in hybrid mode; pass it when searching repeatedly). ``depth``: how many of each
-    ranking hybrid fuses. ``approx``: ``lax.approx_max_k`` (dense mode only).
+    ranking hybrid fuses. ``approx``: ``lax.approx_max_k`` (dense mode only). ``nprobe``: the
+    dense ranking scans that many inverted lists of an IVF index (``None``: exact).
     """
     if not isinstance(query, str):
         raise TypeError(f"query: got {type(query).__name__}, expected str")
@@ -97,9 +99,11 @@ def search_with_excerpts(
         raise InputError("approx: given with mode 'hybrid', expected mode 'dense' (--dense-only)")
     hits: list[Hit]
     if mode == "dense":
-        hits = searcher.search(encoder, query, k, approx=approx)[0]
+        hits = searcher.search(encoder, query, k, approx=approx, nprobe=nprobe)[0]
     else:
-        hits = hybrid_search(searcher, encoder, query, k, keyword=keyword, depth=depth)[0]
+        hits = hybrid_search(
+            searcher, encoder, query, k, keyword=keyword, depth=depth, nprobe=nprobe
+        )[0]
     q = np.asarray(encoder.encode([query], normalize=True), np.float32).reshape(-1)
     out = []
     for h in hits:

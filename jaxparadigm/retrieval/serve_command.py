@@ -34,6 +34,7 @@ from opentelemetry.trace import SpanKind
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval.http_service import HOST, SearchService, bind_listener
 from jaxparadigm.retrieval.index_searcher import IndexSearcher
+from jaxparadigm.retrieval.ivf_search import default_nprobe
 
 if TYPE_CHECKING:
     from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
@@ -46,6 +47,7 @@ def index_service(
     encoder: SentenceEncoder | None = None,
     port: int = 0,
     listener: socket.socket | None = None,
+    nprobe: int | str | None = None,
     **search: Any,
 ) -> SearchService:
     """A (not yet started) :class:`SearchService` over every passage of ``index_dir`` (C5.2).
@@ -55,7 +57,9 @@ def index_service(
     :class:`IndexSearcher` as for ``search --index``: ``dtype`` (``"float32"``, ``"bfloat16"``,
     ``"int8"``), ``devices``, ``resident=False`` (stream the shards per request), ``block_rows``.
     ``listener``: a socket already bound by :func:`~jaxparadigm.retrieval.http_handler.bind_listener`
-    (then ``port`` is not used).
+    (then ``port`` is not used). ``nprobe``: the inverted lists a request without ``"nprobe"``
+    scans (an index with IVF lists); ``"default"``: :func:`~jaxparadigm.retrieval.ivf_search.
+    default_nprobe` of the index's lists when it has them, else exact; ``None``: exact.
     """
     if encoder is None:
         from jaxparadigm.retrieval.sentence_encoder import cached_minilm
@@ -63,11 +67,16 @@ def index_service(
         encoder = cached_minilm(None)
     searcher = IndexSearcher(index_dir, **search)
     searcher.check_encoder(encoder)
+    if nprobe == "default":
+        nprobe = None if searcher.lists is None else default_nprobe(searcher.lists)
+    elif isinstance(nprobe, str):
+        raise InputError(f"nprobe: got {nprobe!r}, expected an int, 'default' or None")
     return SearchService(
         searcher,
         port=port,
         encoder=encoder,
         listener=listener,
+        nprobe=nprobe,
         passage_of=lambda row: searcher.passage(row)._asdict(),
     )
 
@@ -120,8 +129,10 @@ def serve_index(
     service.start()
     requests = 0
     try:
+        ivf = "" if service.nprobe is None else f" (IVF: nprobe {service.nprobe} of "
+        ivf += "" if service.nprobe is None else f"{service.index.lists} lists)"
         print(
-            f"serving {len(service.index)} passages of {index_dir} at {service.url} "
+            f"serving {len(service.index)} passages of {index_dir}{ivf} at {service.url} "
             f'(ready in {time.perf_counter() - t0:.1f} s); POST {{"query": "...", "k": 5}}; '
             f"search page: {service.url.removesuffix('search')}; Ctrl-C stops",
             file=out,
