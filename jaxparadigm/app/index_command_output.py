@@ -127,7 +127,7 @@ def index_ivf_text(index_dir: str, lists: int, *, seed: int = 0, iters: int = 10
         f"trained {ivf['lists']} IVF lists over {plural(ivf['rows'], 'row')} in "
         f"{ivf['seconds']:.1f} s (k-means seed {ivf['seed']}, {ivf['iters']} iterations on "
         f"{plural(ivf['train_rows'], 'row')}): {sizes}; search probes "
-        f"{plural(default_nprobe(ivf['lists']), 'list')} by default (--nprobe P; P = "
+        f"{plural(default_nprobe(ivf['lists'], ivf['rows']), 'list')} by default (--nprobe P; P = "
         f"{ivf['lists']}: exact)"
     )
 
@@ -158,7 +158,7 @@ def _ivf_lines(index_dir: str, m: dict) -> list[str]:
         f"ivf: {ivf['name']}: {ivf['lists']} lists over {plural(ivf['rows'], 'row')} "
         f"(k-means seed {ivf['seed']}, {ivf['iters']} iterations on "
         f"{plural(ivf['train_rows'], 'row')}); search probes "
-        f"{plural(default_nprobe(ivf['lists']), 'list')} by default (--nprobe)",
+        f"{plural(default_nprobe(ivf['lists'], ivf['rows']), 'list')} by default (--nprobe)",
         f"  {list_sizes_text(_ivf_offsets(Path(index_dir), ivf))}",
     ]
 
@@ -267,7 +267,7 @@ def search_nprobe(searcher: IndexSearcher, nprobe: int | None, approx: bool = Fa
         return nprobe
     if searcher.lists is None or approx:
         return None
-    return default_nprobe(searcher.lists)
+    return default_nprobe(searcher.lists, len(searcher))
 
 
 def index_search_json(query: str, index_dir: str, top_k: int = 10, **kw: Any) -> str:

@@ -23,10 +23,13 @@ best ``k`` per device; the ``D`` results are merged. Pair and slot counts are ro
 of 8 steps per power of two (at most 12.5% padding) so that few shapes compile. A query whose probed lists hold fewer than ``k`` rows gets ids ``-1`` with score
 ``-inf`` at the end of its row.
 
-Ties at the k-th score: when more scanned rows tie with the ``k``-th best score than fit, that
-query's candidates are scored again on the host and the lowest row ids taken (the rule of
-:func:`~jaxparadigm.retrieval.vector_search.rescore`). The IVF scan is float32 whatever the
-searcher's ``dtype``: its scores need no rescoring.
+Scores and ties: the device keeps ``k + 8`` candidates per query and counts the scanned rows
+that score within ``3e-5 ||q|| max ||x||`` (the float32 dot's error bound) of its ``k``-th
+score; the host scores the candidates again in float64 (an elementwise product and a row sum,
+so equal rows score equal) and keeps the best ``k``, ties to the lower row id, the scores
+rounded to float32. When more rows tie near the ``k``-th place than were kept, that query's
+probed lists are scored on the host instead. The scan is float32 whatever the searcher's
+``dtype``.
 """
 
 from __future__ import annotations
@@ -43,16 +46,32 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.vector_search import TopK
 
-__all__ = ["IVFSearcher", "DEFAULT_NPROBE_FRACTION", "default_nprobe", "check_nprobe"]
+__all__ = [
+    "IVFSearcher",
+    "DEFAULT_NPROBE_FRACTION",
+    "DEFAULT_MIN_ROWS",
+    "default_nprobe",
+    "check_nprobe",
+]
 
-#: Share of the lists a search probes by default (``default_nprobe``): chosen from the
-#: recall@10 measured by ``jaxparadigm bench ivf`` (benchmarks/RESULTS.md, issue 38).
+#: Share of the lists a search probes by default (:func:`default_nprobe`). Measured by
+#: ``jaxparadigm bench ivf --full`` (benchmarks/RESULTS.md, issue 38): on 1M clustered rows in
+#: 1,024 lists, 1/32 of them gave recall@10 0.9635 and 1/16 0.9771.
 DEFAULT_NPROBE_FRACTION = 1 / 16
 
+#: Rows a search scans at least by default (on average: ``DEFAULT_MIN_ROWS * lists / rows``
+#: lists). Real text clusters less than generated rows: on the pydoc topics (2,308 MiniLM
+#: passages, 58 lists) 1/16 of the lists gave recall@10 0.84; 12 lists (about 480 rows) 0.96.
+DEFAULT_MIN_ROWS = 1024
 
-def default_nprobe(lists: int) -> int:
-    """``ceil(lists * DEFAULT_NPROBE_FRACTION)``, at least 1 and at most ``lists``."""
-    return max(1, min(lists, -(-lists // round(1 / DEFAULT_NPROBE_FRACTION))))
+
+def default_nprobe(lists: int, rows: int) -> int:
+    """``max(ceil(lists * DEFAULT_NPROBE_FRACTION), ceil(DEFAULT_MIN_ROWS * lists / rows))``,
+    at least 1 and at most ``lists``: a share of the lists, and on a small index enough lists
+    to hold ``DEFAULT_MIN_ROWS`` rows."""
+    share = -(-lists // round(1 / DEFAULT_NPROBE_FRACTION))
+    small = -(-DEFAULT_MIN_ROWS * lists // max(rows, 1))
+    return max(1, min(lists, max(share, small)))
 
 
 def _chunk_rows(count: int, lists: int) -> int:
@@ -72,19 +91,23 @@ def _probe(queries: jax.Array, centroids: jax.Array, nprobe: int) -> jax.Array:
 
 
 _GROUP = 8  # (query, chunk) pairs scored per scan step: one [8, C, d] gather, one batched dot
+_SPARE = 8  # candidates kept beyond k: near ties at the k-th place are settled on the host
+_TIE = 3e-5  # a near tie: within _TIE * ||q|| * max ||x|| (float32 dot error over d <= 1,024)
 
 
 @functools.lru_cache(maxsize=64)
-def _scan(mesh: Mesh, k: int):
+def _scan(mesh: Mesh, k_dev: int, k: int, kth_at: int):
     """Jitted ``(chunks, chunk_ids, queries, pair_query, pair_chunk, slots) -> (scores, ids,
     at_least)`` over the devices of ``mesh`` (module docstring, "Layout").
 
     Device ``d`` scores its ``B`` pairs (``pair_query[p] . chunks[pair_chunk[p]]``, ``_GROUP``
-    pairs a step), keeps each pair's best ``k``, lays each query's pairs out as ``slots [q, S]``
-    (``B``: a row of ``-inf``), keeps the best ``k`` of them; the ``D`` per-device top-``k`` are merged in device order. ``at_least``:
-    how many scanned rows of all devices score at least the merged ``k``-th score."""
+    pairs a step), keeps each pair's best ``min(k_dev, C)``, lays each query's pairs out as
+    ``slots [q, S]`` (``B``: a row of ``-inf``) and keeps the best ``k_dev`` of them (``k_dev <=
+    S * min(k_dev, C)``); the ``D`` per-device results are merged into the best ``k <= D *
+    k_dev``. ``at_least``: how many scanned rows of all devices score at least the merged
+    ``kth_at``-th score minus the query's ``tol`` (a near tie there, module docstring)."""
 
-    def local(chunks, chunk_ids, queries, pq, pc, slots):
+    def local(chunks, chunk_ids, queries, tol, pq, pc, slots):
         b, c = pq.shape[0], chunks.shape[1]
 
         def body(_, j):
@@ -96,16 +119,16 @@ def _scan(mesh: Mesh, k: int):
         _, s = jax.lax.scan(body, None, jnp.arange(b // _GROUP))
         ids = chunk_ids[pc]  # [B, C]
         s = jnp.where(ids >= 0, s.reshape(b, c), -jnp.inf)
-        kc = min(k, c)
+        kc = min(k_dev, c)
         pv, ppos = jax.lax.top_k(s, kc)  # each pair's best kc rows
         pid = jnp.take_along_axis(ids, ppos, axis=1)
         pv = jnp.concatenate([pv, jnp.full((1, kc), -jnp.inf, pv.dtype)])  # row B: padding
         pid = jnp.concatenate([pid, jnp.full((1, kc), -1, pid.dtype)])
         q = queries.shape[0]
         buf, idb = pv[slots].reshape(q, -1), pid[slots].reshape(q, -1)  # [q, S * kc]
-        v, pos = jax.lax.top_k(buf, k)
+        v, pos = jax.lax.top_k(buf, k_dev)
         everyone = jax.lax.all_gather(v, "lists", axis=1, tiled=True)  # [q, D * k]
-        kth = jax.lax.top_k(everyone, k)[0][:, -1]
+        kth = jax.lax.top_k(everyone, kth_at)[0][:, -1] - tol
         ge = jnp.sum(s >= kth[pq][:, None], axis=1)  # every scanned row, not only the kept ones
         at_least = jax.lax.psum(jax.ops.segment_sum(ge, pq, num_segments=q), "lists")
         return v[None], jnp.take_along_axis(idb, pos, axis=1)[None], at_least[None]
@@ -114,14 +137,14 @@ def _scan(mesh: Mesh, k: int):
     sharded = jax.shard_map(
         local,
         mesh=mesh,
-        in_specs=(spec, spec, rep, spec, spec, spec),
+        in_specs=(spec, spec, rep, rep, spec, spec, spec),
         out_specs=(spec, spec, spec),
         check_vma=False,
     )
 
     @jax.jit
-    def run(chunks, chunk_ids, queries, pq, pc, slots):
-        v, i, at_least = sharded(chunks, chunk_ids, queries, pq, pc, slots)  # [D, q, k]
+    def run(chunks, chunk_ids, queries, tol, pq, pc, slots):
+        v, i, at_least = sharded(chunks, chunk_ids, queries, tol, pq, pc, slots)  # [D, q, k]
         q = queries.shape[0]
         v = jnp.transpose(v, (1, 0, 2)).reshape(q, -1)
         i = jnp.transpose(i, (1, 0, 2)).reshape(q, -1)
@@ -199,12 +222,19 @@ class IVFSearcher:
             at = self.first_chunk[list_of] * c + within  # row slot on this device
             data[d].reshape(-1, dim)[at] = rows[lo:hi]
             chunk_ids[d].reshape(-1)[at] = ids[lo:hi]
-        sharding = NamedSharding(self.mesh, PartitionSpec("lists"))
-        self.chunks = jax.device_put(data.reshape(n_dev * width, c, dim), sharding)
-        self.chunk_ids = jax.device_put(chunk_ids.reshape(n_dev * width, c), sharding)
+        self._sharded = NamedSharding(self.mesh, PartitionSpec("lists"))
+        self.chunks = jax.device_put(data.reshape(n_dev * width, c, dim), self._sharded)
+        self.chunk_ids = jax.device_put(chunk_ids.reshape(n_dev * width, c), self._sharded)
         self._replicated = NamedSharding(self.mesh, PartitionSpec())
         self.centroids = jax.device_put(np.asarray(centroids, np.float32), self._replicated)
         self._rows, self._ids = rows, np.asarray(ids)
+        self._pos = np.empty(self.rows, np.int64)  # the position of each row id
+        self._pos[self._ids] = np.arange(self.rows)
+        norms = [
+            float(np.max(np.linalg.norm(rows[a : a + 65536], axis=1), initial=0.0))
+            for a in range(0, self.rows, 65536)
+        ]
+        self._row_norm = np.float32(max(norms, default=0.0))
 
     def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
         """The ``nprobe`` lists each query scans, nearest first: int ``[q, nprobe]``."""
@@ -250,29 +280,34 @@ class IVFSearcher:
         chex.assert_shape(queries, (None, self.dim))
         probed = self.probe(queries, nprobe)
         pair_query, pair_chunk, slots = self.plan(probed)
-        kk = min(k, slots.shape[1] * min(k, self.chunk_rows))
-        q = jax.device_put(queries, self._replicated)
-        sharded = NamedSharding(self.mesh, PartitionSpec("lists"))
-        pq, pc, sl = (jax.device_put(a, sharded) for a in (pair_query, pair_chunk, slots))
-        run = _scan(self.mesh, kk)
-        best, ids, at_least = (
-            np.asarray(a) for a in run(self.chunks, self.chunk_ids, q, pq, pc, sl)
-        )
-        ids = ids.astype(np.int64)
-        scores = best.astype(np.float32)
-        for i in np.flatnonzero(at_least > kk):  # a tie crosses the k-th place: host rule
-            scores[i], ids[i] = self._host_topk(queries[i], probed[i], kk)
-        order = np.lexsort((np.where(ids < 0, np.iinfo(np.int64).max, ids), -scores), axis=1)
-        scores, ids = np.take_along_axis(scores, order, 1), np.take_along_axis(ids, order, 1)
-        if kk < k:
-            scores = np.pad(scores, ((0, 0), (0, k - kk)), constant_values=-np.inf)
-            ids = np.pad(ids, ((0, 0), (0, k - kk)), constant_values=-1)
-        return TopK(scores, ids)
+        # each pair keeps its best min(want, C) rows, a device its best k_dev of them, the merge
+        # kk: fewer than k only where the probed lists hold fewer rows (then padded below)
+        want = k + _SPARE
+        k_dev = min(want, slots.shape[1] * min(want, self.chunk_rows))
+        kk = min(want, len(self.devices) * k_dev)
+        run = _scan(self.mesh, k_dev, kk, min(k, kk))
+        tol = _TIE * np.linalg.norm(queries, axis=1).astype(np.float32) * self._row_norm
+        q, t = jax.device_put((queries, tol), self._replicated)
+        plan = jax.device_put((pair_query, pair_chunk, slots), self._sharded)  # one call each
+        _, ids, at_least = (np.asarray(a) for a in run(self.chunks, self.chunk_ids, q, t, *plan))
+        out_s = np.full((len(queries), k), -np.inf, np.float32)
+        out_i = np.full((len(queries), k), -1, np.int64)
+        for i in range(len(queries)):
+            if at_least[i] > kk:  # more near ties at the k-th place than were kept: every row
+                cand = np.concatenate(
+                    [np.arange(self.offsets[j], self.offsets[j + 1]) for j in probed[i]]
+                )
+            else:
+                cand = self._pos[ids[i][ids[i] >= 0]]
+            out_s[i], out_i[i] = self._rescore(queries[i], cand, k)
+        return TopK(out_s, out_i)
 
-    def _host_topk(self, query: np.ndarray, lists: np.ndarray, k: int):
-        pos = np.concatenate([np.arange(self.offsets[j], self.offsets[j + 1]) for j in lists])
+    def _rescore(self, query: np.ndarray, pos: np.ndarray, k: int):
+        """Best ``k`` of the rows at positions ``pos``: float64 ``x . q`` (one elementwise product
+        and row sum, so equal rows score equal), ties to the lower row id, as float32."""
+        pos = np.sort(pos)  # in file order
         ids = self._ids[pos]
-        s = np.asarray(self._rows[pos], np.float32) @ query
+        s = (np.asarray(self._rows[pos], np.float64) * query.astype(np.float64)).sum(1)
         order = np.lexsort((ids, -s))[:k]
         out_s = np.full(k, -np.inf, np.float32)
         out_i = np.full(k, -1, np.int64)

@@ -68,7 +68,7 @@ def index_service(
     searcher = IndexSearcher(index_dir, **search)
     searcher.check_encoder(encoder)
     if nprobe == "default":
-        nprobe = None if searcher.lists is None else default_nprobe(searcher.lists)
+        nprobe = None if searcher.lists is None else default_nprobe(searcher.lists, len(searcher))
     elif isinstance(nprobe, str):
         raise InputError(f"nprobe: got {nprobe!r}, expected an int, 'default' or None")
     return SearchService(
