@@ -177,7 +177,8 @@ def _add_search(sub) -> None:
         metavar="P",
         default=None,
         help="with --index holding IVF lists (`index ivf`): scan the P lists nearest the query "
-        "(default: lists/16, rounded up; P = the number of lists gives the exact result)",
+        "(default: the larger of lists/16 and the lists holding 1,024 rows, printed in the "
+        "header; P = the number of lists gives the exact result)",
     )
 
 
@@ -284,7 +285,7 @@ def _add_serve(sub) -> None:
         metavar="P",
         default=None,
         help='an index with IVF lists: lists a request without "nprobe" scans (default: '
-        "lists/16, rounded up); an index without: exact search",
+        "the larger of lists/16 and the lists holding 1,024 rows); an index without: exact search",
     )
 
 

@@ -118,9 +118,9 @@ def kmeans(
     shards as a :class:`RowSource`); see the module docstring for the init, sample and empty
     clusters."""
     if isinstance(x, RowSource):
-        n, dim, take = x.rows, x.dim, x.gather
+        n, dim = x.rows, x.dim
     elif isinstance(x, np.ndarray | jax.Array) and x.ndim == 2:
-        n, dim, take = x.shape[0], x.shape[1], lambda r: np.asarray(x)[r]
+        n, dim = x.shape[0], x.shape[1]
     else:
         raise InputError(f"x: got {getattr(x, 'shape', type(x).__name__)}, expected [n, dim] rows")
     require_int("lists", lists, 1)
@@ -130,7 +130,8 @@ def kmeans(
     if lists > n:
         raise InputError(f"lists: got {lists}, expected at most the {n} rows to cluster")
     rows = training_rows(n, lists, seed, max_points_per_list)
-    train = jnp.asarray(np.asarray(take(rows), np.float32))
+    picked = x.gather(rows) if isinstance(x, RowSource) else np.asarray(x)[rows]
+    train = jnp.asarray(np.asarray(picked, np.float32))
     if not bool(jnp.all(jnp.isfinite(train))):
         raise InputError("x: holds NaN or inf, expected finite rows to cluster")
     init = train[kmeans_init(len(rows), lists, seed)]

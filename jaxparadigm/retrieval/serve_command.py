@@ -129,8 +129,8 @@ def serve_index(
     service.start()
     requests = 0
     try:
-        ivf = "" if service.nprobe is None else f" (IVF: nprobe {service.nprobe} of "
-        ivf += "" if service.nprobe is None else f"{service.index.lists} lists)"
+        lists = getattr(service.index, "lists", None)  # an IndexSearcher with IVF lists
+        ivf = "" if service.nprobe is None else f" (IVF: nprobe {service.nprobe} of {lists} lists)"
         print(
             f"serving {len(service.index)} passages of {index_dir}{ivf} at {service.url} "
             f'(ready in {time.perf_counter() - t0:.1f} s); POST {{"query": "...", "k": 5}}; '

@@ -184,3 +184,41 @@ class AssignTest(chex.TestCase):
 def test_bad_input_is_refused_naming_the_argument(args, kw, match):
     with pytest.raises(InputError, match=match):
         kmeans(*args, **kw)
+
+
+# --- cases ported from FAISS's own k-means tests (facebookresearch/faiss, tests/test_clustering.py,
+# TestClustering); our code, their scenarios -------------------------------------------------------
+
+
+def _error(x, centroids):
+    """Quantisation error: sum of squared distances to the nearest centroid (float64)."""
+    d = ((x[:, None].astype(np.float64) - centroids[None].astype(np.float64)) ** 2).sum(-1)
+    return float(d.min(1).sum())
+
+
+def test_faiss_test_clustering_more_centroids_lower_error():
+    """FAISS test_clustering: uniform data, 64 centroids quantise better than 32."""
+    x = (np.random.RandomState(123).uniform(size=(1000, 64)) * 10).astype(np.float32)
+    e32 = _error(x, kmeans(x, 32, iters=10).centroids)
+    e64 = _error(x, kmeans(x, 64, iters=10).centroids)
+    assert e32 > e64
+
+
+def test_faiss_test_nasty_clustering_fewer_distinct_points_than_centroids():
+    """FAISS test_nasty_clustering: 5 distinct points (20 copies each), 10 centroids asked: it
+    trains (empty clusters handled), every row lands on a centroid at its own point."""
+    rs = np.random.RandomState(123)
+    x = np.zeros((100, 2), np.float32)
+    for i in range(5):
+        x[i * 20 : i * 20 + 20] = rs.uniform(size=2)
+    km = kmeans(x, 10, iters=10)
+    assert np.all(np.isfinite(km.centroids)) and km.assignment.shape == (100,)
+    assert _error(x, km.centroids) < 1e-10  # a mean of 20 equal float32 values: within an ulp
+    np.testing.assert_allclose(km.centroids[km.assignment], x, atol=1e-6)
+
+
+def test_faiss_test_1ptpercluster_as_many_centroids_as_points():
+    """FAISS test_1ptpercluster (faiss#842): 5 equal points, 5 centroids."""
+    x = np.zeros((5, 10), np.float32)
+    km = kmeans(x, 5, iters=10)
+    assert np.all(km.centroids == 0.0) and set(km.assignment) <= set(range(5))
