@@ -1,5 +1,7 @@
 """An index folder's inverted lists (IVF): centroids, row ids per list, rows laid out per list (issue 38).
 
+The files::
+
     INDEX_DIR/ivf-<h>.centroids.npy   float32 [lists, dim]   the coarse quantiser (k-means)
     INDEX_DIR/ivf-<h>.offsets.npy     int64 [lists + 1]      list j holds positions
                                                              [offsets[j], offsets[j+1])
