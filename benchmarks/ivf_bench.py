@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -35,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from index_bench import cpu_info, recall, timed, write_vector_index  # noqa: E402
+from index_bench import cpu_info, interleaved, recall, write_vector_index  # noqa: E402
 
 
 def clustered(n: int, dim: int, centres: int, sigma: float, seed: int) -> np.ndarray:
@@ -77,17 +76,6 @@ def moved_rows(quant, centroids: np.ndarray, ivf, x: np.ndarray) -> tuple[int, f
     return len(moved), float(np.max(np.abs(d_ours - d_theirs)))
 
 
-def medians(fns: dict, repeats: int) -> dict[str, float]:
-    """Median seconds per call of each callable, interleaved, after one warm-up each."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeats):
-        for k, fn in fns.items():
-            times[k].append(timed(fn))
-    return {k: statistics.median(v) for k, v in times.items()}
-
-
 def one_by_one(search, queries: np.ndarray):
     """A callable searching each query alone (batch 1), in turn."""
 
@@ -114,7 +102,7 @@ def clustered_section(args, lines, faiss, curve) -> None:
     s = IndexSearcher(tmp / "idx")
     exact64 = s.search_vectors(q64, 10).ids
     exact1 = s.search_vectors(q1, 10).ids
-    ex = medians(
+    ex = interleaved(
         {
             "b64": lambda: s.search_vectors(q64, 10),
             "b1": one_by_one(lambda q: s.search_vectors(q, 10), q1),
@@ -156,7 +144,7 @@ def clustered_section(args, lines, faiss, curve) -> None:
             )
             fns["faiss b1"] = one_by_one(lambda q: fx.search(q, 10), q1)
             fns["faiss b64"] = lambda: fx.search(q64, 10)
-        t = medians(fns, args.repeats)
+        t = interleaved(fns, args.repeats)
         for k, v in t.items():
             row[k] = (len(q1) if k.endswith("b1") else len(q64)) / v
         rows.append(row)
@@ -233,7 +221,7 @@ def breakdown(s, q: np.ndarray, nprobe: int, repeats: int, lines) -> None:
     transfers + host merge), medians."""
     ivf = s._ivf
     probed = ivf.probe(q, nprobe)
-    t = medians(
+    t = interleaved(
         {
             "probe": lambda: ivf.probe(q, nprobe),
             "plan": lambda: ivf.plan(probed),

@@ -35,6 +35,7 @@ import numpy as np
 
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.index_owned_files import create_new
+from jaxparadigm.retrieval.index_store import sha256_file
 
 __all__ = [
     "IVF_FILES",
@@ -83,15 +84,7 @@ def _save(index_dir: Path, kind: str, array: np.ndarray) -> tuple[Path, str]:
         np.save(fh, array, allow_pickle=False)
         fh.flush()
         os.fsync(fh.fileno())
-    return tmp, _sha256(tmp)
-
-
-def _sha256(path: Path, chunk: int = 1 << 22) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
+    return tmp, sha256_file(tmp)
 
 
 def write_ivf(
@@ -139,7 +132,7 @@ def _load(index_dir: Path, entry: dict, kind: str, verify: bool) -> np.ndarray:
     what = f"{index_dir}: IVF lists {entry['name']}: {path.name}"
     try:
         if verify:
-            got = _sha256(path)
+            got = sha256_file(path)
             if got != entry["sha256"][kind]:
                 raise InputError(
                     f"{what} fails its checksum (sha256 {got[:16]}..., manifest "
