@@ -8,20 +8,22 @@
     jaxparadigm search "query" [--corpus FILE|pydoc] [--top-k 5]
     jaxparadigm search "query" --index DIR [--top-k 5] [--mode hybrid|dense] [--json]
                        [--dtype float32|bfloat16|int8] [--approx] [--stream] [--nprobe P]
+                       [--num-processes N [--devices-per-process K]]  split over N processes
     jaxparadigm index build PATH... --out DIR [--chunk-tokens N] [--overlap 32] [--strict]
                        [--cpu-devices N|auto] [--ivf N]
     jaxparadigm index add PATH... --index DIR [--strict] [--cpu-devices N|auto]
     jaxparadigm index ivf DIR --lists N [--seed 0] [--iters 10]
     jaxparadigm index info DIR [--skipped]
     jaxparadigm serve --index DIR [--host 127.0.0.1] [--port 8765] [--nprobe P]
-                                                     HTTP search until Ctrl-C
+                      [--num-processes N [--devices-per-process K]]
+                      [--batch-size 16] [--batch-wait-ms 2]  HTTP search until Ctrl-C
     jaxparadigm bench NAME [args ...]                run benchmarks/NAME_bench.py (source checkout)
     jaxparadigm --version
 
 Exit status: 0 done; 2 bad input (:class:`~jaxparadigm.errors.InputError`, e.g. a config
 problem: one stderr line per problem naming the key path or file); 3 a training run gave up
 (:class:`~jaxparadigm.errors.TrainingAborted`: one line with the step, counts and last finite
-loss). Any other exception is a bug and keeps its traceback. ``JAXPARADIGM_DEBUG=1`` shows the
+loss) or a process of a group died (``--num-processes``: one line naming it). Any other exception is a bug and keeps its traceback. ``JAXPARADIGM_DEBUG=1`` shows the
 traceback of input errors too.
 """
 
@@ -68,6 +70,7 @@ BENCHES = {
     "search": "exact search per dtype as fractions of measured read bandwidth and peak FLOP/s",
     "relevance": "recall@1/3/10, MRR per window and dense vs hybrid on installed third-party docs",
     "ivf": "IVF recall@10 vs q/s over nprobe against exact search and FAISS IndexIVFFlat",
+    "serve": "serve under 1-32 clients: q/s, p50/p99 ms, trace completeness; vs ST + FAISS flat",
 }
 
 
@@ -135,6 +138,23 @@ def _add_claims(sub) -> None:
     p.add_argument("overrides", nargs="*", help="key.path=value, e.g. claims.c5_2.p99_ms=500")
 
 
+def _add_group_options(p, what: str) -> None:
+    """``--num-processes N`` and ``--devices-per-process K`` of ``search``/``serve`` (issue 37)."""
+    p.add_argument(
+        "--num-processes",
+        type=int,
+        metavar="N",
+        help=f"with --index: {what} as N local jax.distributed processes, each holding its own "
+        "shards (exact dense search; the same launcher and variables as `run --num-processes`)",
+    )
+    p.add_argument(
+        "--devices-per-process",
+        type=int,
+        metavar="K",
+        help="with --num-processes: K forced CPU devices per process",
+    )
+
+
 def _add_search(sub) -> None:
     """``jaxparadigm search QUERY``: keyword vs semantic search over a corpus or an index."""
     p = sub.add_parser(
@@ -171,6 +191,7 @@ def _add_search(sub) -> None:
         "--approx", action="store_true", help="lax.approx_max_k per block (--mode dense)"
     )
     p.add_argument("--stream", action="store_true", help="read shards per search (low memory)")
+    _add_group_options(p, "search")
     p.add_argument(
         "--nprobe",
         type=int,
@@ -277,6 +298,7 @@ def _add_serve(sub) -> None:
         "queries cost milliseconds. Ctrl-C (or SIGTERM) stops it.",
     )
     p.add_argument("--index", required=True, metavar="DIR", help="an index directory")
+    _add_group_options(p, "serve")
     p.add_argument("--host", default="127.0.0.1", help="bind address (loopback only)")
     p.add_argument("--port", type=int, default=8765, help="TCP port (0: a free one)")
     p.add_argument(
@@ -287,6 +309,14 @@ def _add_serve(sub) -> None:
         help='an index with IVF lists: lists a request without "nprobe" scans (default: '
         "the larger of lists/16 and the lists holding 1,024 rows); an index without: exact search",
     )
+    # defaults: request_batcher's DEFAULT_MAX_BATCH, DEFAULT_MAX_WAIT_MS (not imported: the
+    # retrieval package loads JAX; tests/retrieval/test_request_batcher.py checks they agree)
+    batching = [
+        ("--batch-size", "max_batch", int, 16, "B", "most requests encoded and searched at once"),
+        ("--batch-wait-ms", "max_wait_ms", float, 2.0, "T", "ms a batch waits for more requests"),
+    ]
+    for flag, dest, kind, default, meta, what in batching:
+        p.add_argument(flag, dest=dest, type=kind, default=default, metavar=meta, help=what)
 
 
 def _add_bench(sub) -> None:

@@ -18,7 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ConfigError", "InputError", "TrainingAborted", "require_int", "short_repr"]
+__all__ = [
+    "ConfigError",
+    "GroupFailed",
+    "InputError",
+    "TrainingAborted",
+    "require_int",
+    "short_repr",
+]
 
 
 class InputError(ValueError):
@@ -34,6 +41,11 @@ class ConfigError(InputError):
 
 class TrainingAborted(RuntimeError):
     """A training run gave up (for example, the guard's give-up rule fired): CLI exit status 3."""
+
+
+class GroupFailed(TrainingAborted):
+    """A process of a ``jax.distributed`` search group died or stopped answering (issue 37): the
+    search cannot be fully answered. CLI exit status 3; ``serve`` answers 503."""
 
 
 def require_int(name: str, value: object, lo: int, hi: int | None = None) -> int:

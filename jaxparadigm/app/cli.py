@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from jaxparadigm.errors import InputError
+from jaxparadigm.errors import GroupFailed, InputError
 
 __all__ = ["BENCHMARKS_DIR", "COMMANDS"]
 
@@ -116,25 +116,76 @@ def _cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
+def _group_problem(args: argparse.Namespace, command: str) -> str | None:
+    """Why ``--num-processes`` cannot run this ``search``/``serve``, or None."""
+    if args.devices_per_process is not None and args.num_processes is None:
+        return "--devices-per-process: given without --num-processes"
+    if command == "search" and not args.index:
+        return "--num-processes: splits an index over processes; add --index DIR"
+    if command == "search" and args.mode == "hybrid":
+        return (
+            "--mode hybrid: needs every passage in one process for its BM25 ranking; with "
+            "--num-processes use --mode dense (the default there)"
+        )
+    if args.nprobe is not None:
+        return (
+            "--nprobe: the IVF lists span every process's rows; with --num-processes the search "
+            "is exact (leave --nprobe out)"
+        )
+    if getattr(args, "approx", False):
+        return "--approx: with --num-processes the search is exact (leave --approx out)"
+    return None
+
+
+def _search_group(args: argparse.Namespace) -> int:
+    """``search --num-processes N``: the same search as N workers (:mod:`.retrieval_launch`)."""
+    from jaxparadigm.app.retrieval_launch import launch_group
+
+    problem = _group_problem(args, "search")
+    if problem:
+        raise InputError(problem)
+    argv = ["--index", args.index, "--top-k", str(args.top_k), "--dtype", args.dtype]
+    argv += ["--mode", "dense"] + ["--json"] * args.json + ["--stream"] * args.stream
+    launch_group(
+        "search",
+        [*argv, "--", args.query],
+        num_processes=args.num_processes,
+        devices_per_process=args.devices_per_process,
+    )
+    return 0
+
+
 def _cmd_search(args: argparse.Namespace) -> int:
     from jaxparadigm.app.search_command_output import format_search
 
+    if args.num_processes is not None or args.devices_per_process is not None:
+        return _search_group(args)
     if args.index:
         from jaxparadigm.app import index_command_output as output
+        from jaxparadigm.app.retrieval_launch import join_group
 
-        mode = args.mode or "hybrid"
+        group = join_group()  # a worker of `search --num-processes N` (or of a cluster job)
+        mode = args.mode or ("dense" if group else "hybrid")
         if args.approx and mode != "dense":
             raise InputError("--approx: approximates the dense ranking alone; add --mode dense")
         kw = {"dtype": args.dtype, "approx": args.approx, "stream": args.stream, "mode": mode}
         kw["nprobe"] = args.nprobe
         show = output.index_search_json if args.json else output.index_search_text
         out = show(args.query, args.index, args.top_k, **kw)
+        if group and not _primary():
+            return 0  # process 0 prints the group's answer
     elif args.json or args.mode or args.nprobe is not None:
         option = "--json" if args.json else f"--mode {args.mode}" if args.mode else "--nprobe"
         raise InputError(f"{option}: searches an index; add --index DIR (built by `index build`)")
     else:
         out = format_search(args.query, corpus=args.corpus, top_k=args.top_k)
     return _print_result(out)  # warnings (e.g. an all-[UNK] query) were printed by main()
+
+
+def _primary() -> bool:
+    import jax
+
+    return jax.process_index() == 0
 
 
 def _index_devices(args: argparse.Namespace) -> int | None:
@@ -187,10 +238,56 @@ def _print_result(text: str) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from jaxparadigm.retrieval.serve_command import serve_index
+    from jaxparadigm.retrieval.request_batcher import check_batching
 
-    nprobe = "default" if args.nprobe is None else args.nprobe
-    serve_index(args.index, host=args.host, port=args.port, nprobe=nprobe)
+    # before the model loads, in the options' names
+    check_batching(args.max_batch, args.max_wait_ms, ("--batch-size", "--batch-wait-ms"))
+    if args.num_processes is not None or args.devices_per_process is not None:
+        return _serve_group(args)
+    from jaxparadigm.app.retrieval_launch import join_group
+
+    group = join_group()  # a worker of `serve --num-processes N` (or of a cluster job)
+    from jaxparadigm.retrieval.serve_command import follow_index, serve_index
+
+    if group and not _primary():
+        follow_index(args.index)
+        return 0
+    nprobe = None if group else "default" if args.nprobe is None else args.nprobe
+    try:
+        serve_index(
+            args.index,
+            host=args.host,
+            port=args.port,
+            nprobe=nprobe,
+            max_batch=args.max_batch,
+            max_wait_ms=args.max_wait_ms,
+        )
+    except GroupFailed as exc:
+        if not group:
+            raise
+        # JAX's shutdown would wait for the dead process (heartbeat timeout) and then abort
+        print(f"jaxparadigm serve: error: {exc}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(3)
+    return 0
+
+
+def _serve_group(args: argparse.Namespace) -> int:
+    """``serve --num-processes N``: process 0 serves HTTP, the others hold their shards."""
+    from jaxparadigm.app.retrieval_launch import SERVE_LEAD_GRACE_S, launch_group
+
+    problem = _group_problem(args, "serve")
+    if problem:
+        raise InputError(problem)
+    argv = ["--index", args.index, "--host", args.host, "--port", str(args.port)]
+    argv += ["--batch-size", str(args.max_batch), "--batch-wait-ms", str(args.max_wait_ms)]
+    launch_group(
+        "serve",
+        argv,
+        num_processes=args.num_processes,
+        devices_per_process=args.devices_per_process,
+        lead_grace_s=SERVE_LEAD_GRACE_S,
+    )
     return 0
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxparadigm.app.encoder_devices import encoder_on_cpu_devices
+from jaxparadigm.app.retrieval_launch import log_assignment
 from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.document_files import Skipped, describe_skipped, plural
 from jaxparadigm.retrieval.excerpt import mark_text
@@ -252,6 +253,7 @@ def index_search_hits(
         raise TypeError(f"query: got {type(query).__name__}, expected str")
     require_int("top_k", top_k, 1)
     searcher = IndexSearcher(index_dir, dtype=dtype, resident=not stream)
+    log_assignment("search", searcher)  # a process of a group: its shards, to its log
     nprobe = search_nprobe(searcher, nprobe, approx)
     hits = search_with_excerpts(
         searcher, _encoder(model_path), query, top_k, mode=mode, approx=approx, nprobe=nprobe

@@ -2,7 +2,8 @@
 reading and answers (C5.2).
 
 Every request gets an HTTP answer, 200 or 4xx, never a dropped connection or a 5xx for what the
-client sent (issues 24 and 34):
+client sent (issues 24 and 34); a service that cannot serve (its request batcher closed,
+:class:`~jaxparadigm.retrieval.request_batcher.ServiceUnavailable`) answers 503, a bug 500:
 
 * the listening socket has a real backlog (:data:`LISTEN_BACKLOG` = 128 pending connections; the
   standard library's 5 reset clients at 16 concurrent ones) and is bound by :func:`bind_listener`,
@@ -38,7 +39,8 @@ from typing import Protocol
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from jaxparadigm.errors import InputError, require_int
+from jaxparadigm.errors import GroupFailed, InputError, require_int
+from jaxparadigm.retrieval.request_batcher import ServiceUnavailable
 from jaxparadigm.retrieval.search_page import PAGE_CSP, SEARCH_PAGE
 from jaxparadigm.retrieval.search_request import short_repr
 
@@ -193,6 +195,9 @@ class _Handler(BaseHTTPRequestHandler):
             except _Refused as exc:
                 status, payload = exc.status, {"error": str(exc)}
                 self.close_connection = True
+            except (ServiceUnavailable, GroupFailed) as exc:  # not served: the client may retry
+                span.record_exception(exc)
+                status, payload = 503, {"error": str(exc)}
             except Exception as exc:  # a bug: still an answer, recorded on the span
                 span.record_exception(exc)
                 status, payload = 500, {"error": f"internal error ({type(exc).__name__})"}

@@ -4,17 +4,27 @@
 :class:`~jaxparadigm.retrieval.index_searcher.IndexSearcher` with ``encoder=``) serves ``POST /search`` with a JSON body ``{"query": str, "k": int}`` and
 answers ``{"hits": [[doc, score], ...]}`` (the top ``min(k, len(index))``; 200) or ``{"error": ...}``
 (4xx). It runs a stdlib ``ThreadingHTTPServer`` on a free port (``start()`` / ``stop()``, or
-``with``), one thread per request. Every request is traced with the OpenTelemetry SDK into an
-in-memory exporter:
+``with``), one thread per request; the encode and the search of concurrent requests are batched
+(issue 37) by one :class:`~jaxparadigm.retrieval.request_batcher.RequestBatcher`: a request waits
+until ``max_batch`` requests are waiting or ``max_wait_ms`` since the first of them, then the batch
+is encoded in one ``encode`` call and searched with one ``search_vectors`` call per ``(k, nprobe)``,
+its rows padded to a power of two (at most ``max_batch``), each request getting its own row back.
+Parsing, an injected delay and tokenizing stay on the request's thread (a delay holds up no one).
+Every request is traced with the OpenTelemetry SDK into an in-memory exporter:
 
     server span "POST /search" (child of the caller's span when a W3C ``traceparent`` header is sent;
     attributes request.id from ``X-Request-Id``, http.status_code)
       ├─ "parse"           JSON body -> (query, k); records the error of a malformed request
       ├─ "injected_delay"  only with ``fault_injection=True`` and ``"delay_s"`` in the body
       ├─ "tokenize"        word pieces of the query (attribute tokens)
-      ├─ "encode"          the MiniLM forward (L2-normalised embedding)
-      └─ "search"          exact top-k: ``index.search_vectors``, the package's one engine
-                           (:class:`~jaxparadigm.retrieval.vector_search.VectorSearcher`)
+      ├─ "queue"           from the submit to its batch's encode start (attribute batch.size)
+      ├─ "encode"          its batch's MiniLM forward (L2-normalised embeddings; batch.size)
+      └─ "search"          its group's top-k: ``index.search_vectors``, the package's one engine
+                           (:class:`~jaxparadigm.retrieval.vector_search.VectorSearcher`; exact,
+                           or IVF with nprobe; attributes batch.size, k, nprobe)
+
+"queue", "encode" and "search" are recorded on the request's thread with the batch's real start
+and end times, so the spans of a batch's requests overlap exactly.
 
 The socket, the reading of requests and the answers are
 :mod:`~jaxparadigm.retrieval.http_handler`'s (issues 24, 34): every request gets an HTTP answer, 200
@@ -39,8 +49,10 @@ most), every offset a character offset in the passage's file (``marks``: the que
 
 ``stop()`` is bounded: it stops accepting, gives in-flight requests ``grace_s`` to finish, then
 shuts the read side of every connection still open (a client holding its socket gets EOF) and ends
-any injected delay, and joins every request thread -- so when it returns every span has ended and
-been exported (``SimpleSpanProcessor`` exports on span end). ``exported_spans()`` returns them.
+any injected delay, and joins every request thread (the batcher serves the requests still
+queued), then closes the batcher -- so when it returns every span has ended and been exported
+(``SimpleSpanProcessor`` exports on span end). ``exported_spans()`` returns them. A request the
+batcher can no longer serve gets 503 (:class:`~jaxparadigm.retrieval.request_batcher.ServiceUnavailable`).
 """
 
 from __future__ import annotations
@@ -69,6 +81,15 @@ from jaxparadigm.retrieval.http_handler import (
 )
 from jaxparadigm.retrieval.index_searcher import IndexSearcher
 from jaxparadigm.retrieval.memory_index import SemanticIndex
+from jaxparadigm.retrieval.request_batcher import (
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_WAIT_MS,
+    BatchResult,
+    RequestBatcher,
+    ServiceUnavailable,
+    check_batching,
+    padded_sizes,
+)
 from jaxparadigm.retrieval.search_request import (
     DEFAULT_K,
     MAX_BODY_BYTES,
@@ -82,6 +103,7 @@ from jaxparadigm.retrieval.search_request import (
 from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
 
 __all__ = [
+    "ANSWER_TIMEOUT_S",
     "HOST",
     "LINGER_S",
     "LISTEN_BACKLOG",
@@ -95,6 +117,8 @@ __all__ = [
 ]
 
 _ENCODER_API = ("encode", "tokenize", "check_texts", "dim", "max_seq_length")
+#: A request whose batch has no answer after this many seconds gets 503 (a hung search group).
+ANSWER_TIMEOUT_S = 30.0
 READ_TIMEOUT_S = 5.0  # the whole request (line, headers, body) must arrive within this
 EXCERPT_CHARS = 240  # the longest excerpt a passage carries when a request asks for excerpts
 _CHECK_LOCK = threading.Lock()  # warnings.catch_warnings is process-wide
@@ -115,6 +139,8 @@ class SearchService:
     with the same ``encode``, ``tokenize``, ``check_texts``, ``dim`` and ``max_seq_length``.
     ``nprobe``: the inverted lists a request without ``"nprobe"`` scans (an
     :class:`IndexSearcher` with IVF lists, issue 38); ``None``: exact search.
+    ``max_batch`` (an int in [1, 1024]) and ``max_wait_ms`` (in [0, 1000]): the batching of
+    concurrent requests (:mod:`~jaxparadigm.retrieval.request_batcher`).
     """
 
     def __init__(
@@ -129,6 +155,8 @@ class SearchService:
         encoder: SentenceEncoder | None = None,
         listener: socket.socket | None = None,
         nprobe: int | None = None,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        max_wait_ms: float = DEFAULT_MAX_WAIT_MS,
     ) -> None:
         encoder = _serving_encoder(index, encoder)
         require_int("port", port, 0, 65535)
@@ -141,6 +169,7 @@ class SearchService:
                 f"read_timeout_s: got {read_timeout_s!r}, expected seconds in (0, 3600]"
             )
         require_int("max_body_bytes", max_body_bytes, 1)
+        check_batching(max_batch, max_wait_ms)
         if not len(index):
             raise InputError("index: empty; add documents before serving it")
         self.index = index
@@ -155,6 +184,8 @@ class SearchService:
         self.read_timeout_s = float(read_timeout_s)
         self.max_body_bytes = max_body_bytes
         self.passage_of = passage_of
+        self.max_batch, self.max_wait_ms = max_batch, float(max_wait_ms)
+        self._batcher: RequestBatcher | None = None
         self.exporter = InMemorySpanExporter()
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
@@ -170,14 +201,23 @@ class SearchService:
         return f"http://{HOST}:{self._server.server_address[1]}/search"
 
     def start(self) -> SearchService:
-        """Compile the search for ``k = DEFAULT_K``, bind 127.0.0.1 and serve in a background thread."""
+        """Compile the search for ``k = DEFAULT_K`` at every padded batch size, start the request
+        batcher, bind 127.0.0.1 and serve in a background thread."""
         if self._server is not None:
             raise RuntimeError("SearchService: already started")
         # compile the search for the default k now: a request's client would wait for it
-        warm = np.zeros((1, self.encoder.dim), np.float32)
-        self.index.search_vectors(warm, DEFAULT_K)
-        if self.nprobe is not None:
-            self.index.search_vectors(warm, DEFAULT_K, nprobe=self.nprobe)  # type: ignore[call-arg]
+        for rows in padded_sizes(self.max_batch):
+            self.encoder.encode(["warm-up query"] * rows, normalize=True)  # a batch's shape
+            warm = np.zeros((rows, self.encoder.dim), np.float32)
+            self.index.search_vectors(warm, DEFAULT_K)
+            if self.nprobe is not None:
+                self.index.search_vectors(warm, DEFAULT_K, nprobe=self.nprobe)  # type: ignore[call-arg]
+        self._batcher = RequestBatcher(
+            self.encoder,
+            self.index.search_vectors,
+            max_batch=self.max_batch,
+            max_wait_ms=self.max_wait_ms,
+        )
         self._stopping.clear()
         listener, self._listener = self._listener, None  # a socket serves once
         self._server = _Server(listener or bind_listener(HOST, self.port), self)
@@ -187,8 +227,9 @@ class SearchService:
 
     def stop(self, grace_s: float = 1.0) -> None:
         """Stop accepting; give in-flight requests ``grace_s``; then wake every read still waiting
-        on a client (EOF) and end injected delays; join every request thread (their spans end) and
-        close the socket. Bounded: about ``grace_s + LINGER_S`` plus one query's compute."""
+        on a client (EOF) and end injected delays; join every request thread (their spans end), close
+        the socket and the batcher. Bounded: about ``grace_s + LINGER_S`` plus the compute of the
+        batches still queued."""
         if self._server is None:
             return
         server = self._server
@@ -201,7 +242,9 @@ class SearchService:
         server.server_close()
         assert self._thread is not None  # start() set it together with _server
         self._thread.join()
-        self._server = self._thread = None
+        if self._batcher is not None:
+            self._batcher.close()
+        self._server = self._thread = self._batcher = None
 
     def __enter__(self) -> SearchService:
         return self.start()
@@ -219,6 +262,23 @@ class SearchService:
         with _CHECK_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.encoder.check_texts([query], "query")
+
+    def _batch_spans(self, submitted: int, top: BatchResult, k: int, nprobe: int | None) -> None:
+        """The request's "queue", "encode" and "search" spans (children of the current, server
+        span) at its batch's real times."""
+        times = (
+            ("queue", submitted, top.encode_start_ns),
+            ("encode", top.encode_start_ns, top.encode_end_ns),
+            ("search", top.search_start_ns, top.search_end_ns),
+        )
+        for name, start, end in times:
+            span = self.tracer.start_span(name, start_time=start)
+            span.set_attribute("batch.size", top.batch_size)
+            if name == "search":
+                span.set_attribute("k", k)
+                if nprobe is not None:
+                    span.set_attribute("nprobe", nprobe)
+            span.end(end_time=max(start, end))
 
     def _check_nprobe(self, nprobe: int | None) -> None:
         """Refuse an ``nprobe`` the index cannot use (no IVF lists, or more than it has)."""
@@ -248,21 +308,17 @@ class SearchService:
             with self.tracer.start_as_current_span("injected_delay") as span:
                 span.set_attribute("delay_s", delay)
                 self._stopping.wait(delay)  # stop() ends it
-        encoder = self.encoder
         with self.tracer.start_as_current_span("tokenize") as span:
-            span.set_attribute("tokens", int(encoder.tokenize([query])["attention_mask"].sum()))
-        with self.tracer.start_as_current_span("encode"):
-            q = encoder.encode(query, normalize=True)
-        with self.tracer.start_as_current_span("search") as span:
-            q = np.asarray(q, np.float32).reshape(1, -1)
-            if nprobe is None:
-                top = self.index.search_vectors(q, k)
-            else:  # an IndexSearcher with IVF lists (checked above)
-                top = self.index.search_vectors(q, k, nprobe=nprobe)  # type: ignore[call-arg]
-                span.set_attribute("nprobe", nprobe)
-            found = top.ids[0] >= 0  # -1: the probed lists held fewer than k rows
-            ids, scores = top.ids[0][found].tolist(), top.scores[0][found].tolist()
-            span.set_attribute("k", k)
+            mask = self.encoder.tokenize([query])["attention_mask"]
+            span.set_attribute("tokens", int(mask.sum()))
+        batcher, submitted = self._batcher, time.time_ns()
+        if batcher is None:
+            raise ServiceUnavailable("the search service is not started")
+        # its batch's encode/search error is raised here; a hung search answers 503
+        top = batcher.submit(query, k, nprobe, timeout_s=ANSWER_TIMEOUT_S)
+        self._batch_spans(submitted, top, k, nprobe)
+        found = top.ids >= 0  # -1: the probed lists held fewer than k rows
+        ids, scores = top.ids[found].tolist(), top.scores[found].tolist()
         payload: dict = {"hits": [[i, s] for i, s in zip(ids, scores, strict=True)]}
         if self.passage_of is not None:
             payload["passages"] = [dict(self.passage_of(i)) for i in ids]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from jaxparadigm.errors import require_int
+from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.bm25 import BM25Index, bm25_index, bm25_top
 from jaxparadigm.retrieval.index_searcher import Hit, IndexSearcher
 from jaxparadigm.retrieval.rank_fusion import reciprocal_rank_fusion
@@ -31,7 +31,14 @@ __all__ = ["keyword_index", "hybrid_search"]
 
 def keyword_index(searcher: IndexSearcher, **bm25_params: float) -> BM25Index:
     """The :func:`~jaxparadigm.retrieval.bm25.bm25_index` of every passage of ``searcher``'s index,
-    row order (reads every shard's passages once)."""
+    row order (reads every shard's passages once). Refused for a search split over processes
+    (each holds only its own passages): search it with ``mode="dense"``."""
+    if searcher.group is not None:
+        raise InputError(
+            f"mode: hybrid needs every passage for its BM25 ranking, but this search is split "
+            f"over {searcher.group.processes} processes (each holds its own shards); expected "
+            "the dense mode (search --mode dense)"
+        )
     return bm25_index([searcher.passage(r).text for r in range(len(searcher))], **bm25_params)
 
 

@@ -48,11 +48,18 @@ from jaxparadigm.retrieval.index_store import (
 from jaxparadigm.retrieval.ivf_store import IVFLists, open_ivf
 from jaxparadigm.retrieval.passages import Passage
 
-__all__ = ["Index", "OPEN_ATTEMPTS"]
+__all__ = ["Index", "OPEN_ATTEMPTS", "shard_range"]
 
 #: How many manifests an open tries: a shard that vanished because a newer manifest was
 #: committed meanwhile sends it back to that manifest; an unchanged manifest fails at once.
 OPEN_ATTEMPTS = 10
+
+
+def shard_range(shards: int, part: int, parts: int) -> range:
+    """The shards process ``part`` of ``parts`` holds: ``[floor(part S / parts), floor((part + 1)
+    S / parts))`` of the ``S`` shards, contiguous (so its rows are one run) and balanced to one
+    shard (issue 37)."""
+    return range(part * shards // parts, (part + 1) * shards // parts)
 
 
 def _close(maps: list[mmap.mmap | bytes]) -> None:
@@ -68,11 +75,19 @@ class Index:
     ``manifest`` (the committed one), ``model`` (``{name, dim, max_seq_length}``), ``dim``,
     ``len(index)`` rows, ``shard_arrays`` (read-only float32 ``[rows, dim]`` per shard),
     ``embeddings()`` (all rows, one float32 copy), ``passage(row)`` and ``passages()``.
+
+    ``part=(p, n)``: open only the shards process ``p`` of ``n`` holds (:func:`shard_range`;
+    ``held``, ``first_row``), for a search split over processes (issue 37): only their files are
+    read and checked, ``len`` and ``embeddings()`` count only them, and a row of another shard is
+    refused; the IVF lists (over every row) are not opened.
     """
 
-    def __init__(self, path: str | os.PathLike, *, verify: bool = True) -> None:
+    def __init__(
+        self, path: str | os.PathLike, *, verify: bool = True, part: tuple[int, int] | None = None
+    ) -> None:
         self.path = Path(path)
         self._verify = verify
+        self._part = part
         m = read_manifest(self.path)
         for attempt in range(OPEN_ATTEMPTS):
             try:
@@ -100,14 +115,17 @@ class Index:
                 "same `jaxparadigm index build`/`add` command to resume it"
             )
         dim = m["model"]["dim"]
+        held = self._held(m)
         files: list[mmap.mmap | bytes] = []
         try:
-            for s in m["shards"]:
-                files.append(open_passages(self.path, s))
-            arrays = [shard_embeddings(self.path, s, dim, verify=self._verify) for s in m["shards"]]
+            for s in held:
+                files.append(open_passages(self.path, m["shards"][s]))
+            arrays = [
+                shard_embeddings(self.path, m["shards"][s], dim, verify=self._verify) for s in held
+            ]
             ivf = (
                 open_ivf(self.path, m["ivf"], dim, m["count"], verify=self._verify)
-                if (m.get("ivf"))
+                if m.get("ivf") and self._part is None
                 else None
             )
         except BaseException:
@@ -117,14 +135,30 @@ class Index:
         self.model: dict = m["model"]
         self.dim: int = dim
         self._shards: list[dict] = m["shards"]
-        self._files = files
+        self._files = dict(zip(held, files, strict=True))
+        #: The shards this Index holds (all of them unless opened with ``part``).
+        self.held: range = held
+        #: The corpus row of the first held row (0 unless opened with ``part``).
+        self.first_row: int = held.start * m["shard_rows"]
         self.shard_arrays: list[np.ndarray] = arrays
         self._passages: dict[int, list[Passage]] = {}
         self.ivf: IVFLists | None = ivf
 
+    def _held(self, m: dict) -> range:
+        if self._part is None:
+            return range(len(m["shards"]))
+        part, parts = self._part
+        if len(m["shards"]) < parts:
+            raise InputError(
+                f"{self.path}: {len(m['shards'])} shard(s) of <= {m['shard_rows']} rows, expected "
+                f"at least one per process ({parts}); use fewer processes or rebuild with a "
+                "smaller --shard-rows"
+            )
+        return shard_range(len(m["shards"]), part, parts)
+
     def close(self) -> None:
         """Unmap the passages not read yet (the mapped embeddings stay usable)."""
-        _close(getattr(self, "_files", []))
+        _close(list(getattr(self, "_files", {}).values()))
 
     def __del__(self) -> None:
         self.close()
@@ -142,6 +176,14 @@ class Index:
         """The passage stored at corpus ``row`` (its shard's passages are read once, checked)."""
         size = self.manifest["shard_rows"]
         j = row // size
+        if j not in self.held and self._part is None:
+            raise InputError(f"row: got {row}, expected 0 <= row < {len(self)}")
+        if j not in self.held:
+            raise InputError(
+                f"row: got {row}, held by another process (this one holds shards "
+                f"{self.held.start}-{self.held.stop - 1}, rows {self.first_row}-"
+                f"{self.first_row + len(self) - 1})"
+            )
         if j not in self._passages:
             self._passages[j] = shard_passages(
                 self.path, self._shards[j], verify=self._verify, opened=self._files[j]
@@ -150,8 +192,8 @@ class Index:
         return self._passages[j][row % size]
 
     def passages(self) -> list[Passage]:
-        """Every passage, in row order."""
+        """Every passage held, in row order."""
         size = self.manifest["shard_rows"]
         return [
-            self.passage(j * size + i) for j, s in enumerate(self._shards) for i in range(s["rows"])
+            self.passage(j * size + i) for j in self.held for i in range(self._shards[j]["rows"])
         ]

@@ -9,6 +9,14 @@ candidates from the float32 rows). ``search(encoder, queries, k)`` returns, per 
 ``search_vectors(queries, k)`` searches given vectors, ``s[i, r] = Q_i . X_r``, as a
 :class:`~jaxparadigm.retrieval.vector_search.TopK`. A shard's passages are read (and checked) only
 when one of its rows is a hit.
+
+Under an initialised ``jax.distributed`` group of ``N > 1`` processes (issue 37) each process opens
+only its own shards (:func:`~jaxparadigm.retrieval.index.shard_range`) and searches them on its
+local devices; ``search``/``search_vectors`` are then collective (every process calls them, process
+0's queries count) and return the merged global top-``k``
+(:class:`~jaxparadigm.retrieval.process_search.ProcessGroupSearch`): the same ids as one process
+searching every shard. IVF lists (over every row) and the hybrid keyword ranking (every passage)
+are not available there.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from jaxparadigm.retrieval.index import Index
 from jaxparadigm.retrieval.index_build import DEFAULT_MODEL_NAME
 from jaxparadigm.retrieval.ivf_search import IVFSearcher, check_nprobe
 from jaxparadigm.retrieval.passages import Passage
+from jaxparadigm.retrieval.process_search import ProcessGroupSearch
 from jaxparadigm.retrieval.vector_search import RowSource, TopK, VectorSearcher
 
 if TYPE_CHECKING:
@@ -57,15 +66,41 @@ class IndexSearcher:
         resident: bool = True,
         verify: bool = True,
     ) -> None:
-        self.index = Index(index_dir, verify=verify)
+        parts = jax.process_count()
+        part = (jax.process_index(), parts) if parts > 1 else None
+        self.index = Index(index_dir, verify=verify, part=part)
         self.index_dir = self.index.path
         self.manifest = self.index.manifest
         self.source = RowSource(self.index.shard_arrays)
+        if devices is None and part is not None:
+            devices = jax.local_devices()  # this process's rows stay on its devices
         self.vectors = VectorSearcher(
             self.source, dtype=dtype, devices=devices, block_rows=block_rows, resident=resident
         )
         self._devices = devices
         self._ivf: IVFSearcher | None = None
+        #: The group's search when this process is one of several (None: one process).
+        self.group: ProcessGroupSearch | None = None
+        if part is not None:
+            self.group = ProcessGroupSearch(
+                self.vectors,
+                self.index.first_row,
+                self.manifest["count"],
+                self.index.passage,
+                self.manifest,
+            )
+
+    @property
+    def assignment(self) -> str | None:
+        """In a group: which shards and rows this process holds, in words (None: one process)."""
+        if self.group is None:
+            return None
+        held, g = self.index.held, self.group
+        return (
+            f"process {g.process} of {g.processes} holds shards {held.start}-{held.stop - 1} "
+            f"(rows {g.first}-{g.first + self.source.rows - 1} of {g.total}) on "
+            f"{len(self.vectors.devices)} device(s)"
+        )
 
     @property
     def lists(self) -> int | None:
@@ -76,6 +111,12 @@ class IndexSearcher:
         """Refuse ``nprobe`` on an index without IVF lists, or outside ``[1, lists]``."""
         if nprobe is None:
             return
+        if self.group is not None:
+            raise InputError(
+                f"nprobe: got {nprobe!r}, but this search is split over {self.group.processes} "
+                "processes, which search exactly (the IVF lists span every process's rows); "
+                "expected nprobe=None"
+            )
         if self.index.ivf is None:
             raise InputError(
                 f"nprobe: got {nprobe!r}, but {self.index_dir} has no IVF lists (an exact index; "
@@ -87,6 +128,11 @@ class IndexSearcher:
     def _top(
         self, q: np.ndarray, k: int, nprobe: int | None, approx: bool = False, rt: float = 0.95
     ) -> TopK:
+        if self.group is not None:
+            self.check_nprobe(nprobe)
+            if approx:
+                raise InputError("approx: a search split over processes is exact; expected False")
+            return self.group.search(q, k)
         if nprobe is None:
             return self.vectors.search(q, k, approx=approx, recall_target=rt)
         self.check_nprobe(nprobe)
@@ -101,7 +147,7 @@ class IndexSearcher:
         return self._ivf.search(q, min(k, len(self)), nprobe)
 
     def __len__(self) -> int:
-        return self.source.rows
+        return self.source.rows if self.group is None else self.group.total
 
     def check_encoder(self, encoder: SentenceEncoder, model_name: str = DEFAULT_MODEL_NAME) -> None:
         """Refuse an encoder other than the one the index was built with (name, dim, length)."""
@@ -111,7 +157,10 @@ class IndexSearcher:
             raise InputError(f"{self.index_dir}: index was built with {want}, encoder is {got}")
 
     def passage(self, row: int) -> Passage:
-        """The passage stored at corpus ``row`` (its shard's passages are read once, checked)."""
+        """The passage stored at corpus ``row`` (its shard's passages are read once, checked);
+        in a group, a row of another process only when it was a hit of a recent search."""
+        if self.group is not None:
+            return self.group.passage(row)
         return self.index.passage(row)
 
     def hits(self, top: TopK) -> list[list[Hit]]:

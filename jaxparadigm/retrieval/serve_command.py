@@ -12,6 +12,13 @@ once, before the "serving" line, so each request then costs an encode plus one s
 (milliseconds), instead of the CLI ``search``'s start-up, model load and compile per query; a
 request with another ``k`` compiles the search for that ``k`` once.
 
+Split over a ``jax.distributed`` group (``serve --num-processes N``, issue 37): process 0 binds the
+socket, encodes and leads each batch's search step
+(:class:`~jaxparadigm.retrieval.process_search.ProcessGroupSearch`); every other process runs
+:func:`follow_index`. Process 0 sends an empty step every :data:`HEARTBEAT_S` seconds; when a
+process has died (a step fails), every request that needs the group gets 503 JSON at once, and
+after :data:`DRAIN_S` seconds serve stops with :class:`~jaxparadigm.errors.GroupFailed` (exit 3).
+
 ``POST /search`` with ``{"query": "...", "k": 5}`` answers ``{"hits": [[row, score], ...],
 "passages": [{"source", "start", "end", "text"}, ...]}`` (``row``: the passage's row in the index,
 in build order; ``score``: cosine similarity; ``passages``: per hit, the file and its character
@@ -31,15 +38,22 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from opentelemetry.trace import SpanKind
 
-from jaxparadigm.errors import InputError
+from jaxparadigm.errors import GroupFailed, InputError
 from jaxparadigm.retrieval.http_service import HOST, SearchService, bind_listener
 from jaxparadigm.retrieval.index_searcher import IndexSearcher
 from jaxparadigm.retrieval.ivf_search import default_nprobe
+from jaxparadigm.retrieval.process_search import ProcessGroupSearch
+from jaxparadigm.retrieval.request_batcher import DEFAULT_MAX_BATCH, DEFAULT_MAX_WAIT_MS
 
 if TYPE_CHECKING:
     from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
 
-__all__ = ["index_service", "serve_index"]
+__all__ = ["DRAIN_S", "HEARTBEAT_S", "follow_index", "index_service", "serve_index"]
+
+#: A group's process 0 checks the others every HEARTBEAT_S seconds (an empty step) ...
+HEARTBEAT_S = 0.5
+#: ... and, when one has died, answers 503 for DRAIN_S seconds, then stops (issue 37).
+DRAIN_S = 3.0
 
 
 def index_service(
@@ -48,6 +62,8 @@ def index_service(
     port: int = 0,
     listener: socket.socket | None = None,
     nprobe: int | str | None = None,
+    max_batch: int = DEFAULT_MAX_BATCH,
+    max_wait_ms: float = DEFAULT_MAX_WAIT_MS,
     **search: Any,
 ) -> SearchService:
     """A (not yet started) :class:`SearchService` over every passage of ``index_dir`` (C5.2).
@@ -60,6 +76,8 @@ def index_service(
     (then ``port`` is not used). ``nprobe``: the inverted lists a request without ``"nprobe"``
     scans (an index with IVF lists); ``"default"``: :func:`~jaxparadigm.retrieval.ivf_search.
     default_nprobe` of the index's lists when it has them, else exact; ``None``: exact.
+    ``max_batch``, ``max_wait_ms``: how concurrent requests are batched (``serve --batch-size``,
+    ``--batch-wait-ms``; :mod:`~jaxparadigm.retrieval.request_batcher`).
     """
     if encoder is None:
         from jaxparadigm.retrieval.sentence_encoder import cached_minilm
@@ -77,6 +95,8 @@ def index_service(
         encoder=encoder,
         listener=listener,
         nprobe=nprobe,
+        max_batch=max_batch,
+        max_wait_ms=max_wait_ms,
         passage_of=lambda row: searcher.passage(row)._asdict(),
     )
 
@@ -105,7 +125,7 @@ def serve_index(
     prints a line before the model loads, one when it serves (with the API's URL and the search
     page's) and one when it stops.
     ``host`` must be 127.0.0.1 (or ``localhost``): the service binds the loopback address only.
-    ``search``: the :class:`IndexSearcher` options of :func:`index_service` (dtype, devices, ...).
+    ``search``: :func:`index_service`'s options (dtype, devices, ..., max_batch, max_wait_ms).
     """
     out = sys.stdout if out is None else out
     if host not in (HOST, "localhost"):
@@ -118,7 +138,6 @@ def serve_index(
     except BaseException:
         listener.close()
         raise
-    service.encoder.encode("warm-up query", normalize=True)  # compile before serving
     stop = stop if stop is not None else threading.Event()
     previous = {}
     if threading.current_thread() is threading.main_thread():
@@ -126,26 +145,78 @@ def serve_index(
         # SIGINT ignored, and Python then raises no KeyboardInterrupt (`kill -INT` did nothing)
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, lambda *_: stop.set())
-    service.start()
-    requests = 0
+    group = getattr(service.index, "group", None)  # a search split over processes
+    count = [0]
     try:
-        lists = getattr(service.index, "lists", None)  # an IndexSearcher with IVF lists
-        ivf = "" if service.nprobe is None else f" (IVF: nprobe {service.nprobe} of {lists} lists)"
-        print(
-            f"serving {len(service.index)} passages of {index_dir}{ivf} at {service.url} "
-            f'(ready in {time.perf_counter() - t0:.1f} s); POST {{"query": "...", "k": 5}}; '
-            f"search page: {service.url.removesuffix('search')}; Ctrl-C stops",
-            file=out,
-            flush=True,
-        )
-        while not stop.wait(0.5):
-            requests += _server_spans(service)
+        service.start()  # compiles the encoder and the search for each batch size
+        _print_serving(service, index_dir, time.perf_counter() - t0, out)
+        _serve_until(service, stop, group, count)
     except KeyboardInterrupt:
         pass
     finally:
         service.stop()
-        requests += _server_spans(service)
+        count[0] += _server_spans(service)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    print(f"stopped after {requests} request(s)", file=out, flush=True)
-    return requests
+        if group is not None and group.broken is None:
+            group.stop()  # the other processes leave their follow()
+    print(f"stopped after {count[0]} request(s)", file=out, flush=True)
+    if group is not None and group.broken is not None:
+        raise GroupFailed(f"{group.broken}; requests since were answered 503 and serve stopped")
+    return count[0]
+
+
+def _print_serving(service: SearchService, index_dir, ready_s: float, out: TextIO) -> None:
+    lists = getattr(service.index, "lists", None)  # an IndexSearcher with IVF lists
+    ivf = "" if service.nprobe is None else f" (IVF: nprobe {service.nprobe} of {lists} lists)"
+    print(
+        f"serving {len(service.index)} passages of {index_dir}{ivf} at {service.url} "
+        f'(ready in {ready_s:.1f} s); POST {{"query": "...", "k": 5}}; '
+        f"search page: {service.url.removesuffix('search')}; Ctrl-C stops",
+        file=out,
+        flush=True,
+    )
+    assignment = getattr(service.index, "assignment", None)
+    if assignment is not None:
+        print(f"serve: {assignment}", file=out, flush=True)
+
+
+def _serve_until(
+    service: SearchService, stop: threading.Event, group: ProcessGroupSearch | None, count: list
+) -> None:
+    """Count finished requests into ``count[0]`` until ``stop`` is set, or until :data:`DRAIN_S`
+    after the search group broke (requests answered 503 meanwhile)."""
+    broken_at = None
+    while not stop.wait(HEARTBEAT_S):
+        count[0] += _server_spans(service)
+        if not _group_alive(group):
+            broken_at = broken_at or time.monotonic()
+            if time.monotonic() - broken_at >= DRAIN_S:
+                return
+
+
+def _group_alive(group: ProcessGroupSearch | None) -> bool:
+    """Whether the search group still answers (a heartbeat step when it seems to); True for one
+    process."""
+    if group is None:
+        return True
+    if group.broken is None:
+        try:
+            group.heartbeat()
+        except GroupFailed:
+            pass
+    return group.broken is None
+
+
+def follow_index(index_dir: str | os.PathLike, *, out: TextIO | None = None, **search: Any) -> int:
+    """``serve`` on a process other than 0 of a group (issue 37): open this process's shards and
+    take part in process 0's searches until it stops; returns how many searches it took part in.
+    ``search``: the :class:`IndexSearcher` options (dtype, devices, ...)."""
+    out = sys.stdout if out is None else out
+    searcher = IndexSearcher(index_dir, **search)
+    if searcher.group is None:
+        raise InputError("follow_index: this process is not one of a jax.distributed group")
+    print(f"serve: {searcher.assignment}", file=out, flush=True)
+    steps = searcher.group.follow()
+    print(f"process {searcher.group.process}: stopped after {steps} search(es)", file=out)
+    return steps

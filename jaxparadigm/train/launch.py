@@ -140,13 +140,18 @@ def launch_workers(
     devices_per_process: int | None = None,
     grace_s: float = 3.0,
     timeout_s: float | None = None,
+    advice: str | None = None,
+    lead_grace_s: float = 0.0,
 ) -> Path:
     """Run ``cmd`` as ``num_processes`` local workers on ``jax.distributed``; return the report
     path ``run_dir/report.md`` written by process 0 (C5.2). See the module docstring for what
     happens on failure; worker ``i >= 1`` logs to ``run_dir/logs/process_<i>.log``.
 
     ``timeout_s`` (None: no limit) stops the whole group and raises :class:`WorkerFailed` when
-    the run takes longer.
+    the run takes longer. ``advice``: the failure message's last clause (default: where the
+    checkpoints are, run the same command to resume). ``lead_grace_s``: when a process other than
+    0 fails, process 0 gets this long to end by itself before it is stopped (``serve``: it answers
+    the requests it holds with 503 first).
     """
     logs = run_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -167,11 +172,13 @@ def launch_workers(
         failed = _watch(procs, start, timeout_s)
         if failed is None:
             return run_dir / "report.md"
+        if failed not in (0, "timeout"):
+            _wait_lead(procs[0], lead_grace_s)
         divert = failed != 0  # process 0's output from now on is a consequence, not the cause
         if divert:
             held.hold_all()
         stopped = _stop(procs, grace_s)
-        raise _failure(failed, procs, stopped, start, logs, run_dir, divert)
+        raise _failure(failed, procs, stopped, start, logs, run_dir, divert, advice)
     finally:
         _stop(procs, grace_s)
         for t in relays:
@@ -179,6 +186,13 @@ def launch_workers(
         held.release(logs / "process_0.log" if divert else None)
         for f in files:
             f.close()
+
+
+def _wait_lead(lead: subprocess.Popen, grace_s: float) -> None:
+    """Give process 0 up to ``grace_s`` seconds to end by itself."""
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and lead.poll() is None:
+        time.sleep(_POLL_S)
 
 
 def _spawn(cmd: list[str], env: dict, i: int) -> subprocess.Popen:
@@ -313,7 +327,14 @@ def _watch(procs, start: float, timeout_s: float | None) -> int | str | None:
 
 
 def _failure(
-    failed, procs, stopped: set[int], start: float, logs: Path, run_dir: Path, divert: bool = False
+    failed,
+    procs,
+    stopped: set[int],
+    start: float,
+    logs: Path,
+    run_dir: Path,
+    divert: bool = False,
+    advice: str | None = None,
 ):
     """The exception of a failed group: InputError for a worker's status 2, else WorkerFailed.
     ``divert``: process 0's later output goes to its log (named here)."""
@@ -336,7 +357,7 @@ def _failure(
         for i, p in enumerate(procs)
         if i != failed
     )
-    resume = (
+    resume = advice or (
         f"checkpoints (if any) are in {run_dir / 'checkpoints'}: run the same command to resume"
     )
     if failed == "timeout":

@@ -1,0 +1,295 @@
+"""Concurrent search requests served in batches: one encode, one search per ``(k, nprobe)`` (C5.2,
+issue 37).
+
+Rule. A request thread calls :meth:`RequestBatcher.submit` and blocks. One worker thread takes
+the oldest waiting request, then keeps collecting until the batch holds ``max_batch`` requests or
+``max_wait_ms`` have passed since that first request arrived (a lone request waits at most that
+long). The batch's texts are embedded by ONE ``encoder.encode(texts, normalize=True)`` call; the
+rows are then searched per group of equal ``(k, nprobe)``, one ``search(Q, k)`` (or
+``search(Q, k, nprobe=P)``) call per group, in order of first arrival. Different ``k`` are never
+merged (the exact engine's top-k prefix is not guaranteed bitwise equal to a smaller k's top-k).
+A group of ``n`` rows is padded with zero rows to
+
+    padded_size(n) = min(2 ** ceil(log2 n), max_batch),
+
+so the search is compiled for ``log2(max_batch) + 1`` shapes per ``k`` (one more when
+``max_batch`` is not a power of two; :func:`padded_sizes`); the padded rows' results are dropped. Each request gets its own row back (:class:`BatchResult`)
+with the times (``time.time_ns()``) its batch's encode and its group's search started and ended.
+
+Failures: an exception of ``encode`` is raised in every request of the batch, one of a group's
+search in every request of that group. :meth:`RequestBatcher.close` lets the batch in hand finish,
+then every request still queued (and any submitted later) gets :class:`ServiceUnavailable`; so
+does every waiting request if the worker itself stops on an error. No request waits forever.
+
+Idle hook: with ``on_idle``, the worker calls ``on_idle()`` each time ``idle_s`` seconds pass with
+no request (e.g. to keep a multi-process group alive); an exception in it stops the batcher.
+This module imports no JAX (the CLI reads its defaults).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from jaxparadigm.errors import InputError, short_repr
+
+__all__ = [
+    "DEFAULT_IDLE_S",
+    "DEFAULT_MAX_BATCH",
+    "DEFAULT_MAX_WAIT_MS",
+    "MAX_BATCH_LIMIT",
+    "MAX_WAIT_MS_LIMIT",
+    "BatchResult",
+    "RequestBatcher",
+    "ServiceUnavailable",
+    "check_batching",
+    "padded_size",
+    "padded_sizes",
+]
+
+#: the most requests one batch holds (``serve --batch-size``): one encode call for all of them
+DEFAULT_MAX_BATCH = 16
+#: how long a batch waits for more requests after its first one arrived (``serve --batch-wait-ms``)
+DEFAULT_MAX_WAIT_MS = 2.0
+#: the largest ``max_batch`` accepted
+MAX_BATCH_LIMIT = 1024
+#: the largest ``max_wait_ms`` accepted (one second)
+MAX_WAIT_MS_LIMIT = 1000.0
+#: seconds without a request after which the worker calls ``on_idle`` (when one is given)
+DEFAULT_IDLE_S = 1.0
+
+
+class ServiceUnavailable(RuntimeError):
+    """The batcher is closed or stopped: the request was not served (HTTP 503)."""
+
+
+class BatchResult(NamedTuple):
+    """One request's answer: its own row of the top-k and the facts of the batch that served it.
+
+    ``scores`` float32 ``[k']`` and ``ids`` ``[k']`` (best first, as the search returned them);
+    ``batch_size``: the requests encoded together; ``*_ns``: ``time.time_ns()`` when the batch's
+    encode and this request's group search started and ended.
+    """
+
+    scores: np.ndarray
+    ids: np.ndarray
+    batch_size: int
+    encode_start_ns: int
+    encode_end_ns: int
+    search_start_ns: int
+    search_end_ns: int
+
+
+def check_batching(
+    max_batch: object, max_wait_ms: object, names: tuple[str, str] = ("max_batch", "max_wait_ms")
+) -> None:
+    """Refuse a ``max_batch`` that is not an int in ``[1, MAX_BATCH_LIMIT]`` or a ``max_wait_ms``
+    that is not a number of milliseconds in ``[0, MAX_WAIT_MS_LIMIT]``: :class:`InputError`
+    naming the argument (``names``: e.g. the CLI's options), the value and what was expected."""
+    if (
+        isinstance(max_batch, bool)
+        or not isinstance(max_batch, int)
+        or not (1 <= max_batch <= MAX_BATCH_LIMIT)
+    ):
+        raise InputError(
+            f"{names[0]}: got {short_repr(max_batch)}, expected an int in [1, {MAX_BATCH_LIMIT}]"
+        )
+    if (
+        isinstance(max_wait_ms, bool)
+        or not isinstance(max_wait_ms, (int, float))
+        or not (0 <= max_wait_ms <= MAX_WAIT_MS_LIMIT)
+    ):
+        raise InputError(
+            f"{names[1]}: got {short_repr(max_wait_ms)}, expected milliseconds in "
+            f"[0, {MAX_WAIT_MS_LIMIT:g}]"
+        )
+
+
+def padded_size(n: int, max_batch: int) -> int:
+    """The rows a group of ``n`` queries is searched with: the next power of two, at most
+    ``max_batch`` (``n <= max_batch``)."""
+    return min(1 << (n - 1).bit_length(), max_batch)
+
+
+def padded_sizes(max_batch: int) -> list[int]:
+    """Every :func:`padded_size` of groups of 1 to ``max_batch`` rows: 1, 2, 4, ..., max_batch."""
+    return [1 << i for i in range(max_batch.bit_length()) if 1 << i < max_batch] + [max_batch]
+
+
+class _Request:
+    """A submitted request: its fields, when it arrived (monotonic) and its answer."""
+
+    __slots__ = ("arrived", "done", "error", "k", "nprobe", "query", "result")
+
+    def __init__(self, query: str, k: int, nprobe: int | None) -> None:
+        self.query, self.k, self.nprobe = query, k, nprobe
+        self.arrived = time.monotonic()
+        self.done = threading.Event()
+        self.result: BatchResult | None = None
+        self.error: BaseException | None = None
+
+    def fail(self, error: BaseException) -> None:
+        if not self.done.is_set():
+            self.error = error
+            self.done.set()
+
+
+class RequestBatcher:
+    """Serves :meth:`submit` calls of many threads in batches on one worker thread (rule above).
+
+    ``encoder``: an object with ``encode(texts: list[str], normalize=True) -> [n, dim]``;
+    ``search``: ``search(Q [n, dim] float32, k)`` (and ``nprobe=P`` when a request has one)
+    returning ``.scores`` and ``.ids`` ``[n, k']`` (e.g. ``IndexSearcher.search_vectors``).
+    ``on_idle``: called on the worker after every ``idle_s`` seconds without a request.
+    The worker starts at once; :meth:`close` stops it.
+    """
+
+    def __init__(
+        self,
+        encoder: Any,
+        search: Callable[..., Any],
+        *,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        max_wait_ms: float = DEFAULT_MAX_WAIT_MS,
+        on_idle: Callable[[], object] | None = None,
+        idle_s: float = DEFAULT_IDLE_S,
+    ) -> None:
+        check_batching(max_batch, max_wait_ms)
+        if isinstance(idle_s, bool) or not isinstance(idle_s, (int, float)) or not idle_s > 0:
+            raise InputError(f"idle_s: got {short_repr(idle_s)}, expected seconds > 0")
+        self.encoder, self.search = encoder, search
+        self.max_batch, self.max_wait_s = max_batch, max_wait_ms / 1000.0
+        self.on_idle, self.idle_s = on_idle, float(idle_s)
+        self._queue: collections.deque[_Request] = collections.deque()
+        self._cond = threading.Condition()
+        self._closed = False
+        self._reason = "the search service is stopping"
+        self._thread = threading.Thread(target=self._run, name="request-batcher", daemon=True)
+        self._thread.start()
+
+    def submit(
+        self, query: str, k: int, nprobe: int | None = None, timeout_s: float | None = None
+    ) -> BatchResult:
+        """Block until the batch holding this request is served; return its own row. Raises the
+        batch's encode or search exception, or :class:`ServiceUnavailable` once closed or when
+        no answer came within ``timeout_s`` seconds (None: no limit; e.g. a process of a
+        search group stopped answering)."""
+        request = _Request(query, k, nprobe)
+        with self._cond:
+            if self._closed:
+                raise ServiceUnavailable(self._reason)
+            self._queue.append(request)
+            self._cond.notify()
+        if not request.done.wait(timeout_s):
+            request.fail(ServiceUnavailable(f"no answer within {timeout_s:g} s; the search hangs"))
+        if request.error is not None:
+            raise request.error
+        assert request.result is not None  # done without an error: answered
+        return request.result
+
+    def close(self, timeout: float | None = None) -> None:
+        """Stop the worker after the batch in hand; every request still queued gets
+        :class:`ServiceUnavailable`. Waits for the worker at most ``timeout`` seconds."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _run(self) -> None:
+        """The worker: batches until closed; whatever ends it fails every waiting request."""
+        batch: list[_Request] | None = []
+        try:
+            while (batch := self._next_batch()) is not None:
+                if batch:
+                    self._serve(batch)
+                elif self.on_idle is not None:
+                    self.on_idle()
+        except BaseException as exc:
+            self._reason = f"the request batcher stopped on {type(exc).__name__}: {exc}"
+            raise
+        finally:
+            with self._cond:
+                self._closed = True
+                waiting = [*(batch or ()), *self._queue]
+                self._queue.clear()
+            for request in waiting:
+                request.fail(ServiceUnavailable(self._reason))
+
+    def _next_batch(self) -> list[_Request] | None:
+        """The next batch (rule above); ``[]`` after ``idle_s`` without a request (with
+        ``on_idle``); ``None`` once closed."""
+        idle_s = self.idle_s if self.on_idle is not None else None
+        with self._cond:
+            if not self._queue and not self._closed:
+                self._cond.wait(idle_s)
+                if not self._queue and not self._closed:
+                    return []
+            if self._closed:
+                return None
+            deadline = self._queue[0].arrived + self.max_wait_s
+            while len(self._queue) < self.max_batch and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            if self._closed:
+                return None
+            return [self._queue.popleft() for _ in range(min(len(self._queue), self.max_batch))]
+
+    def _serve(self, batch: list[_Request]) -> None:
+        """One encode for the batch, then one search per ``(k, nprobe)`` group."""
+        start = time.time_ns()
+        try:
+            texts = [r.query for r in batch]
+            q = np.asarray(self.encoder.encode(texts, normalize=True), np.float32)
+            q = q.reshape(len(batch), -1)
+        except Exception as exc:
+            for request in batch:
+                request.fail(exc)
+            return
+        encoded = (start, time.time_ns())
+        groups: dict[tuple[int, int | None], list[int]] = {}
+        for i, request in enumerate(batch):
+            groups.setdefault((request.k, request.nprobe), []).append(i)
+        for (k, nprobe), rows in groups.items():
+            self._search_group(batch, q, rows, k, nprobe, encoded)
+
+    def _search_group(
+        self,
+        batch: Sequence[_Request],
+        q: np.ndarray,
+        rows: list[int],
+        k: int,
+        nprobe: int | None,
+        encoded: tuple[int, int],
+    ) -> None:
+        """Search ``q[rows]`` padded with zero rows to :func:`padded_size`; answer each request
+        of the group with its own row (the padded rows' results are dropped)."""
+        members = [batch[i] for i in rows]
+        n = len(rows)
+        padded = np.zeros((padded_size(n, self.max_batch), q.shape[1]), np.float32)
+        padded[:n] = q[rows]
+        start = time.time_ns()
+        try:
+            top = (
+                self.search(padded, k) if nprobe is None else self.search(padded, k, nprobe=nprobe)
+            )
+            scores, ids = np.asarray(top.scores)[:n], np.asarray(top.ids)[:n]
+        except Exception as exc:
+            for request in members:
+                request.fail(exc)
+            return
+        end = time.time_ns()
+        for j, request in enumerate(members):
+            request.result = BatchResult(scores[j], ids[j], len(batch), *encoded, start, end)
+            request.done.set()
