@@ -16,7 +16,7 @@
     jaxparadigm index info DIR [--skipped]
     jaxparadigm serve --index DIR [--host 127.0.0.1] [--port 8765] [--nprobe P]
                       [--num-processes N [--devices-per-process K]]
-                      [--batch-size 16] [--batch-wait-ms 2]  HTTP search until Ctrl-C
+                      [--batch-size 16] [--batch-wait-ms 0]  HTTP search until Ctrl-C
     jaxparadigm bench NAME [args ...]                run benchmarks/NAME_bench.py (source checkout)
     jaxparadigm --version
 
@@ -313,7 +313,7 @@ def _add_serve(sub) -> None:
     # retrieval package loads JAX; tests/retrieval/test_request_batcher.py checks they agree)
     batching = [
         ("--batch-size", "max_batch", int, 16, "B", "most requests encoded and searched at once"),
-        ("--batch-wait-ms", "max_wait_ms", float, 2.0, "T", "ms a batch waits for more requests"),
+        ("--batch-wait-ms", "max_wait_ms", float, 0.0, "T", "ms a batch waits for more requests"),
     ]
     for flag, dest, kind, default, meta, what in batching:
         p.add_argument(flag, dest=dest, type=kind, default=default, metavar=meta, help=what)

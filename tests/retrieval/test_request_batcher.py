@@ -269,7 +269,7 @@ def test_a_failing_on_idle_stops_the_batcher_and_requests_get_503_not_a_hang():
 def test_the_defaults_are_valid_and_the_cli_shows_them():
     from jaxparadigm import cli
 
-    assert (DEFAULT_MAX_BATCH, DEFAULT_MAX_WAIT_MS) == (16, 2.0)
+    assert (DEFAULT_MAX_BATCH, DEFAULT_MAX_WAIT_MS) == (16, 0.0)
     args = cli.build_parser().parse_args(["serve", "--index", "x"])
     assert (args.max_batch, args.max_wait_ms) == (DEFAULT_MAX_BATCH, DEFAULT_MAX_WAIT_MS)
     args = cli.build_parser().parse_args(
