@@ -4,9 +4,12 @@ queries of ``QUERIES.npy`` for ``k`` and, on process 0, writes the merged ids an
 passages of the hits and each process's shards and peak memory to ``OUT.npz``/``OUT.json``.
 
     python tests/retrieval/process_search_worker.py INDEX QUERIES.npy K OUT
+
+``OTHER_INDEX_1=DIR``: process 1 opens DIR instead (a group whose processes disagree).
 """
 
 import json
+import os
 import sys
 
 
@@ -26,6 +29,8 @@ def main(index_dir: str, queries: str, k: str, out: str) -> None:
     import jax
     from jax.experimental import multihost_utils
 
+    if os.environ.get("JAXPARADIGM_PROCESS_ID") == "1":
+        index_dir = os.environ.get("OTHER_INDEX_1", index_dir)
     searcher = IndexSearcher(index_dir)
     top = searcher.search_vectors(np.load(queries), int(k))
     passages = [[searcher.passage(int(r)).text for r in row if r >= 0] for row in top.ids]

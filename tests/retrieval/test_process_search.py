@@ -158,6 +158,23 @@ def test_a_killed_process_fails_the_group_naming_it(tmp_path):
     assert time.monotonic() - t0 < 60
 
 
+@pytest.mark.ci_full
+def test_processes_that_opened_different_manifests_refuse_to_search(tmp_path, capfd):
+    """Each process checks the manifest it opened against process 0's (here process 1 opens an
+    index with 20 rows more, as if an `index add` committed between the two opens)."""
+    x, q = generated(120, 8, 3)
+    index = write_vectors(tmp_path / "idx", x[:100], 25)
+    other = write_vectors(tmp_path / "other", x, 25)
+    from jaxparadigm.train.launch import WorkerFailed
+
+    # the worker script lets the InputError end it (status 1; the CLI exits 2 on it)
+    with pytest.raises(WorkerFailed, match=r"process [01] of 2 exited with status 1") as info:
+        run_group(tmp_path, index, q, 5, 1, env={"OTHER_INDEX_1": str(other)})
+    said = str(info.value) + capfd.readouterr().err  # process 0's stderr comes through ours
+    said += (tmp_path / "run" / "logs" / "process_1.log").read_text()
+    assert "opened another manifest than process 0" in said
+
+
 def cli(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "jaxparadigm", *args],

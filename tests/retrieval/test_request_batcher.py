@@ -231,6 +231,7 @@ def test_close_answers_queued_requests_with_service_unavailable():
         ({"max_wait_ms": float("nan")}, r"max_wait_ms: got nan, expected milliseconds"),
         ({"max_wait_ms": "2"}, r"max_wait_ms: got '2', expected milliseconds"),
         ({"idle_s": 0}, r"idle_s: got 0, expected seconds > 0"),
+        ({"workers": 0}, r"workers: got 0, expected an int in \[1, 64\]"),
     ],
 )
 def test_bad_options_are_refused_naming_them(options, match):
@@ -276,3 +277,51 @@ def test_the_defaults_are_valid_and_the_cli_shows_them():
         ["serve", "--index", "x", "--batch-size", "4", "--batch-wait-ms", "0.5"]
     )
     assert (args.max_batch, args.max_wait_ms) == (4, 0.5)
+
+
+def test_two_workers_run_two_batches_at_once():
+    """With workers=2 a second batch is searched while the first one's search still runs (the
+    gate holds the first); with the default one worker it waits (checked below)."""
+    gate = threading.Event()
+    search = FakeSearch(gate=gate)
+    batcher = _batcher(search=search, max_batch=1, workers=2)
+    first = threading.Thread(target=batcher.submit, args=("q1", 1))
+    first.start()
+    deadline = time.monotonic() + 10
+    while not search.calls and time.monotonic() < deadline:
+        time.sleep(0.01)
+    second = threading.Thread(target=batcher.submit, args=("q2", 1))
+    second.start()
+    while len(search.calls) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(search.calls) == 2  # both batches inside search together
+    gate.set()
+    first.join(10), second.join(10)
+    batcher.close()
+
+
+def test_one_worker_serves_one_batch_at_a_time():
+    gate = threading.Event()
+    search = FakeSearch(gate=gate)
+    batcher = _batcher(search=search, max_batch=1)
+    threads = [threading.Thread(target=batcher.submit, args=(f"q{i}", 1)) for i in (1, 2)]
+    for t in threads:
+        t.start()
+        time.sleep(0.2)
+    assert len(search.calls) == 1  # the second batch waits for the first
+    gate.set()
+    for t in threads:
+        t.join(10)
+    assert len(search.calls) == 2
+    batcher.close()
+
+
+def test_a_request_without_an_answer_in_time_gets_service_unavailable():
+    gate = threading.Event()
+    batcher = _batcher(search=FakeSearch(gate=gate))
+    t0 = time.monotonic()
+    with pytest.raises(ServiceUnavailable, match="no answer within 0.2 s"):
+        batcher.submit("q1", 1, timeout_s=0.2)
+    assert time.monotonic() - t0 < 5
+    gate.set()
+    batcher.close()
