@@ -53,6 +53,8 @@ any injected delay, and joins every request thread (the batcher serves the reque
 queued), then closes the batcher -- so when it returns every span has ended and been exported
 (``SimpleSpanProcessor`` exports on span end). ``exported_spans()`` returns them. A request the
 batcher can no longer serve gets 503 (:class:`~jaxparadigm.retrieval.request_batcher.ServiceUnavailable`).
+A service not started answers a direct :meth:`SearchService.handle` call on the calling thread,
+unbatched (:func:`~jaxparadigm.retrieval.request_batcher.serve_alone`).
 """
 
 from __future__ import annotations
@@ -86,9 +88,9 @@ from jaxparadigm.retrieval.request_batcher import (
     DEFAULT_MAX_WAIT_MS,
     BatchResult,
     RequestBatcher,
-    ServiceUnavailable,
     check_batching,
     padded_sizes,
+    serve_alone,
 )
 from jaxparadigm.retrieval.search_request import (
     DEFAULT_K,
@@ -312,10 +314,10 @@ class SearchService:
             mask = self.encoder.tokenize([query])["attention_mask"]
             span.set_attribute("tokens", int(mask.sum()))
         batcher, submitted = self._batcher, time.time_ns()
-        if batcher is None:
-            raise ServiceUnavailable("the search service is not started")
-        # its batch's encode/search error is raised here; a hung search answers 503
-        top = batcher.submit(query, k, nprobe, timeout_s=ANSWER_TIMEOUT_S)
+        if batcher is None:  # not started (a direct call): this request alone, unbatched
+            top = serve_alone(self.encoder, self.index.search_vectors, query, k, nprobe)
+        else:  # its batch's encode/search error is raised here; a hung search answers 503
+            top = batcher.submit(query, k, nprobe, timeout_s=ANSWER_TIMEOUT_S)
         self._batch_spans(submitted, top, k, nprobe)
         found = top.ids >= 0  # -1: the probed lists held fewer than k rows
         ids, scores = top.ids[found].tolist(), top.scores[found].tolist()

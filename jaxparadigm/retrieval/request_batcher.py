@@ -52,6 +52,7 @@ __all__ = [
     "check_batching",
     "padded_size",
     "padded_sizes",
+    "serve_alone",
 ]
 
 #: the most requests one batch holds (``serve --batch-size``): one encode call for all of them
@@ -266,49 +267,68 @@ class RequestBatcher:
             return [self._queue.popleft() for _ in range(min(len(self._queue), self.max_batch))]
 
     def _serve(self, batch: list[_Request]) -> None:
-        """One encode for the batch, then one search per ``(k, nprobe)`` group."""
-        start = time.time_ns()
-        try:
-            texts = [r.query for r in batch]
-            q = np.asarray(self.encoder.encode(texts, normalize=True), np.float32)
-            q = q.reshape(len(batch), -1)
-        except Exception as exc:
-            for request in batch:
-                request.fail(exc)
-            return
-        encoded = (start, time.time_ns())
-        groups: dict[tuple[int, int | None], list[int]] = {}
-        for i, request in enumerate(batch):
-            groups.setdefault((request.k, request.nprobe), []).append(i)
-        for (k, nprobe), rows in groups.items():
-            self._search_group(batch, q, rows, k, nprobe, encoded)
+        _serve_batch(self.encoder, self.search, batch, self.max_batch)
 
-    def _search_group(
-        self,
-        batch: Sequence[_Request],
-        q: np.ndarray,
-        rows: list[int],
-        k: int,
-        nprobe: int | None,
-        encoded: tuple[int, int],
-    ) -> None:
-        """Search ``q[rows]`` padded with zero rows to :func:`padded_size`; answer each request
-        of the group with its own row (the padded rows' results are dropped)."""
-        members = [batch[i] for i in rows]
-        n = len(rows)
-        padded = np.zeros((padded_size(n, self.max_batch), q.shape[1]), np.float32)
-        padded[:n] = q[rows]
-        start = time.time_ns()
-        try:
-            top = (
-                self.search(padded, k) if nprobe is None else self.search(padded, k, nprobe=nprobe)
-            )
-            scores, ids = np.asarray(top.scores)[:n], np.asarray(top.ids)[:n]
-        except Exception as exc:
-            for request in members:
-                request.fail(exc)
-            return
-        end = time.time_ns()
-        for j, request in enumerate(members):
-            request.result = BatchResult(scores[j], ids[j], len(batch), *encoded, start, end)
-            request.done.set()
+
+def serve_alone(
+    encoder: Any, search: Callable[..., Any], query: str, k: int, nprobe: int | None = None
+) -> BatchResult:
+    """One request served on the calling thread as a batch of one (a service that was not
+    started answers a direct ``handle`` call so); raises its encode or search exception."""
+    request = _Request(query, k, nprobe)
+    _serve_batch(encoder, search, [request], 1)
+    if request.error is not None:
+        raise request.error
+    assert request.result is not None  # answered when no error was recorded
+    return request.result
+
+
+def _serve_batch(
+    encoder: Any, search: Callable[..., Any], batch: list[_Request], max_batch: int
+) -> None:
+    """One encode for the batch, then one search per ``(k, nprobe)`` group."""
+    start = time.time_ns()
+    try:
+        texts = [r.query for r in batch]
+        q = np.asarray(encoder.encode(texts, normalize=True), np.float32)
+        q = q.reshape(len(batch), -1)
+    except Exception as exc:
+        for request in batch:
+            request.fail(exc)
+        return
+    encoded = (start, time.time_ns())
+    groups: dict[tuple[int, int | None], list[int]] = {}
+    for i, request in enumerate(batch):
+        groups.setdefault((request.k, request.nprobe), []).append(i)
+    for (k, nprobe), rows in groups.items():
+        _search_group(search, max_batch, batch, q, rows, (k, nprobe), encoded)
+
+
+def _search_group(
+    search: Callable[..., Any],
+    max_batch: int,
+    batch: Sequence[_Request],
+    q: np.ndarray,
+    rows: list[int],
+    key: tuple[int, int | None],
+    encoded: tuple[int, int],
+) -> None:
+    """Search ``q[rows]`` padded with zero rows to :func:`padded_size`; answer each request
+    of the group with its own row (the padded rows' results are dropped)."""
+    k, nprobe = key
+    members = [batch[i] for i in rows]
+    n = len(rows)
+    padded = np.zeros((padded_size(n, max_batch), q.shape[1]), np.float32)
+    padded[:n] = q[rows]
+    start = time.time_ns()
+    try:
+        top = search(padded, k) if nprobe is None else search(padded, k, nprobe=nprobe)
+        scores, ids = np.asarray(top.scores)[:n], np.asarray(top.ids)[:n]
+    except Exception as exc:
+        for request in members:
+            request.fail(exc)
+        return
+    end = time.time_ns()
+    for j, request in enumerate(members):
+        request.result = BatchResult(scores[j], ids[j], len(batch), *encoded, start, end)
+        request.done.set()

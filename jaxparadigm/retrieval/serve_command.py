@@ -18,6 +18,10 @@ socket, encodes and leads each batch's search step
 :func:`follow_index`. Process 0 sends an empty step every :data:`HEARTBEAT_S` seconds; when a
 process has died (a step fails), every request that needs the group gets 503 JSON at once, and
 after :data:`DRAIN_S` seconds serve stops with :class:`~jaxparadigm.errors.GroupFailed` (exit 3).
+A process that hangs without dying (no step fails) holds the step: each waiting request gets 503
+after :data:`~jaxparadigm.retrieval.http_service.ANSWER_TIMEOUT_S` seconds, and JAX's
+coordination service ends the whole group after ``heartbeat_timeout_s`` (100 s; the launcher then
+names the processes).
 
 ``POST /search`` with ``{"query": "...", "k": 5}`` answers ``{"hits": [[row, score], ...],
 "passages": [{"source", "start", "end", "text"}, ...]}`` (``row``: the passage's row in the index,
