@@ -50,12 +50,13 @@ commands:
   search "QUERY"               keyword vs semantic search over pydoc (or --index DIR: your files)
   index build|add|ivf|info     build, extend, cluster (IVF) or describe an index of your documents
   serve --index DIR            keep an index loaded and answer HTTP searches on 127.0.0.1
-  bench NAME                   run a benchmark (tensor, autodiff, optim, retrieval, train, index, ivf)
+  bench NAME                   run a benchmark (`bench --help` lists them: index, ivf, serve, ...)
 
 Run `jaxparadigm COMMAND --help` for a command's options."""
 
 EPILOG = """\
-exit status: 0 done; 2 bad input (one stderr line per problem); 3 a training run gave up.
+exit status: 0 done; 2 bad input (one stderr line per problem); 3 a training run gave up, or a
+process of a --num-processes group died.
 JAXPARADIGM_DEBUG=1 shows the traceback of input errors; TQDM_DISABLE=1 (or run --no-progress)
 turns progress output off."""
 

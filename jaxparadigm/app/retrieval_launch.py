@@ -12,8 +12,10 @@ fresh temporary folder named on stderr.
 
 from __future__ import annotations
 
+import signal
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from jaxparadigm.errors import InputError
@@ -73,11 +75,25 @@ def launch_group(
         file=sys.stderr,
         flush=True,
     )
-    launch_workers(
-        [sys.executable, "-m", "jaxparadigm", command, *argv],
-        run_dir,
-        num_processes=num_processes,
-        devices_per_process=devices_per_process,
-        advice=f"run the same command again (logs: {run_dir / 'logs'})",
-        lead_grace_s=lead_grace_s,
-    )
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        # SIGINT too, explicitly: a launcher started in the background of a script inherits
+        # SIGINT ignored; either signal stops the group (SIGTERM to each worker) and exits 130
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, _interrupt)
+    try:
+        launch_workers(
+            [sys.executable, "-m", "jaxparadigm", command, *argv],
+            run_dir,
+            num_processes=num_processes,
+            devices_per_process=devices_per_process,
+            advice=f"run the same command again (logs: {run_dir / 'logs'})",
+            lead_grace_s=lead_grace_s,
+        )
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _interrupt(signum: int, _frame) -> None:
+    raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")

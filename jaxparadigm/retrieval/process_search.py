@@ -46,8 +46,9 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from jaxparadigm.errors import GroupFailed, InputError
+from jaxparadigm.retrieval import vector_search
 from jaxparadigm.retrieval.passages import Passage
-from jaxparadigm.retrieval.vector_search import TopK, VectorSearcher
+from jaxparadigm.retrieval.vector_search import TopK
 
 __all__ = ["FAULT_ENV", "ProcessGroupSearch", "merge_process_topk"]
 
@@ -85,7 +86,7 @@ class ProcessGroupSearch:
 
     def __init__(
         self,
-        vectors: VectorSearcher,
+        vectors: vector_search.VectorSearcher,
         first: int,
         total: int,
         passage_of: Callable[[int], Passage],

@@ -128,3 +128,27 @@ def test_serve_over_two_processes_batches_answers_then_503_after_a_kill(index):
         proc.kill()
     assert proc.returncode == 3
     assert "process 1 of 2 was killed by SIGKILL" in err
+
+
+def test_a_signal_to_the_launcher_stops_every_process_of_serve(index):
+    """SIGINT (ignored by default in a background job: the launcher catches it itself) stops the
+    group: process 0 stops serving and releases the others, the launcher exits 130."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jaxparadigm", "serve", "--index", index, "--port", "0",
+         "--num-processes", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )  # fmt: skip
+    try:
+        while "serving" not in (line := proc.stdout.readline()):
+            assert line, proc.stderr.read()
+        workers = [worker_pid(proc.pid, i) for i in (0, 1)]
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "stopped by SIGINT" in err
+    assert "stopped after 0 request(s)" in out
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+    logs = re.search(r"the logs of process 1 in (\S+)", err).group(1)
+    assert "process 1: stopped after" in Path(logs, "process_1.log").read_text()
