@@ -18,8 +18,6 @@ import tempfile
 import threading
 from pathlib import Path
 
-from jaxparadigm.errors import InputError
-
 __all__ = ["SERVE_LEAD_GRACE_S", "join_group", "launch_group", "log_assignment"]
 
 #: ``serve``: how long process 0 may keep answering 503 after another process died before the
@@ -57,15 +55,10 @@ def launch_group(
 ) -> None:
     """Run ``jaxparadigm COMMAND *argv`` as ``num_processes`` local workers until they all end
     (``WorkerFailed``/``InputError`` from the launcher when one fails)."""
-    for name, value in (
-        ("--num-processes", num_processes),
-        ("--devices-per-process", devices_per_process),
-    ):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 1
-        ):
-            raise InputError(f"{name}: got {value!r}, expected an int >= 1")
+    from jaxparadigm.app.train_launch import check_process_counts
     from jaxparadigm.train.launch import launch_workers
+
+    check_process_counts(num_processes, devices_per_process)
 
     run_dir = Path(tempfile.mkdtemp(prefix=f"jaxparadigm-{command}-"))
     others = "process 1" if num_processes == 2 else f"processes 1-{num_processes - 1}"

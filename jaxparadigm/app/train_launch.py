@@ -18,7 +18,20 @@ from jaxparadigm.config.relations import launch_problem
 from jaxparadigm.errors import ConfigError, InputError
 from jaxparadigm.train import launch_workers
 
-__all__ = ["launch"]
+__all__ = ["check_process_counts", "launch"]
+
+
+def check_process_counts(num_processes: object, devices_per_process: object) -> None:
+    """Refuse ``--num-processes``/``--devices-per-process`` values that are not ints >= 1 (None:
+    not given) with one InputError naming the option."""
+    for name, value in (
+        ("num_processes", num_processes),
+        ("devices_per_process", devices_per_process),
+    ):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise InputError(f"--{name.replace('_', '-')}: got {value!r}, expected an int >= 1")
 
 
 def launch(
@@ -38,14 +51,7 @@ def launch(
     takes longer. ``cfg``: the config of ``config`` and ``overrides`` already loaded by the
     caller (the CLI), so the file is not read again here (None: load it).
     """
-    for name, value in (
-        ("num_processes", num_processes),
-        ("devices_per_process", devices_per_process),
-    ):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 1
-        ):
-            raise InputError(f"--{name.replace('_', '-')}: got {value!r}, expected an int >= 1")
+    check_process_counts(num_processes, devices_per_process)
     if cfg is None:
         cfg = load_config(config, overrides)
     problem = launch_problem(cfg)
