@@ -325,3 +325,26 @@ def test_a_request_without_an_answer_in_time_gets_service_unavailable():
     assert time.monotonic() - t0 < 5
     gate.set()
     batcher.close()
+
+
+def test_serve_alone_answers_one_request_on_the_calling_thread():
+    from jaxparadigm.retrieval.request_batcher import serve_alone
+
+    encoder, search = FakeEncoder(), FakeSearch()
+    got = serve_alone(encoder, search, "q7", 3, nprobe=4)
+    _assert_own_rows([("q7", 3, 4)], [got])
+    assert got.batch_size == 1 and encoder.calls == [["q7"]]
+    ((q, k, nprobe),) = search.calls
+    assert q.shape == (1, 4) and (k, nprobe) == (3, 4)
+    with pytest.raises(RuntimeError, match="search broke"):
+        serve_alone(encoder, FakeSearch(error=RuntimeError("search broke")), "q1", 1)
+
+
+def test_a_request_wakes_the_worker_without_an_idle_call():
+    """on_idle runs only after idle_s with no request, never for the wake-up a request causes."""
+    calls: list[float] = []
+    batcher = _batcher(on_idle=lambda: calls.append(time.monotonic()), idle_s=30)
+    for i in range(3):
+        _assert_own_rows([(f"q{i}", 1, None)], [batcher.submit(f"q{i}", 1)])
+    assert calls == []
+    batcher.close()
