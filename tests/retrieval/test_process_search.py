@@ -128,20 +128,25 @@ def run_group(tmp: Path, index: Path, q: np.ndarray, k: int, devices: int, env=N
     return np.load(tmp / "out.npz"), json.loads((tmp / "out.json").read_text())
 
 
-@pytest.mark.parametrize("devices", [1, pytest.param(2, marks=pytest.mark.ci_full)])
-def test_two_processes_return_the_single_process_ids(tmp_path, devices):
+@pytest.mark.parametrize(
+    "devices, k",
+    [(1, 170), (1, 310), pytest.param(2, 170, marks=pytest.mark.ci_full)],
+)
+def test_two_processes_return_the_single_process_ids(tmp_path, devices, k):
     """Ids, scores (bitwise) and passages equal one process's exact search over every shard,
-    ties (12 copies of a row spread over both processes) to the lower row everywhere."""
+    ties (12 copies of a row spread over both processes) to the lower row everywhere. k = 170:
+    more than process 1 holds (its candidates are padded); k = 310: more than the 300 rows (every
+    row comes back, once)."""
     from jaxparadigm.retrieval.index_searcher import IndexSearcher
 
     x, q = generated(300, 16, 1)
     index = write_vectors(tmp_path / "idx", x, 40)  # 8 shards: rows 0-159 | 160-299
-    k = 170  # more than process 1 holds: its candidates are padded
     got, info = run_group(tmp_path, index, q, k, devices)
     one = IndexSearcher(index).search_vectors(q, k)
     np.testing.assert_array_equal(got["ids"], one.ids)
     np.testing.assert_array_equal(got["scores"], one.scores)
     assert sorted(got["ids"][0][:12].tolist()) == got["ids"][0][:12].tolist()  # the tie rule
+    assert got["ids"].shape == (len(q), min(k, 300))
     assert info["passages"] == [[f"passage {r}" for r in row] for row in one.ids.tolist()]
     assert [h[:2] for h in info["held"]] == [[0, 4], [4, 8]]
 
