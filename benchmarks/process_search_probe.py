@@ -29,9 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "retrieval"))
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 TIMER = r"""
 import json, sys, time
@@ -84,7 +82,7 @@ def timed(tmp: Path, index: Path, q: Path, rounds: int, group: bool) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from test_process_search import write_vectors
+    from index_bench import write_vector_index
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=1_000_000)
@@ -98,7 +96,8 @@ def main(argv: list[str] | None = None) -> None:
     for label, rows in (("fixed cost", 1_600), ("scan", args.rows)):
         x = rng.standard_normal((rows, 384)).astype(np.float32)
         x /= np.linalg.norm(x, axis=1, keepdims=True)
-        index = write_vectors(tmp / f"idx{rows}", x, rows // 16)
+        index = tmp / f"idx{rows}"
+        write_vector_index(index, x, rows // 16)
         del x
         runs = {False: [], True: []}
         for _ in range(2):  # interleaved: alone, group, alone, group
