@@ -239,7 +239,7 @@ def _same_programs(rows: int, steps: int):
     import jax
 
     from jaxparadigm.optim import adam
-    from jaxparadigm.retrieval.vector_search import RowSource, VectorSearcher
+    from jaxparadigm.retrieval.dense.vector_search import RowSource, VectorSearcher
     from jaxparadigm.train.data import build_dataset
 
     sys.path.insert(0, str(HERE))

@@ -96,8 +96,8 @@ def agreement(x: np.ndarray, q: np.ndarray, a: np.ndarray, b: np.ndarray) -> str
 
 def write_vector_index(out: Path, x: np.ndarray, shard_rows: int) -> None:
     """Synthetic vectors as an index directory (passages: empty placeholders)."""
-    from jaxparadigm.retrieval.index_store import new_manifest, write_manifest, write_shard
-    from jaxparadigm.retrieval.passages import Passage
+    from jaxparadigm.retrieval.documents.passages import Passage
+    from jaxparadigm.retrieval.index.store import new_manifest, write_manifest, write_shard
 
     out.mkdir(parents=True)
     build = {"chunk_tokens": 2, "overlap": 0, "batch_size": 1}  # a valid manifest: none used
@@ -113,8 +113,8 @@ def write_vector_index(out: Path, x: np.ndarray, shard_rows: int) -> None:
 
 
 def exact_section(args, x, queries, lines, faiss) -> np.ndarray:
-    from jaxparadigm.retrieval.index_searcher import IndexSearcher
-    from jaxparadigm.retrieval.vector_search import VectorSearcher
+    from jaxparadigm.retrieval.dense.vector_search import VectorSearcher
+    from jaxparadigm.retrieval.index.searcher import IndexSearcher
 
     q64, q1 = queries[: args.batch], queries[args.batch : args.batch + args.single]
     tmp = Path(tempfile.mkdtemp(prefix="index_bench_"))
@@ -224,7 +224,7 @@ def exact_section(args, x, queries, lines, faiss) -> np.ndarray:
 
 
 def ann_section(args, x, queries, lines, faiss) -> None:
-    from jaxparadigm.retrieval.vector_search import RowSource, VectorSearcher
+    from jaxparadigm.retrieval.dense.vector_search import RowSource, VectorSearcher
 
     x = x[: args.ann_n]
     q = queries[: args.batch]
@@ -297,9 +297,9 @@ def pydoc_section(args, lines, faiss, encoder) -> None:
     from pydoc_data.topics import topics
 
     from jaxparadigm.claims.evidence.pydoc_queries import PYDOC_QUERIES
-    from jaxparadigm.retrieval.index_build import build_index
-    from jaxparadigm.retrieval.index_searcher import IndexSearcher
-    from jaxparadigm.retrieval.vector_search import VectorSearcher
+    from jaxparadigm.retrieval.dense.vector_search import VectorSearcher
+    from jaxparadigm.retrieval.index.build import build_index
+    from jaxparadigm.retrieval.index.searcher import IndexSearcher
 
     tmp = Path(tempfile.mkdtemp(prefix="index_bench_pydoc_"))
     (tmp / "docs").mkdir()
@@ -350,8 +350,8 @@ def encode_section(args, lines, base) -> None:
         semantic_rankings,
         summarize_ranks,
     )
-    from jaxparadigm.retrieval.ranking_metrics import first_hit_rank
-    from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
+    from jaxparadigm.retrieval.encoder.sentence_encoder import SentenceEncoder
+    from jaxparadigm.retrieval.eval.ranking_metrics import first_hit_rank
 
     sents = make_sentences(args.encode_n)
     st = _load_st()
@@ -479,7 +479,7 @@ def main(argv: list[str] | None = None) -> dict:
             ann_section(args, x, queries, lines, faiss)
         del x
     if {"pydoc", "encode"} & set(args.parts):
-        from jaxparadigm.retrieval.sentence_encoder import load_minilm
+        from jaxparadigm.retrieval.encoder.sentence_encoder import load_minilm
 
         base = load_minilm()
         if "pydoc" in args.parts:

@@ -87,9 +87,9 @@ def one_by_one(search, queries: np.ndarray):
 
 
 def clustered_section(args, lines, faiss, curve) -> None:
-    from jaxparadigm.retrieval.index_searcher import IndexSearcher
-    from jaxparadigm.retrieval.ivf_build import train_ivf
-    from jaxparadigm.retrieval.ivf_search import default_nprobe
+    from jaxparadigm.retrieval.dense.ivf_search import default_nprobe
+    from jaxparadigm.retrieval.index.ivf_build import train_ivf
+    from jaxparadigm.retrieval.index.searcher import IndexSearcher
 
     centres = args.centres or 10 * args.lists
     x = clustered(args.n + args.batch + args.single, args.dim, centres, args.sigma, seed=0)
@@ -248,11 +248,11 @@ def pydoc_section(args, lines, curve) -> None:
     from pydoc_data.topics import topics
 
     from jaxparadigm.claims.evidence.pydoc_queries import PYDOC_QUERIES
-    from jaxparadigm.retrieval.index_build import build_index
-    from jaxparadigm.retrieval.index_searcher import IndexSearcher
-    from jaxparadigm.retrieval.ivf_build import train_ivf
-    from jaxparadigm.retrieval.ivf_search import default_nprobe
-    from jaxparadigm.retrieval.sentence_encoder import load_minilm
+    from jaxparadigm.retrieval.dense.ivf_search import default_nprobe
+    from jaxparadigm.retrieval.encoder.sentence_encoder import load_minilm
+    from jaxparadigm.retrieval.index.build import build_index
+    from jaxparadigm.retrieval.index.ivf_build import train_ivf
+    from jaxparadigm.retrieval.index.searcher import IndexSearcher
 
     encoder = load_minilm()
     tmp = Path(tempfile.mkdtemp(prefix="ivf_bench_pydoc_"))

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 TIMER = r"""
 import json, sys, time
 import numpy as np
-from jaxparadigm.retrieval.index_searcher import IndexSearcher
+from jaxparadigm.retrieval.index.searcher import IndexSearcher
 from jaxparadigm.train.distributed import DistributedSettings, initialize_distributed
 initialize_distributed(DistributedSettings())
 import jax

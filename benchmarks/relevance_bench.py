@@ -15,8 +15,8 @@ questions in a user's words, each with its evidence ``(file, exact substring)``:
 For each setting ``WINDOW/OVERLAP`` (word pieces) every corpus is indexed with the public
 ``build_index`` (cached under ``--cache-dir``: a rerun only searches) and each question is ranked
 three ways: ``dense`` (``IndexSearcher.search``, cosine of all-MiniLM-L6-v2 embeddings),
-``hybrid`` (:func:`~jaxparadigm.retrieval.hybrid_search.hybrid_search`: reciprocal rank fusion,
-k = 60, of the dense top 100 and the :mod:`~jaxparadigm.retrieval.bm25` top 100) and ``bm25``
+``hybrid`` (:func:`~jaxparadigm.retrieval.ranking.hybrid_search.hybrid_search`: reciprocal rank fusion,
+k = 60, of the dense top 100 and the :mod:`~jaxparadigm.retrieval.sparse.bm25` top 100) and ``bm25``
 alone (for reference). A passage answers a question when it comes from an evidence file and
 covers at least half of an occurrence of the evidence substring (``[start, end)`` offsets in the
 file). Reported per setting, method and kind of text: recall@1, @3, @10, MRR (rank beyond 100
@@ -170,9 +170,9 @@ def evaluate(
 ) -> dict:
     """Build (or reuse) the corpus index for one setting; rank and judge its questions."""
     from jaxparadigm.retrieval import IndexSearcher, build_index
-    from jaxparadigm.retrieval.bm25 import bm25_top
-    from jaxparadigm.retrieval.excerpt import best_excerpt, segments
-    from jaxparadigm.retrieval.hybrid_search import hybrid_search, keyword_index
+    from jaxparadigm.retrieval.ranking.excerpt import best_excerpt, segments
+    from jaxparadigm.retrieval.ranking.hybrid_search import hybrid_search, keyword_index
+    from jaxparadigm.retrieval.sparse.bm25 import bm25_top
 
     folder = index_dir(cache, name, spec, files, window, overlap)
     t0 = time.perf_counter()

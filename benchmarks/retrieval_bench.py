@@ -38,7 +38,7 @@ def _load_st():
     except ImportError:
         print("sentence-transformers: not installed, the reference column is left out")
         return None
-    from jaxparadigm.retrieval.sentence_encoder import minilm_path
+    from jaxparadigm.retrieval.encoder.sentence_encoder import minilm_path
 
     return SentenceTransformer(str(minilm_path()), device="cpu")
 

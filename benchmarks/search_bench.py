@@ -119,7 +119,7 @@ def main(argv=None) -> dict:
     print(f"CPU: {cpu_info()}; load before: {_load()}")
     import jax
 
-    from jaxparadigm.retrieval.vector_search import RowSource, VectorSearcher
+    from jaxparadigm.retrieval.dense.vector_search import RowSource, VectorSearcher
 
     x = unit_rows(n, DIM, 0)
     q64 = unit_rows(64, DIM, 2)

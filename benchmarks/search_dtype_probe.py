@@ -2,7 +2,7 @@
 
     python benchmarks/search_dtype_probe.py [--n 1000000] [--rounds 3] [--repeats 3]
 
-Our search (``jaxparadigm.retrieval.vector_search``) scores stored rows with a float32 matrix
+Our search (``jaxparadigm.retrieval.dense.vector_search``) scores stored rows with a float32 matrix
 product after decoding them to float32 block by block (int8 codes times the row scale,
 bfloat16 bits shifted), so its scores equal exact float32 scoring of the stored rows. Could
 a compact dtype go faster on XLA:CPU? This probe times, in one process, on ``n x 384`` rows and
@@ -68,7 +68,7 @@ def _convert_decode():
     import jax
     import jax.numpy as jnp
 
-    from jaxparadigm.retrieval import vector_search as topk_search
+    from jaxparadigm.retrieval.dense import vector_search as topk_search
 
     def convert(bits):
         return jax.lax.bitcast_convert_type(bits, jnp.bfloat16).astype(jnp.float32)
@@ -95,7 +95,7 @@ def main(argv=None) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from jaxparadigm.retrieval.vector_search import (
+    from jaxparadigm.retrieval.dense.vector_search import (
         RowSource,
         VectorSearcher,
         _as_float32,  # the search kernel's own decode: scan dot widens rows exactly as it does

@@ -89,8 +89,8 @@ and indexing? What does an exception's traceback hold?
 
 def tiny_index(cache: Path, encoder, topics: int, window: int) -> Path:
     """The pydoc topics (the first ``topics`` of them, 0: all) as a MiniLM index, built once."""
-    from jaxparadigm.retrieval.index_build import build_index
-    from jaxparadigm.retrieval.pydoc_corpus import pydoc_topics
+    from jaxparadigm.retrieval.eval.pydoc_corpus import pydoc_topics
+    from jaxparadigm.retrieval.index.build import build_index
 
     names = list(pydoc_topics())[: topics or None]
     out = cache / f"pydoc-py{sys.version.split()[0]}-{len(names)}topics-w{window}"
@@ -107,8 +107,8 @@ def tiny_index(cache: Path, encoder, topics: int, window: int) -> Path:
 
 def generated_index(cache: Path, n: int, encoder) -> Path:
     """``n`` generated unit rows (placeholder passages) with MiniLM's model entry, written once."""
-    from jaxparadigm.retrieval.index_build import DEFAULT_MODEL_NAME
-    from jaxparadigm.retrieval.index_store import read_manifest, write_manifest
+    from jaxparadigm.retrieval.index.build import DEFAULT_MODEL_NAME
+    from jaxparadigm.retrieval.index.store import read_manifest, write_manifest
 
     out = cache / f"generated-{n}"
     if (out / "manifest.json").is_file():
@@ -208,7 +208,7 @@ def figures(records: list, wall: float) -> dict:
 def start_ours(index_dir: Path, encoder, args):
     """The service over ``index_dir``, started; ``--batch-size``/``--batch-wait-ms`` passed when
     given (its defaults otherwise), left out when this checkout's service has no batching."""
-    from jaxparadigm.retrieval.serve_command import index_service
+    from jaxparadigm.retrieval.service.index_service import index_service
 
     opts = {"max_batch": args.batch_size, "max_wait_ms": args.batch_wait_ms}
     opts = {k: v for k, v in opts.items() if v is not None}
@@ -362,7 +362,7 @@ def reference_parts(args) -> tuple:
         import torch
     except ImportError as exc:
         return None, f"reference left out ({exc}; pip install -e '.[bench]')"
-    from jaxparadigm.retrieval.sentence_encoder import minilm_path
+    from jaxparadigm.retrieval.encoder.sentence_encoder import minilm_path
 
     st = sentence_transformers.SentenceTransformer(str(minilm_path()), device="cpu")
     return (st, faiss), (
@@ -382,7 +382,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
     import jax
 
-    from jaxparadigm.retrieval.sentence_encoder import cached_minilm
+    from jaxparadigm.retrieval.encoder.sentence_encoder import cached_minilm
 
     load0, t0 = os.getloadavg()[0], time.perf_counter()
     encoder = cached_minilm(None)

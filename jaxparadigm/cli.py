@@ -311,7 +311,7 @@ def _add_serve(sub) -> None:
         "the larger of lists/16 and the lists holding 1,024 rows); an index without: exact search",
     )
     # defaults: request_batcher's DEFAULT_MAX_BATCH, DEFAULT_MAX_WAIT_MS (not imported: the
-    # retrieval package loads JAX; tests/retrieval/test_request_batcher.py checks they agree)
+    # retrieval package loads JAX; tests/retrieval/service/test_request_batcher.py checks they agree)
     batching = [
         ("--batch-size", "max_batch", int, 16, "B", "most requests encoded and searched at once"),
         ("--batch-wait-ms", "max_wait_ms", float, 0.0, "T", "ms a batch waits for more requests"),

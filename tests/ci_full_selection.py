@@ -81,12 +81,12 @@ CI_FULL = (
         "a probe's smoke run (issue 26); the search kernel is tested in test_topk_search.py",
     ),
     (
-        "tests/retrieval/test_serve.py::test_serve_command_stops_cleanly_on_ctrl_c[ignored]",
+        "tests/retrieval/service/test_serve.py::test_serve_command_stops_cleanly_on_ctrl_c[ignored]",
         "a serve process end to end (model load, compile: ~10 s); the in-process service tests "
         "stay in the default run",
     ),
     (
-        "tests/retrieval/test_index_build_devices.py::*",
+        "tests/retrieval/index/test_index_build_devices.py::*",
         "a benchmark's smoke run (issue 26: two index-build processes); one two-device build "
         "against the one-device index stays in test_index_cli.py",
     ),

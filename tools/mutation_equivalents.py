@@ -445,8 +445,8 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         '"d2h_gbps": nbytes / d2h_s / 1e9 if d2h_s > 0 else float("INF"),',
         _INF,
     ),
-    # jaxparadigm/retrieval/ranking_metrics.py
-    "jaxparadigm.retrieval.ranking_metrics.x_ranking_from_scores__mutmut_12": (
+    # jaxparadigm/retrieval/eval/ranking_metrics.py
+    "jaxparadigm.retrieval.eval.ranking_metrics.x_ranking_from_scores__mutmut_12": (
         'return np.argsort(-scores, kind="STABLE")',
         "NumPy reads the sort kind case-insensitively: 'STABLE' is 'stable'",
     ),
@@ -581,12 +581,12 @@ EQUIVALENT.update(
             "return [_dense(c, v.aval) for c, v in zip(in_cts, graph.inputs, strict=None)]",
             "graph.backward returns one cotangent per graph input: same length",
         ),
-        "jaxparadigm.retrieval.index_store.x__save_npy__mutmut_11": (
+        "jaxparadigm.retrieval.index.store.x__save_npy__mutmut_11": (
             "np.save(fh, embeddings, )",
             "allow_pickle matters only for object arrays; the embeddings are float32 (checked "
             "by write_shard, its only caller, with np.ascontiguousarray(..., float32)): the same bytes",
         ),
-        "jaxparadigm.retrieval.index_store.x_open_passages__mutmut_8": (
+        "jaxparadigm.retrieval.index.store.x_open_passages__mutmut_8": (
             "with open(path, ) as fh:",
             "the file is used only through its descriptor (fstat, mmap), the same in text and "
             "binary mode",
@@ -623,52 +623,52 @@ EQUIVALENT.update(
             "low is tril(lu, -1) plus the identity: its diagonal is exactly 1, so solving with "
             "or without unit_diagonal gives the same result",
         ),
-        "jaxparadigm.retrieval.document_files.x__utf8__mutmut_4": (
+        "jaxparadigm.retrieval.documents.reading.x__utf8__mutmut_4": (
             'text = data.decode("UTF-8")',
             "Python reads codec names case-insensitively: 'UTF-8' is 'utf-8'",
         ),
-        "jaxparadigm.retrieval.http_handler.xǁ_Handlerǁ_send__mutmut_41": (
+        "jaxparadigm.retrieval.service.http_handler.xǁ_Handlerǁ_send__mutmut_41": (
             'self.send_header("connection", "close")',
             "header names are case-insensitive (RFC 9110 5.1), and send_header compares the "
             "name lower-cased to set close_connection: the same answer and the same close",
         ),
-        "jaxparadigm.retrieval.http_handler.xǁ_Serverǁshutdown_request__mutmut_7": (
+        "jaxparadigm.retrieval.service.http_handler.xǁ_Serverǁshutdown_request__mutmut_7": (
             "while time.monotonic() <= deadline and request.recv(65536):",
             "monotonic() equals the deadline at one instant at most: one more 0.1 s read "
             "there, within the documented bound",
         ),
-        "jaxparadigm.retrieval.http_handler.x_bind_listener__mutmut_17": (
+        "jaxparadigm.retrieval.service.http_handler.x_bind_listener__mutmut_17": (
             "sock = socket.socket(socket.AF_INET, )",
             "SOCK_STREAM is socket.socket's default type",
         ),
-        "jaxparadigm.retrieval.bm25.x_bm25_index__mutmut_99": (
+        "jaxparadigm.retrieval.sparse.bm25.x_bm25_index__mutmut_99": (
             "postings = {w: (np.asarray(ids[w]), np.asarray(counts[w], None)) for w in ids}",
             "counts are small integers, read only in float64 arithmetic with idf, k1 and the "
             "norms: int64 and float64 arrays of them give the same scores",
         ),
-        "jaxparadigm.retrieval.excerpt.x__cut__mutmut_2": (
+        "jaxparadigm.retrieval.ranking.excerpt.x__cut__mutmut_2": (
             "if end - start >= max_chars:",
             "a segment of exactly max_chars enters the cut with lo = start (end - max_chars is "
             "start) and hi = end: the same span",
         ),
-        "jaxparadigm.retrieval.vector_search.x_compact_rows__mutmut_38": (
+        "jaxparadigm.retrieval.dense.vector_search.x_compact_rows__mutmut_38": (
             "codes = np.clip(np.rint(x / scale[:, None]), None, 127).astype(np.int8)",
             "|x| <= peak and scale = peak / 127, so x / scale rounds to at least -127: the lower "
             "clip never binds",
         ),
-        "jaxparadigm.retrieval.manifest_schema.xǁ_Checkerǁrecords__mutmut_23": (
+        "jaxparadigm.retrieval.index.manifest_schema.xǁ_Checkerǁrecords__mutmut_23": (
             'f"{where}[{i}].{key}", r[key], lo, None',
             "hi=None is integer()'s default: the same call",
         ),
-        "jaxparadigm.retrieval.passages.x_split_passages__mutmut_17": (
+        "jaxparadigm.retrieval.documents.passages.x_split_passages__mutmut_17": (
             "for doc, offsets in zip(docs, _unit_offsets(docs, tokenizer), strict=None):",
             _ONE_PER_DOC,
         ),
-        "jaxparadigm.retrieval.passages.x_split_passages__mutmut_25": (
+        "jaxparadigm.retrieval.documents.passages.x_split_passages__mutmut_25": (
             "for doc, offsets in zip(docs, _unit_offsets(docs, tokenizer), strict=False):",
             _ONE_PER_DOC,
         ),
-        "jaxparadigm.retrieval.readable_text.xǁ_Readableǁ__init____mutmut_1": (
+        "jaxparadigm.retrieval.documents.readable_text.xǁ_Readableǁ__init____mutmut_1": (
             "super().__init__(convert_charrefs=None)",
             _CHARREFS_NONE,
         ),

@@ -75,18 +75,31 @@ MODULES: dict[str, Target] = {
         ("jaxparadigm/train/validation.py",), ("tests/train/test_validation.py",)
     ),
     "retrieval.ranking_metrics": Target(
-        ("jaxparadigm/retrieval/ranking_metrics.py",), ("tests/retrieval/test_ranking_metrics.py",)
+        ("jaxparadigm/retrieval/eval/ranking_metrics.py",),
+        ("tests/retrieval/eval/test_ranking_metrics.py",),
     ),
     # issue 37 (`make mutation MODULE=...`; not in CI's round-4 window)
     "retrieval.request_batcher": Target(
-        ("jaxparadigm/retrieval/request_batcher.py",),
-        ("tests/retrieval/test_request_batcher.py", "tests/retrieval/test_serve_batching.py"),
+        ("jaxparadigm/retrieval/service/request_batcher.py",),
+        (
+            "tests/retrieval/service/test_request_batcher.py",
+            "tests/retrieval/service/test_serve_batching.py",
+        ),
     ),
 }
 
 
 def _tests(folder: str, *names: str) -> tuple[str, ...]:
-    return tuple(f"tests/{folder}/{n}.py" for n in names)
+    """The test files ``names`` under ``tests/folder`` (at any depth: test file names are unique)."""
+    found = []
+    for n in names:
+        hits = sorted((ROOT / "tests" / folder).rglob(f"{n}.py"))
+        if len(hits) != 1:
+            raise ValueError(
+                f"_tests: {n}.py is under tests/{folder} {len(hits)} times, expected once"
+            )
+        found.append(hits[0].relative_to(ROOT).as_posix())
+    return tuple(found)
 
 
 # The modules added or rewritten since 0a67870 (issue 39), each with the tests that exercise it
@@ -160,13 +173,13 @@ ROUND_4: dict[str, Target] = {
         ),
     ),
     "retrieval.vector_search": Target(
-        ("jaxparadigm/retrieval/vector_search.py",),
+        ("jaxparadigm/retrieval/dense/vector_search.py",),
         _tests(
             "retrieval", "test_vector_search", "test_vector_search_boundaries", "test_memory_index"
         ),
     ),
     "retrieval.manifest_schema": Target(
-        ("jaxparadigm/retrieval/manifest_schema.py",),
+        ("jaxparadigm/retrieval/index/manifest_schema.py",),
         _tests(
             "retrieval",
             "test_manifest_schema_boundaries",
@@ -177,7 +190,7 @@ ROUND_4: dict[str, Target] = {
         ),
     ),
     "retrieval.index_store": Target(
-        ("jaxparadigm/retrieval/index_store.py",),
+        ("jaxparadigm/retrieval/index/store.py",),
         _tests(
             "retrieval",
             "test_index_folder",
@@ -190,7 +203,7 @@ ROUND_4: dict[str, Target] = {
         ),
     ),
     "retrieval.index_build": Target(
-        ("jaxparadigm/retrieval/index_build.py",),
+        ("jaxparadigm/retrieval/index/build.py",),
         _tests(
             "retrieval",
             "test_index_build",
@@ -201,7 +214,7 @@ ROUND_4: dict[str, Target] = {
         ),
     ),
     "retrieval.readable_text": Target(
-        ("jaxparadigm/retrieval/readable_text.py",),
+        ("jaxparadigm/retrieval/documents/readable_text.py",),
         _tests(
             "retrieval",
             "test_readable_text_hostile",
@@ -211,11 +224,14 @@ ROUND_4: dict[str, Target] = {
         ),
     ),
     "retrieval.passages": Target(
-        ("jaxparadigm/retrieval/passages.py",),
+        ("jaxparadigm/retrieval/documents/passages.py",),
         _tests("retrieval", "test_passages", "test_readable_text_boundaries", "test_index_build"),
     ),
     "retrieval.service": Target(
-        ("jaxparadigm/retrieval/http_service.py", "jaxparadigm/retrieval/http_handler.py"),
+        (
+            "jaxparadigm/retrieval/service/http_service.py",
+            "jaxparadigm/retrieval/service/http_handler.py",
+        ),
         _tests(
             "retrieval",
             "test_http_service",
@@ -239,9 +255,9 @@ ROUND_4: dict[str, Target] = {
     ),
     "retrieval.keyword_search": Target(
         (
-            "jaxparadigm/retrieval/bm25.py",
-            "jaxparadigm/retrieval/rank_fusion.py",
-            "jaxparadigm/retrieval/excerpt.py",
+            "jaxparadigm/retrieval/sparse/bm25.py",
+            "jaxparadigm/retrieval/ranking/rank_fusion.py",
+            "jaxparadigm/retrieval/ranking/excerpt.py",
         ),
         _tests(
             "retrieval",
@@ -255,19 +271,21 @@ ROUND_4: dict[str, Target] = {
     ),
     "retrieval.document_files": Target(
         (
-            "jaxparadigm/retrieval/document_files.py",
-            "jaxparadigm/retrieval/bounded_reading.py",
-            "jaxparadigm/retrieval/index_owned_files.py",
+            "jaxparadigm/retrieval/documents/reading.py",
+            "jaxparadigm/retrieval/documents/walking.py",
+            "jaxparadigm/retrieval/documents/skipped.py",
+            "jaxparadigm/common/bounded_reading.py",
+            "jaxparadigm/retrieval/index/owned_files.py",
         ),
         _tests(
             "retrieval",
             "test_document_files_hostile",
             "test_document_files_boundaries",
             "test_every_text_file",
-            "test_bounded_reading",
             "test_index_folder_generated",
             "test_index_folder_hostile",
-        ),
+        )
+        + _tests("common", "test_bounded_reading"),
     ),
     "train.run_folder": Target(
         ("jaxparadigm/train/run_folder.py", "jaxparadigm/train/interrupt_guard.py"),

@@ -96,7 +96,7 @@ def _import_first(*names: str):
 
 def _serve_once(index_dir: Path, query: str, k: int) -> list:
     serve_index = _import_first(
-        "jaxparadigm.retrieval.serve_command:serve_index",
+        "jaxparadigm.app.serve_command:serve_index",
         "jaxparadigm.retrieval.index_service:serve_index",
     )
     lines: list[str] = []
@@ -135,7 +135,7 @@ def measure() -> dict:
 
     from jaxparadigm.cli import main
     from jaxparadigm.retrieval import SemanticIndex, add_to_index, build_index
-    from jaxparadigm.retrieval.sentence_encoder import cached_minilm
+    from jaxparadigm.retrieval.encoder.sentence_encoder import cached_minilm
 
     encoder = cached_minilm(None)
     docs = [

@@ -238,7 +238,7 @@ def _print_result(text: str) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from jaxparadigm.retrieval.request_batcher import check_batching
+    from jaxparadigm.retrieval.service.request_batcher import check_batching
 
     # before the model loads, in the options' names
     check_batching(args.max_batch, args.max_wait_ms, ("--batch-size", "--batch-wait-ms"))
@@ -247,7 +247,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from jaxparadigm.app.retrieval_launch import join_group
 
     group = join_group()  # a worker of `serve --num-processes N` (or of a cluster job)
-    from jaxparadigm.retrieval.serve_command import follow_index, serve_index
+    from jaxparadigm.app.serve_command import follow_index, serve_index
 
     if group and not _primary():
         follow_index(args.index)

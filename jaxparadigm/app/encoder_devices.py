@@ -4,7 +4,7 @@ One XLA:CPU device runs a forward's elementwise loops (GELU, softmax, LayerNorm)
 a 2-core machine encodes on one core. With ``D`` host devices (``--cpu-devices``, chosen before
 JAX starts, :mod:`jaxparadigm.app.cpu_devices`) the encoder sends micro-batch ``b`` to device
 ``b % D`` with one forward in flight per device: the same embeddings bit for bit
-(:class:`~jaxparadigm.retrieval.sentence_encoder.SentenceEncoder`), ``D`` forwards at once.
+(:class:`~jaxparadigm.retrieval.encoder.sentence_encoder.SentenceEncoder`), ``D`` forwards at once.
 Measured (benchmarks/RESULTS.md): ``index build docs``, 1,809 passages, 101.5 s on two devices
 vs 146.2 s on one (1.44x).
 

@@ -15,20 +15,20 @@ from typing import Any
 from jaxparadigm.app.encoder_devices import encoder_on_cpu_devices
 from jaxparadigm.app.retrieval_launch import log_assignment
 from jaxparadigm.errors import require_int
-from jaxparadigm.retrieval.document_files import Skipped, describe_skipped, plural
-from jaxparadigm.retrieval.excerpt import mark_text
-from jaxparadigm.retrieval.index_build import add_to_index, build_index
-from jaxparadigm.retrieval.index_searcher import IndexSearcher
-from jaxparadigm.retrieval.index_store import committed, read_manifest
-from jaxparadigm.retrieval.ivf_search import default_nprobe
-from jaxparadigm.retrieval.ivf_store import list_sizes_text
-from jaxparadigm.retrieval.search_results import (
+from jaxparadigm.retrieval.dense.ivf_search import default_nprobe
+from jaxparadigm.retrieval.documents.reading import Skipped, describe_skipped, plural
+from jaxparadigm.retrieval.encoder.sentence_encoder import shorten
+from jaxparadigm.retrieval.index.build import add_to_index, build_index
+from jaxparadigm.retrieval.index.ivf_store import list_sizes_text
+from jaxparadigm.retrieval.index.searcher import IndexSearcher
+from jaxparadigm.retrieval.index.store import committed, read_manifest
+from jaxparadigm.retrieval.ranking.excerpt import mark_text
+from jaxparadigm.retrieval.ranking.search_results import (
     SCORE_MEANING,
     ScoredHit,
     search_response,
     search_with_excerpts,
 )
-from jaxparadigm.retrieval.sentence_encoder import shorten
 
 __all__ = [
     "MARK_OPEN",
@@ -45,7 +45,7 @@ __all__ = [
 
 
 def _encoder(model_path: str | os.PathLike | None):
-    from jaxparadigm.retrieval.sentence_encoder import cached_minilm
+    from jaxparadigm.retrieval.encoder.sentence_encoder import cached_minilm
 
     return cached_minilm(None if model_path is None else str(model_path))
 
@@ -112,14 +112,14 @@ def index_add_text(
 
 def _ivf_offsets(index_dir: Path, ivf: dict):
     """The lists' offsets, checked against the manifest's sha256 (a small file)."""
-    from jaxparadigm.retrieval.ivf_store import load_ivf_file
+    from jaxparadigm.retrieval.index.ivf_store import load_ivf_file
 
     return load_ivf_file(index_dir, ivf, "offsets")
 
 
 def index_ivf_text(index_dir: str, lists: int, *, seed: int = 0, iters: int = 10) -> str:
     """Train ``lists`` inverted lists for the index (:func:`train_ivf`); returns a summary line."""
-    from jaxparadigm.retrieval.ivf_build import train_ivf
+    from jaxparadigm.retrieval.index.ivf_build import train_ivf
 
     m = train_ivf(index_dir, lists, seed=seed, iters=iters)
     ivf = m["ivf"]
@@ -246,7 +246,7 @@ def index_search_hits(
     nprobe: int | None = None,
 ) -> tuple[IndexSearcher, list[ScoredHit]]:
     """The opened index and its top ``top_k`` :class:`ScoredHit` s for ``query``
-    (:func:`~jaxparadigm.retrieval.search_results.search_with_excerpts`). ``nprobe``: inverted
+    (:func:`~jaxparadigm.retrieval.ranking.search_results.search_with_excerpts`). ``nprobe``: inverted
     lists to scan; ``None`` on an index with IVF lists: :func:`default_nprobe` of them (without
     ``approx``), on one without: exact."""
     if not isinstance(query, str):
@@ -273,7 +273,7 @@ def search_nprobe(searcher: IndexSearcher, nprobe: int | None, approx: bool = Fa
 
 
 def index_search_json(query: str, index_dir: str, top_k: int = 10, **kw: Any) -> str:
-    """``search --index DIR --json``: :func:`~jaxparadigm.retrieval.search_results.search_response`
+    """``search --index DIR --json``: :func:`~jaxparadigm.retrieval.ranking.search_results.search_response`
     (serve's ``{"hits", "passages"}`` plus ``mode``, ``score``, ``cosine``, ``excerpt``)."""
     hits = index_search_hits(query, index_dir, top_k, **kw)[1]
     return json.dumps(search_response(hits, kw.get("mode", "hybrid")), ensure_ascii=False)

@@ -21,7 +21,7 @@ from pathlib import Path
 __all__ = ["SERVE_LEAD_GRACE_S", "join_group", "launch_group", "log_assignment"]
 
 #: ``serve``: how long process 0 may keep answering 503 after another process died before the
-#: launcher stops it (it stops itself :data:`~jaxparadigm.retrieval.serve_command.DRAIN_S` after).
+#: launcher stops it (it stops itself :data:`~jaxparadigm.app.serve_command.DRAIN_S` after).
 SERVE_LEAD_GRACE_S = 10.0
 
 

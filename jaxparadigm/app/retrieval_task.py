@@ -22,17 +22,17 @@ from jaxparadigm.claims.evidence.pydoc_queries import PYDOC_QUERIES, LabelledQue
 from jaxparadigm.claims.evidence.seed_example import seed_example
 from jaxparadigm.config import Config
 from jaxparadigm.errors import ConfigError
-from jaxparadigm.retrieval.chunked_index import max_by_owner, passage_index
-from jaxparadigm.retrieval.keyword import keyword_search
-from jaxparadigm.retrieval.memory_index import SemanticIndex
-from jaxparadigm.retrieval.pydoc_corpus import read_corpus
-from jaxparadigm.retrieval.ranking_metrics import (
+from jaxparadigm.retrieval.encoder.sentence_encoder import SentenceEncoder, cached_minilm
+from jaxparadigm.retrieval.eval.chunked_index import max_by_owner, passage_index
+from jaxparadigm.retrieval.eval.pydoc_corpus import read_corpus
+from jaxparadigm.retrieval.eval.ranking_metrics import (
     first_hit_rank,
     mean_reciprocal_rank,
     ranking_from_scores,
     recall_at_k,
 )
-from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder, cached_minilm
+from jaxparadigm.retrieval.index.memory_index import SemanticIndex
+from jaxparadigm.retrieval.sparse.keyword import keyword_search
 
 __all__ = [
     "run_experiment",

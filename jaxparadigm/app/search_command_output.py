@@ -6,12 +6,16 @@ import warnings
 
 from jaxparadigm.config import RetrievalConfig
 from jaxparadigm.errors import require_int
-from jaxparadigm.retrieval.chunked_index import max_by_owner, passage_index
-from jaxparadigm.retrieval.keyword import keyword_search
-from jaxparadigm.retrieval.memory_index import SemanticIndex
-from jaxparadigm.retrieval.pydoc_corpus import read_corpus, topic_title
-from jaxparadigm.retrieval.ranking_metrics import ranking_from_scores
-from jaxparadigm.retrieval.sentence_encoder import UnknownWordPieceWarning, cached_minilm, shorten
+from jaxparadigm.retrieval.encoder.sentence_encoder import (
+    UnknownWordPieceWarning,
+    cached_minilm,
+    shorten,
+)
+from jaxparadigm.retrieval.eval.chunked_index import max_by_owner, passage_index
+from jaxparadigm.retrieval.eval.pydoc_corpus import read_corpus, topic_title
+from jaxparadigm.retrieval.eval.ranking_metrics import ranking_from_scores
+from jaxparadigm.retrieval.index.memory_index import SemanticIndex
+from jaxparadigm.retrieval.sparse.keyword import keyword_search
 
 __all__ = ["format_search"]
 

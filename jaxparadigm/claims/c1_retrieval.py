@@ -17,8 +17,8 @@ from jaxparadigm.claims.evidence.seed_example import seed_example
 from jaxparadigm.claims.figures import bar_chart
 from jaxparadigm.claims.ledger import experiment
 from jaxparadigm.retrieval import SemanticIndex, keyword_search
-from jaxparadigm.retrieval.pydoc_corpus import read_corpus
-from jaxparadigm.retrieval.ranking_metrics import (
+from jaxparadigm.retrieval.eval.pydoc_corpus import read_corpus
+from jaxparadigm.retrieval.eval.ranking_metrics import (
     first_hit_rank,
     mean_reciprocal_rank,
     ranking_from_scores,

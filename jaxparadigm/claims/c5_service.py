@@ -19,7 +19,7 @@ from jaxparadigm.claims.evidence.readiness import readiness_from_spans
 from jaxparadigm.claims.ledger import experiment
 from jaxparadigm.claims.platform_record import describe_platform
 from jaxparadigm.config import ServiceReadinessConfig, to_dict
-from jaxparadigm.retrieval.http_service import SearchService
+from jaxparadigm.retrieval.service.http_service import SearchService
 
 
 @experiment(

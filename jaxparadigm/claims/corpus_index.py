@@ -8,8 +8,8 @@ from __future__ import annotations
 import functools
 
 from jaxparadigm.retrieval import SemanticIndex, load_minilm
-from jaxparadigm.retrieval.pydoc_corpus import read_corpus
-from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
+from jaxparadigm.retrieval.encoder.sentence_encoder import SentenceEncoder
+from jaxparadigm.retrieval.eval.pydoc_corpus import read_corpus
 
 
 @functools.cache

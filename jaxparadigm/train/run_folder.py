@@ -2,7 +2,7 @@
 an interrupted run told how to resume.
 
 * :func:`run_lock` holds ``RUN_DIR/lock`` (an exclusive ``flock``, as the index's lock in
-  :mod:`jaxparadigm.retrieval.index_store`, which ``train`` may not import) while a run writes the
+  :mod:`jaxparadigm.retrieval.index.store`, which ``train`` may not import) while a run writes the
   folder: a second run of the same name gets one :class:`InputError` at once naming the holder's
   pid. The lock belongs to the open file, so it ends with its process: a dead holder's lock file
   is simply taken over.

@@ -28,7 +28,7 @@ def reference(sentences):
     import sentence_transformers
     import torch
 
-    from jaxparadigm.retrieval.sentence_encoder import minilm_path
+    from jaxparadigm.retrieval.encoder.sentence_encoder import minilm_path
 
     model = sentence_transformers.SentenceTransformer(str(minilm_path()), device="cpu")
     embeddings = model.encode(sentences, batch_size=8, convert_to_numpy=True).astype(np.float32)

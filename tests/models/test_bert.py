@@ -1,6 +1,6 @@
 """BERT encoder (C1.1): a tiny random BERT checked against an independent numpy forward pass, plus
 pooling/normalisation oracles and the loader's errors. The real MiniLM parity test lives in
-tests/retrieval/test_sentence_encoder.py."""
+tests/retrieval/encoder/test_sentence_encoder.py."""
 
 import json
 import math
@@ -213,7 +213,7 @@ def test_config_from_json_reads_minilm_fields(tmp_path):
 
 def test_config_defaults_are_all_minilm_l6_v2():
     """``BertConfig()`` is the config.json shipped with all-MiniLM-L6-v2."""
-    from jaxparadigm.retrieval.sentence_encoder import minilm_path
+    from jaxparadigm.retrieval.encoder.sentence_encoder import minilm_path
 
     assert BertConfig() == BertConfig.from_json(minilm_path() / "config.json")
 

@@ -9,7 +9,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def encoder():
-    from jaxparadigm.retrieval.sentence_encoder import cached_minilm
+    from jaxparadigm.retrieval.encoder.sentence_encoder import cached_minilm
 
     return cached_minilm(None)
 
@@ -50,7 +50,7 @@ class HashEncoder:
 def minilm_tokenizer():
     from tokenizers import Tokenizer
 
-    from jaxparadigm.retrieval.sentence_encoder import minilm_path
+    from jaxparadigm.retrieval.encoder.sentence_encoder import minilm_path
 
     return Tokenizer.from_file(str(minilm_path() / "tokenizer.json"))
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxparadigm.retrieval.process_search import FAULT_ENV
+from jaxparadigm.retrieval.index.process_search import FAULT_ENV
 
 pytestmark = pytest.mark.ci_full
 REPO = Path(__file__).resolve().parents[2]

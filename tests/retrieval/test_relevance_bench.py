@@ -46,7 +46,7 @@ def test_every_evidence_substring_is_in_its_file(q):
 
 
 def test_judge_counts_half_an_occurrence(tmp_path):
-    from jaxparadigm.retrieval.passages import Passage
+    from jaxparadigm.retrieval.documents.passages import Passage
 
     doc = tmp_path / "d.txt"
     doc.write_text("0123456789 the answer is here 0123456789")  # "answer" at [15, 21)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxparadigm.retrieval.memory_index import SemanticIndex
+from jaxparadigm.retrieval.index.memory_index import SemanticIndex
 
 __all__ = ["dot_vs_cosine"]
 

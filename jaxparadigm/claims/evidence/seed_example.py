@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxparadigm.retrieval.sentence_encoder import SentenceEncoder
+from jaxparadigm.retrieval.encoder.sentence_encoder import SentenceEncoder
 
 __all__ = [
     "seed_example",

@@ -1,0 +1,1 @@
+"""Dense search engines: exact blocked top-k, k-means, the inverted-file scan (C1.1)."""

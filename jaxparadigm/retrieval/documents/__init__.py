@@ -1,0 +1,1 @@
+"""A user's files as documents: walking folders, file kinds, readable text, passages (C1.1)."""

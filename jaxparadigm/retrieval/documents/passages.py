@@ -1,0 +1,97 @@
+"""Documents as passages: token windows with the document's own character offsets (C1.1).
+
+The one text chunker of the package: the persistent index cuts a user's documents into windows of
+word pieces, the pydoc corpus (:func:`~jaxparadigm.retrieval.eval.pydoc_corpus.chunk_document`) cuts its
+topics into windows of whitespace-separated words. MiniLM reads at most ``max_seq_length`` word
+pieces (256, [CLS] and [SEP] included), so a long document is cut into windows of ``chunk_tokens``
+units (word pieces, or words when no tokenizer is given) that overlap by ``overlap``:
+
+    window w covers pieces [w * (chunk_tokens - overlap), w * (chunk_tokens - overlap) + chunk_tokens)
+
+until a window reaches the last piece. Each :class:`Passage` keeps its ``source`` and the
+character offsets ``[start, end)`` of its window in that document's text (from the tokenizer's
+offset mapping), and ``text == document[start:end]``. Files and folders become documents in
+:mod:`~jaxparadigm.retrieval.documents.reading`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from tokenizers import Tokenizer
+
+from jaxparadigm.errors import require_int
+
+__all__ = [
+    "Document",
+    "Passage",
+    "split_passages",
+    "splitting_tokenizer",
+]
+
+
+class Document(NamedTuple):
+    """One document: where it came from (``path`` or ``path:LINE`` for JSONL) and its text."""
+
+    source: str
+    text: str
+
+
+class Passage(NamedTuple):
+    """A window of a document: ``text == document_text[start:end]`` (character offsets)."""
+
+    source: str
+    start: int
+    end: int
+    text: str
+
+
+def splitting_tokenizer(tokenizer: Tokenizer) -> Tokenizer:
+    """A copy of ``tokenizer`` with truncation and padding off (the given one is not changed)."""
+    if not isinstance(tokenizer, Tokenizer):
+        raise TypeError(f"tokenizer: got {type(tokenizer).__name__}, expected tokenizers.Tokenizer")
+    copy = Tokenizer.from_str(tokenizer.to_str())
+    copy.no_truncation()
+    copy.no_padding()
+    return copy
+
+
+_WORD = re.compile(r"\S+")  # the words of str.split(): runs of non-whitespace (str.isspace)
+
+
+def _check_window(chunk_tokens: int, overlap: int, smallest: int) -> None:
+    require_int("chunk_tokens", chunk_tokens, smallest)
+    require_int("overlap", overlap, 0, chunk_tokens - 1)
+
+
+def _unit_offsets(docs: Sequence[Document], tokenizer: Tokenizer | None) -> list[list[tuple]]:
+    """Each document's units as character spans: word pieces, or ``str.split`` words if no
+    tokenizer."""
+    if tokenizer is None:
+        return [[m.span() for m in _WORD.finditer(d.text)] for d in docs]
+    encodings = tokenizer.encode_batch([d.text for d in docs], add_special_tokens=False)
+    return [enc.offsets for enc in encodings]
+
+
+def split_passages(
+    docs: Sequence[Document], tokenizer: Tokenizer | None, chunk_tokens: int, overlap: int
+) -> list[Passage]:
+    """Token windows of every document (module docstring); a blank document gives no passage.
+
+    ``tokenizer`` should be a :func:`splitting_tokenizer` (no truncation, no padding); ``None``
+    windows whitespace-separated words instead (the words of ``str.split``; ``chunk_tokens >= 1``,
+    while word-piece windows need ``chunk_tokens >= 2``). Either way
+    ``passage.text == document.text[start:end]``.
+    """
+    _check_window(chunk_tokens, overlap, 1 if tokenizer is None else 2)
+    step = chunk_tokens - overlap
+    out: list[Passage] = []
+    for doc, offsets in zip(docs, _unit_offsets(docs, tokenizer), strict=True):
+        n = len(offsets)
+        for first in range(0, max(n - overlap, 1), step) if n else ():
+            last = min(first + chunk_tokens, n) - 1
+            start, end = offsets[first][0], offsets[last][1]
+            out.append(Passage(doc.source, start, end, doc.text[start:end]))
+    return out

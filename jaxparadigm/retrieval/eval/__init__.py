@@ -1,0 +1,1 @@
+"""Relevance evaluation: ranking metrics and the pydoc corpus (C1.1)."""

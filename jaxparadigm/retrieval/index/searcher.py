@@ -1,0 +1,231 @@
+"""Search a persistent index folder: open it (checksums first), place, top-k, passages (C1.1).
+
+``IndexSearcher(index_dir)`` opens the folder as an :class:`~jaxparadigm.retrieval.index.reader.Index`
+(manifest, every shard's sha256, unit rows, memory-mapped float32 embeddings) and hands the rows to
+the package's one search engine, :class:`~jaxparadigm.retrieval.dense.vector_search.VectorSearcher`
+(exact float32 by default; ``dtype="bfloat16"``/``"int8"`` keeps a compact copy and rescores the
+candidates from the float32 rows). ``search(encoder, queries, k)`` returns, per query, the best
+:class:`Hit` first: ``score = cos(query, passage)`` with the passage's source, offsets and text;
+``search_vectors(queries, k)`` searches given vectors, ``s[i, r] = Q_i . X_r``, as a
+:class:`~jaxparadigm.retrieval.dense.vector_search.TopK`. A shard's passages are read (and checked) only
+when one of its rows is a hit.
+
+Under an initialised ``jax.distributed`` group of ``N > 1`` processes (issue 37) each process opens
+only its own shards (:func:`~jaxparadigm.retrieval.index.reader.shard_range`) and searches them on its
+local devices; ``search``/``search_vectors`` are then collective (every process calls them, process
+0's queries count) and return the merged global top-``k``
+(:class:`~jaxparadigm.retrieval.index.process_search.ProcessGroupSearch`): the same ids as one process
+searching every shard. IVF lists (over every row) and the hybrid keyword ranking (every passage)
+are not available there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+import jax
+import numpy as np
+
+from jaxparadigm.errors import InputError, require_int
+from jaxparadigm.retrieval.dense.ivf_search import IVFSearcher, check_nprobe
+from jaxparadigm.retrieval.dense.vector_search import RowSource, TopK, VectorSearcher
+from jaxparadigm.retrieval.documents.passages import Passage
+from jaxparadigm.retrieval.index.build import DEFAULT_MODEL_NAME
+from jaxparadigm.retrieval.index.process_search import ProcessGroupSearch
+from jaxparadigm.retrieval.index.reader import Index
+
+if TYPE_CHECKING:
+    from jaxparadigm.retrieval.encoder.sentence_encoder import SentenceEncoder
+
+__all__ = ["Hit", "IndexSearcher"]
+
+
+class Hit(NamedTuple):
+    """One result: cosine ``score``, corpus ``row`` and the passage it holds."""
+
+    score: float
+    row: int
+    source: str
+    start: int
+    end: int
+    text: str
+
+
+class IndexSearcher:
+    """An opened index folder, ready for top-k search on ``devices`` (C1.1)."""
+
+    def __init__(
+        self,
+        index_dir: str | os.PathLike,
+        *,
+        dtype: str = "float32",
+        devices: Sequence[jax.Device] | None = None,
+        block_rows: int = 8192,
+        resident: bool = True,
+        verify: bool = True,
+    ) -> None:
+        parts = jax.process_count()
+        part = (jax.process_index(), parts) if parts > 1 else None
+        self.index = Index(index_dir, verify=verify, part=part)
+        self.index_dir = self.index.path
+        self.manifest = self.index.manifest
+        self.source = RowSource(self.index.shard_arrays)
+        if devices is None and part is not None:
+            devices = jax.local_devices()  # this process's rows stay on its devices
+        self.vectors = VectorSearcher(
+            self.source, dtype=dtype, devices=devices, block_rows=block_rows, resident=resident
+        )
+        self._devices = devices
+        self._ivf: IVFSearcher | None = None
+        #: The group's search when this process is one of several (None: one process).
+        self.group: ProcessGroupSearch | None = None
+        if part is not None:
+            self.group = ProcessGroupSearch(
+                self.vectors,
+                self.index.first_row,
+                self.manifest["count"],
+                self.index.passage,
+                self.manifest,
+            )
+
+    @property
+    def assignment(self) -> str | None:
+        """In a group: which shards and rows this process holds, in words (None: one process)."""
+        if self.group is None:
+            return None
+        held, g = self.index.held, self.group
+        return (
+            f"process {g.process} of {g.processes} holds shards {held.start}-{held.stop - 1} "
+            f"(rows {g.first}-{g.first + self.source.rows - 1} of {g.total}) on "
+            f"{len(self.vectors.devices)} device(s)"
+        )
+
+    @property
+    def lists(self) -> int | None:
+        """How many inverted lists the index has (``None``: no IVF, exact search only)."""
+        return None if self.index.ivf is None else self.index.ivf.entry["lists"]
+
+    def check_nprobe(self, nprobe: object) -> None:
+        """Refuse ``nprobe`` on an index without IVF lists, or outside ``[1, lists]``."""
+        if nprobe is None:
+            return
+        if self.group is not None:
+            raise InputError(
+                f"nprobe: got {nprobe!r}, but this search is split over {self.group.processes} "
+                "processes, which search exactly (the IVF lists span every process's rows); "
+                "expected nprobe=None"
+            )
+        if self.index.ivf is None:
+            raise InputError(
+                f"nprobe: got {nprobe!r}, but {self.index_dir} has no IVF lists (an exact index; "
+                f"`jaxparadigm index ivf {self.index_dir} --lists N` adds them); expected "
+                "nprobe=None"
+            )
+        check_nprobe(nprobe, self.index.ivf.entry["lists"], str(self.index_dir))
+
+    def _top(
+        self, q: np.ndarray, k: int, nprobe: int | None, approx: bool = False, rt: float = 0.95
+    ) -> TopK:
+        if self.group is not None:
+            self.check_nprobe(nprobe)
+            if approx:
+                raise InputError("approx: a search split over processes is exact; expected False")
+            return self.group.search(q, k)
+        if nprobe is None:
+            return self.vectors.search(q, k, approx=approx, recall_target=rt)
+        self.check_nprobe(nprobe)
+        assert self.index.ivf is not None  # checked by check_nprobe
+        if approx:
+            raise InputError("approx: given with nprobe, expected one of them (both approximate)")
+        if self._ivf is None:  # placed on first use: the rows laid out per list
+            ivf = self.index.ivf
+            self._ivf = IVFSearcher(
+                ivf.centroids, ivf.offsets, ivf.ids, ivf.rows, devices=self.vectors.devices
+            )
+        return self._ivf.search(q, min(k, len(self)), nprobe)
+
+    def __len__(self) -> int:
+        return self.source.rows if self.group is None else self.group.total
+
+    def check_encoder(self, encoder: SentenceEncoder, model_name: str = DEFAULT_MODEL_NAME) -> None:
+        """Refuse an encoder other than the one the index was built with (name, dim, length)."""
+        want = self.manifest["model"]
+        got = {"name": model_name, "dim": encoder.dim, "max_seq_length": encoder.max_seq_length}
+        if got != want:
+            raise InputError(f"{self.index_dir}: index was built with {want}, encoder is {got}")
+
+    def passage(self, row: int) -> Passage:
+        """The passage stored at corpus ``row`` (its shard's passages are read once, checked);
+        in a group, a row of another process only when it was a hit of a recent search."""
+        if self.group is not None:
+            return self.group.passage(row)
+        return self.index.passage(row)
+
+    def hits(self, top: TopK) -> list[list[Hit]]:
+        """:class:`Hit` lists (best first) for a :class:`TopK` of this index (an id ``-1``, no
+        row found in the probed lists, is left out)."""
+        return [
+            [
+                Hit(float(s), int(r), *self.passage(int(r)))
+                for s, r in zip(srow, rrow, strict=True)
+                if r >= 0
+            ]
+            for srow, rrow in zip(top.scores, top.ids, strict=True)
+        ]
+
+    def search_vectors(self, queries: np.ndarray, k: int, nprobe: int | None = None) -> TopK:
+        """Top ``k`` rows for each row of ``queries`` (float ``[n, dim]``), best first.
+
+        ``score[i, j] = queries[i] . X[ids[i, j]]`` (float32), ties to the lower row id: the same
+        engine as :meth:`search` (this searcher's dtype and devices), with no encoder. Exact when
+        ``nprobe`` is ``None``; else the rows of each query's ``nprobe`` nearest inverted lists
+        (:mod:`~jaxparadigm.retrieval.dense.ivf_search`; ids ``-1``, scores ``-inf`` where those lists
+        hold fewer than ``k`` rows). An index without IVF lists refuses any ``nprobe`` with a
+        ``ValueError``, as does an ``nprobe`` outside ``[1, lists]``.
+        """
+        self.check_nprobe(nprobe)
+        if not isinstance(queries, np.ndarray | jax.Array):
+            raise TypeError(
+                f"queries: got {type(queries).__name__}, expected a float32 array [n, {self.index.dim}]"
+            )
+        if not np.issubdtype(queries.dtype, np.floating):
+            raise TypeError(
+                f"queries: got dtype {queries.dtype}, expected a float32 array [n, {self.index.dim}]"
+            )
+        if queries.ndim != 2 or queries.shape[1] != self.index.dim or queries.shape[0] < 1:
+            raise InputError(
+                f"queries: got shape {tuple(queries.shape)}, expected (n, {self.index.dim}) with "
+                "n >= 1 (the index's dimension)"
+            )
+        q = np.asarray(queries, np.float32)
+        if not np.all(np.isfinite(q)):
+            bad = int(np.flatnonzero(~np.all(np.isfinite(q), axis=1))[0])
+            raise InputError(f"queries: row {bad} holds NaN or inf, expected finite values")
+        require_int("k", k, 1)
+        return self._top(q, k, nprobe)
+
+    def search(
+        self,
+        encoder: SentenceEncoder,
+        queries: str | Sequence[str],
+        k: int = 10,
+        *,
+        approx: bool = False,
+        recall_target: float = 0.95,
+        model_name: str = DEFAULT_MODEL_NAME,
+        nprobe: int | None = None,
+    ) -> list[list[Hit]]:
+        """Encode ``queries`` with ``encoder`` and return the top ``k`` hits of each, best first.
+
+        A query the tokenizer finds no word piece in is refused (``SentenceEncoder.check_texts``).
+        ``nprobe``: scan that many inverted lists (an index with IVF lists), ``None``: exact.
+        """
+        self.check_nprobe(nprobe)  # before the encoder runs
+        self.check_encoder(encoder, model_name)
+        texts = [queries] if isinstance(queries, str) else list(queries)
+        encoder.check_texts(texts, "queries")  # no word piece: InputError; only [UNK]: a warning
+        q = np.asarray(encoder.encode(texts, normalize=True), np.float32).reshape(len(texts), -1)
+        top = self._top(q, k, nprobe, approx, recall_target)
+        return self.hits(top)

@@ -1,0 +1,105 @@
+"""The bounded JSON-line reader and the binary-prefix sniff (issue 34, "Index inputs")."""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxparadigm.common.bounded_reading import (
+    MAX_JSON_INT_DIGITS,
+    JsonLineError,
+    binary_prefix,
+    read_json_line,
+    shown_name,
+)
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**30), 10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON)
+def test_ordinary_json_reads_as_json_loads_does(value):
+    """Oracle: the standard library's json.loads on the same line."""
+    line = json.dumps(value)
+    assert read_json_line(line) == json.loads(line)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 9000),
+    st.sampled_from(["", "-"]),
+    st.sampled_from(["{}", "[1, {}]", '{{"a": {}}}']),
+)
+def test_integers_are_bounded_by_their_digits(digits, sign, shape):
+    line = shape.format(sign + "1" + "0" * (digits - 1))
+    if digits <= MAX_JSON_INT_DIGITS:
+        assert read_json_line(line) == json.loads(line)
+    else:
+        with pytest.raises(JsonLineError, match=f"an integer of {digits} digits; expected at most"):
+            read_json_line(line)
+
+
+@pytest.mark.parametrize(
+    "line, match",
+    [("{", "not JSON"), ("[" * 100_000 + "]" * 100_000, "not JSON"), ("\ufeff{}", "not JSON")],
+)
+def test_bad_json_is_one_json_line_error(line, match):
+    with pytest.raises(JsonLineError, match=match) as err:
+        read_json_line(line)
+    assert isinstance(err.value, ValueError)
+
+
+def test_the_limit_is_a_parameter():
+    assert read_json_line("[123]", max_int_digits=3) == [123]
+    with pytest.raises(JsonLineError, match="an integer of 4 digits; expected at most 3"):
+        read_json_line("[-1234]", max_int_digits=3)
+
+
+@pytest.mark.parametrize(
+    "prefix, whole, why",
+    [
+        (b"plain text", True, None),
+        (b"a\x00b", False, "holds NUL bytes (a binary file?)"),
+        (b"ab\xe9cd", False, "byte 0xe9 at offset 2"),
+        (b"abcd\xe2\x82", False, None),  # a character cut by the prefix's end
+        (b"abcd\xe2\x82", True, "byte 0xe2 at offset 4"),  # ... unless the file ends there
+    ],
+)
+def test_binary_prefix(prefix, whole, why):
+    assert binary_prefix(prefix, whole) == why
+
+
+def test_shown_name_escapes_bytes_that_are_not_utf8():
+    assert shown_name(b"/d/a\xffb.txt".decode("utf-8", "surrogateescape")) == "/d/a\\xffb.txt"
+    assert shown_name("/d/caf\u00e9.txt") == "/d/caf\u00e9.txt"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.characters(codec="utf-8", exclude_characters="\x00")), st.integers(0, 64))
+def test_valid_utf8_cut_anywhere_is_not_binary(text, cut):
+    """Oracle: the bytes decode as UTF-8; no prefix of them is binary."""
+    data = text.encode("utf-8")
+    cut = min(cut, len(data))
+    assert binary_prefix(data[:cut], whole=cut == len(data)) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=64))
+def test_whole_bytes_are_binary_exactly_when_they_hold_nul_or_bad_utf8(data):
+    try:
+        data.decode("utf-8")
+        text_ok = b"\x00" not in data
+    except UnicodeDecodeError:
+        text_ok = False
+    assert (binary_prefix(data, whole=True) is None) == text_ok

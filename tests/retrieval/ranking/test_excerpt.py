@@ -1,0 +1,95 @@
+"""best_excerpt: the best sentence, cut at word boundaries, query words marked exactly (C1.1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jaxparadigm.retrieval.ranking.excerpt import best_excerpt, mark_text, query_words
+
+
+def spans_text(passage, ex):
+    return [passage[s:e] for s, e in ex.marks]
+
+
+def test_best_sentence_is_chosen_and_marked():
+    p = "Install it first. Then copy the tree recursively with copytree. Finally clean up."
+    ex = best_excerpt(p, "how to copy a tree")
+    assert ex.text == "Then copy the tree recursively with copytree."
+    assert ex.text == p[ex.start : ex.end]
+    assert spans_text(p, ex) == ["copy", "tree"]
+    assert mark_text(ex.text, ex.marks, ex.start) == (
+        "Then **copy** the **tree** recursively with copytree."
+    )
+
+
+def test_query_word_at_start_and_end_of_passage():
+    p = "Zebra stands here. Nothing else. Ends with zebra"
+    ex = best_excerpt(p, "zebra")
+    assert (ex.start, ex.end) == (0, 18)  # the first of two equal segments, from offset 0
+    assert ex.marks == ((0, 5),)
+    ex = best_excerpt("Nothing here. Ends with zebra", "ZEBRA")
+    assert ex.text == "Ends with zebra" and ex.end == 29 and ex.marks == ((24, 29),)
+
+
+def test_repeated_words_counted_once_but_all_marked():
+    p = "Dog dog dog dog. A cat and a dog."
+    ex = best_excerpt(p, "cat dog")
+    assert ex.text == "A cat and a dog."  # two distinct words beat one word four times
+    assert spans_text(p, ex) == ["cat", "dog"]
+    ex = best_excerpt(p, "dog")
+    assert spans_text(p, ex) == ["Dog", "dog", "dog", "dog"]
+
+
+def test_unicode_offsets_are_the_passage_characters():
+    # "İ".lower() is two characters: offsets computed on a lower-cased copy would drift by one
+    p = "İİİ straße. Über Straße und café!"
+    ex = best_excerpt(p, "STRASSE café über")
+    assert ex.text == "Über Straße und café!"
+    assert spans_text(p, ex) == ["Über", "Straße", "café"]  # casefold: Straße == STRASSE
+    ex2 = best_excerpt(p, "straße")
+    assert spans_text(p, ex2) == ["straße"]
+
+
+def test_empty_and_stopword_queries():
+    p = "First sentence here. Second one."
+    ex = best_excerpt(p, "")
+    assert ex.text == "First sentence here." and ex.marks == ()
+    assert query_words("the of") == {"the", "of"}  # all stopwords: kept rather than nothing
+    assert query_words("the cat") == {"cat"}
+    assert best_excerpt("   \n ", "x") == (0, 0, "", ())
+
+
+def test_long_segment_cut_around_the_first_match_at_word_boundaries():
+    words = [f"w{i:03d}" for i in range(100)]  # 5 chars each with a space
+    p = " ".join(words)
+    ex = best_excerpt(p, "w050", max_chars=40)
+    assert len(ex.text) <= 40
+    assert "w050" in ex.text
+    assert ex.text.split()[0] in words and ex.text.split()[-1] in words  # no cut word
+    assert p[ex.start - 1] == " " and ex.marks == ((250, 254),)
+    assert ex.start == 240  # 250 - 40 // 4 = 240, a word start
+    head = best_excerpt(p, "w000", max_chars=40)
+    assert head.start == 0 and head.text.startswith("w000")
+    tail = best_excerpt(p, "w099", max_chars=40)
+    assert tail.end == len(p) and tail.text.endswith("w099")
+
+
+def test_list_items_and_paragraphs_are_segments():
+    p = "Intro line\n* first item about apples\n* second item about pears\n\nNext paragraph"
+    assert best_excerpt(p, "pears").text == "* second item about pears"
+    assert best_excerpt(p, "paragraph").text == "Next paragraph"
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: best_excerpt(3, "q"), "passage: got int"),
+        (lambda: best_excerpt("p", None), "query: got NoneType"),
+        (lambda: best_excerpt("p", "q", max_chars=0), "max_chars: got 0"),
+        (lambda: mark_text("abc", [(2, 5)]), r"marks: got \(2, 5\)"),
+        (lambda: mark_text("abcdef", [(0, 3), (2, 4)]), r"marks: got \(2, 4\)"),
+    ],
+)
+def test_bad_input(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()
