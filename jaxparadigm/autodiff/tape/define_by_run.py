@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax._src import core
 
-from jaxparadigm.autodiff.registry import get_jvp, get_vjp
+from jaxparadigm.autodiff.registry import apply_vjp, get_jvp, get_vjp, has_zero_derivative
 
 __all__ = ["EagerGraph", "is_concrete"]
 
@@ -116,13 +116,15 @@ class _RecordingTrace(core.Trace):
     def process_primitive(self, primitive, tracers, params, /):
         vals, keys = _unzip(map(self.unpack, tracers))
         out = self._bind_parent(primitive, vals, params)
-        if all(k is None for k in keys):
+        if all(k is None for k in keys) or has_zero_derivative(primitive):
             return out
         multiple = primitive.multiple_results
-        rule = get_vjp(primitive.name)
+        get_vjp(primitive.name)  # a missing rule is reported where the primitive runs
+        active = [k is not None for k in keys]
 
         def pullback(cts, vals=vals):
-            return rule(cts if multiple else cts[0], *vals, **params)
+            ct = cts if multiple else cts[0]
+            return apply_vjp("reverse mode", primitive, ct, vals, active, **params)
 
         wrapped = self._record(pullback, keys, out if multiple else [out])
         return wrapped if multiple else wrapped[0]
