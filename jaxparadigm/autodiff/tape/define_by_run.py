@@ -4,7 +4,8 @@
 define-then-run path, ``graph.flat_trace``) fails, since an abstract tracer has no truth value.
 When the arguments are concrete (outside ``jit``), ``flat_trace`` falls back to this module, as
 ``jax.grad`` and ``torch.func.grad`` answer such functions: the function runs on tracers that
-carry their *concrete* value, so ``if w > 0`` takes the branch the value says, and every
+carry their *concrete* value, so ``if w > 0`` takes the branch the value says (and ``int``,
+``bool``, ``float``, ``complex`` and ``.item()`` of a value are that value, a constant), and every
 primitive applied records one node as it executes (the tape of C3.1, at the level of jax
 primitives):
 
@@ -64,6 +65,18 @@ class _ValueTracer(core.Tracer):
 
     def to_concrete_value(self):
         return core.to_concrete_value(self.value)
+
+    # jax's Tracer converts a concrete value for int() and bool() only; float() and complex()
+    # of the value this tracer carries work the same way (the value is a constant: no gradient)
+    def __float__(self):
+        if is_concrete(self):
+            return float(self.to_concrete_value())
+        return super().__float__()
+
+    def __complex__(self):
+        if is_concrete(self):
+            return complex(self.to_concrete_value())
+        return super().__complex__()
 
     def full_lower(self):
         return self
