@@ -78,6 +78,7 @@ def overflow_demo(
     ``safe_increment`` stays at ``2**31 - 1`` with ``lr = base_lr * end_factor``.
     """
     check_int("window", window, low=1)
+    check_int("total_iters", total_iters, low=1)
     check_int("center", center, low=window + total_iters)
     if center > INT32_MAX:
         raise ValueError(f"center={center!r}: expected <= 2**31 - 1 (int32 counters)")
