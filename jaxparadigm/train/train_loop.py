@@ -198,15 +198,8 @@ def train(
     """
     t0 = time.perf_counter()  # "step 1 (compiled and ran in ...)" counts set-up and compiling
     check_train_arguments(model, dataset, tx, settings)
-    check_run_arguments(
-        stop_at,
-        batch_transform,
-        lr_fn=lr_fn,
-        loss_scale=loss_scale,
-        progress=progress,
-        write_plots=write_plots,
-        plot=plot,
-    )
+    options = {"lr_fn": lr_fn, "loss_scale": loss_scale, "progress": progress, "plot": plot}
+    check_run_arguments(stop_at, batch_transform, write_plots=write_plots, **options)
     _check_data(dataset)
     state, steps, placement = _setup(model, dataset, tx, settings, lr_fn, loss_scale)
     ckpt = _open_checkpoints(settings)
