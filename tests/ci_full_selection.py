@@ -68,6 +68,12 @@ CI_FULL = (
         "11 s; test_scatter_max_min[2-max] stays",
     ),
     (
+        "tests/optim/test_lion.py::LionVariantsTest::test_five_steps_equal_optax_bit_for_bit_mask_*"
+        "__with_jit",
+        "1.8 s each (two more jitted chains); the __without_jit variants of the masked lion "
+        "stay, and test_lion_mask_leaves_the_unselected_leaves_undecayed",
+    ),
+    (
         "tests/train/test_checkpoint_kill_matrix.py::*",
         "2-process launches (a reference, then a kill and a resume per case, 15-30 s each): the "
         "whole checkpoint kill matrix runs in CI's full run (issue 34)",
