@@ -15,7 +15,7 @@ from pathlib import Path
 
 from jaxparadigm.errors import GroupFailed, InputError
 
-__all__ = ["BENCHMARKS_DIR", "COMMANDS"]
+__all__ = ["BENCHMARKS_DIR", "COMMANDS", "SEARCH_FLAGS"]
 
 #: Where a source checkout keeps its benchmark scripts: ``<repo>/benchmarks`` beside the package
 #: (this file is ``<repo>/jaxparadigm/app/cli.py``); absent from an installed wheel.
@@ -116,24 +116,55 @@ def _cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The flags of ``search`` and ``serve`` that set a field of
+#: :class:`~jaxparadigm.retrieval.search_options.SearchOptions`, by field: each flag's ``dest``
+#: is its field; a flag not given sets no attribute (the field's default).
+SEARCH_FLAGS = {
+    "mode": "--mode",
+    "k": "--top-k",
+    "nprobe": "--nprobe",
+    "depth": "--depth",
+    "approx": "--approx",
+    "excerpts": "--no-excerpts",
+    "excerpt_chars": "--excerpt-chars",
+    "dtype": "--dtype",
+    "stream": "--stream",
+}
+
+
+def _given_options(args: argparse.Namespace) -> dict[str, object]:
+    """The SearchOptions fields the command line set (:data:`SEARCH_FLAGS`)."""
+    return {f: getattr(args, f) for f in SEARCH_FLAGS if getattr(args, f, None) is not None}
+
+
+def _search_options(args: argparse.Namespace, processes: int | None):
+    """The one :class:`SearchOptions` of this ``search``/``serve``: its flags over the defaults
+    (``processes``: split over that many processes, :meth:`SearchOptions.for_process_group`);
+    a bad one is one :class:`InputError` naming its flag."""
+    from jaxparadigm.retrieval.search_options import SearchOptions
+
+    given = _given_options(args)
+    if processes is None:
+        return SearchOptions.read(given, spelled=SEARCH_FLAGS, what="option")
+    return SearchOptions.for_process_group(given, processes, spelled=SEARCH_FLAGS, what="option")
+
+
+def _option_argv(args: argparse.Namespace) -> list[str]:
+    """The SearchOptions flags this command line gave, again (a group's workers get them)."""
+    argv: list[str] = []
+    for field, value in _given_options(args).items():
+        flag = SEARCH_FLAGS[field]
+        argv += [flag] if isinstance(value, bool) else [flag, str(value)]
+    return argv
+
+
 def _group_problem(args: argparse.Namespace, command: str) -> str | None:
-    """Why ``--num-processes`` cannot run this ``search``/``serve``, or None."""
+    """Why ``--num-processes`` cannot run this ``search``/``serve`` (other than its search
+    options: :meth:`SearchOptions.for_process_group`), or None."""
     if args.devices_per_process is not None and args.num_processes is None:
         return "--devices-per-process: given without --num-processes"
     if command == "search" and not args.index:
         return "--num-processes: splits an index over processes; add --index DIR"
-    if command == "search" and args.mode == "hybrid":
-        return (
-            "--mode hybrid: needs every passage in one process for its BM25 ranking; with "
-            "--num-processes use --mode dense (the default there)"
-        )
-    if args.nprobe is not None:
-        return (
-            "--nprobe: the IVF lists span every process's rows; with --num-processes the search "
-            "is exact (leave --nprobe out)"
-        )
-    if getattr(args, "approx", False):
-        return "--approx: with --num-processes the search is exact (leave --approx out)"
     return None
 
 
@@ -144,8 +175,8 @@ def _search_group(args: argparse.Namespace) -> int:
     problem = _group_problem(args, "search")
     if problem:
         raise InputError(problem)
-    argv = ["--index", args.index, "--top-k", str(args.top_k), "--dtype", args.dtype]
-    argv += ["--mode", "dense"] + ["--json"] * args.json + ["--stream"] * args.stream
+    _search_options(args, args.num_processes)  # what a group cannot do: refused before it starts
+    argv = ["--index", args.index, *_option_argv(args), *["--json"] * args.json]
     launch_group(
         "search",
         [*argv, "--", args.query],
@@ -165,21 +196,25 @@ def _cmd_search(args: argparse.Namespace) -> int:
         from jaxparadigm.app.retrieval_launch import join_group
 
         group = join_group()  # a worker of `search --num-processes N` (or of a cluster job)
-        mode = args.mode or ("dense" if group else "hybrid")
-        if args.approx and mode != "dense":
-            raise InputError("--approx: approximates the dense ranking alone; add --mode dense")
-        kw = {"dtype": args.dtype, "approx": args.approx, "stream": args.stream, "mode": mode}
-        kw["nprobe"] = args.nprobe
+        options = _search_options(args, _process_count() if group else None)
         show = output.index_search_json if args.json else output.index_search_text
-        out = show(args.query, args.index, args.top_k, **kw)
+        out = show(args.query, args.index, options=options)
         if group and not _primary():
             return 0  # process 0 prints the group's answer
-    elif args.json or args.mode or args.nprobe is not None:
-        option = "--json" if args.json else f"--mode {args.mode}" if args.mode else "--nprobe"
+    elif args.json or len(_given_options(args).keys() - {"k"}):
+        fields = [f for f in _given_options(args) if f != "k"]  # in SEARCH_FLAGS' order
+        option = "--json" if args.json else SEARCH_FLAGS[fields[0]]
         raise InputError(f"{option}: searches an index; add --index DIR (built by `index build`)")
     else:
-        out = format_search(args.query, corpus=args.corpus, top_k=args.top_k)
+        top_k = {"top_k": args.k} if "k" in args else {}
+        out = format_search(args.query, corpus=args.corpus, **top_k)
     return _print_result(out)  # warnings (e.g. an all-[UNK] query) were printed by main()
+
+
+def _process_count() -> int:
+    import jax
+
+    return jax.process_count()
 
 
 def _primary() -> bool:
@@ -249,16 +284,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     group = join_group()  # a worker of `serve --num-processes N` (or of a cluster job)
     from jaxparadigm.app.serve_command import follow_index, serve_index
 
+    options = _search_options(args, _process_count() if group else None)
     if group and not _primary():
-        follow_index(args.index)
+        follow_index(args.index, options=options.opening())
         return 0
-    nprobe = None if group else "default" if args.nprobe is None else args.nprobe
     try:
         serve_index(
             args.index,
             host=args.host,
             port=args.port,
-            nprobe=nprobe,
+            options=options,
             max_batch=args.max_batch,
             max_wait_ms=args.max_wait_ms,
         )
@@ -279,7 +314,9 @@ def _serve_group(args: argparse.Namespace) -> int:
     problem = _group_problem(args, "serve")
     if problem:
         raise InputError(problem)
+    _search_options(args, args.num_processes)  # what a group cannot do: refused before it starts
     argv = ["--index", args.index, "--host", args.host, "--port", str(args.port)]
+    argv += _option_argv(args)
     argv += ["--batch-size", str(args.max_batch), "--batch-wait-ms", str(args.max_wait_ms)]
     launch_group(
         "serve",
