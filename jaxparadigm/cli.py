@@ -38,6 +38,7 @@ import warnings
 
 from jaxparadigm import __version__
 from jaxparadigm.app.cli import COMMANDS
+from jaxparadigm.app.search_flags import add_search_flags
 from jaxparadigm.errors import InputError, TrainingAborted
 
 __all__ = ["BENCHES", "build_parser", "main"]
@@ -158,60 +159,6 @@ def _add_group_options(p, what: str) -> None:
     )
 
 
-def _add_search_options(p, serve: bool = False) -> None:
-    """The flags of :data:`~jaxparadigm.app.cli.SEARCH_FLAGS`: each sets one field of the
-    search's ``SearchOptions`` (dest = the field; not given: no attribute, the field's default, written
-    in the help; tests/test_cli_search_options.py checks they agree with ``SearchOptions()``). The
-    values are checked by ``SearchOptions`` itself, once, for every door."""
-    index = "" if serve else "with --index: "
-    what = "a request without it" if serve else "the search"
-
-    def add(*names: str, **kw) -> None:  # not given: no attribute (SearchOptions' default)
-        p.add_argument(*names, default=argparse.SUPPRESS, **kw)
-
-    add(
-        "--mode",
-        metavar="hybrid|dense",
-        help=f"{index}how {what} ranks: hybrid (default: BM25 and dense ranks fused by "
-        "reciprocal rank fusion; the score is the fused 1/(60 + rank) sum, the cosine is "
-        "printed beside it) or dense (MiniLM cosine alone; the score is the cosine); with "
-        "--num-processes: dense",
-    )
-    add("--top-k", dest="k", type=int, metavar="K", help=f"hits {what} returns (default 5)")
-    add(
-        "--nprobe",
-        type=int,
-        metavar="P",
-        help=f"{index}an index with IVF lists (`index ivf`): {what} scans the P lists nearest "
-        "the query (default: the larger of lists/16 and the lists holding 1,024 rows; P = the "
-        "number of lists gives the exact result); an index without: exact search",
-    )
-    add("--depth", type=int, metavar="N", help="hybrid fuses each ranking's top N (default 100)")
-    add(
-        "--approx",
-        action="store_true",
-        help="lax.approx_max_k per block (--mode dense)",
-    )
-    add(
-        "--no-excerpts",
-        dest="excerpts",
-        action="store_false",
-        help="no best excerpt per hit (default: each hit carries its best excerpt)",
-    )
-    add("--excerpt-chars", type=int, metavar="N", help="the longest excerpt (default 240)")
-    add(
-        "--dtype",
-        metavar="float32|bfloat16|int8",
-        help=f"{index}the embeddings' search copy (default float32; bfloat16/int8: less "
-        "memory, the best candidates rescored in float32)",
-    )
-    add(
-        "--stream",
-        action="store_true",
-        help="read shards per search (low memory)",
-    )
-
-
 def _add_search(sub) -> None:
     """``jaxparadigm search QUERY``: keyword vs semantic search over a corpus or an index."""
     p = sub.add_parser(
@@ -228,7 +175,7 @@ def _add_search(sub) -> None:
         help='with --index: print serve\'s JSON answer, {"hits": [[row, score], ...], "passages": '
         '[{"source", "start", "end", "text", "cosine", "excerpt"}, ...]} plus "mode" and "score"',
     )
-    _add_search_options(p)
+    add_search_flags(p)
     _add_group_options(p, "search")
 
 
@@ -333,7 +280,7 @@ def _add_serve(sub) -> None:
     _add_group_options(p, "serve")
     p.add_argument("--host", default="127.0.0.1", help="bind address (loopback only)")
     p.add_argument("--port", type=int, default=8765, help="TCP port (0: a free one)")
-    _add_search_options(p, serve=True)
+    add_search_flags(p, serve=True)
     # defaults: request_batcher's DEFAULT_MAX_BATCH, DEFAULT_MAX_WAIT_MS (not imported: the
     # retrieval package loads JAX; tests/retrieval/service/test_request_batcher.py checks they agree)
     batching = [

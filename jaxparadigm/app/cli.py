@@ -13,9 +13,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from jaxparadigm.app.search_flags import SEARCH_FLAGS, given_options, option_argv, search_options
 from jaxparadigm.errors import GroupFailed, InputError
 
-__all__ = ["BENCHMARKS_DIR", "COMMANDS", "SEARCH_FLAGS"]
+__all__ = ["BENCHMARKS_DIR", "COMMANDS"]
 
 #: Where a source checkout keeps its benchmark scripts: ``<repo>/benchmarks`` beside the package
 #: (this file is ``<repo>/jaxparadigm/app/cli.py``); absent from an installed wheel.
@@ -116,48 +117,6 @@ def _cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
-#: The flags of ``search`` and ``serve`` that set a field of
-#: :class:`~jaxparadigm.retrieval.search_options.SearchOptions`, by field: each flag's ``dest``
-#: is its field; a flag not given sets no attribute (the field's default).
-SEARCH_FLAGS = {
-    "mode": "--mode",
-    "k": "--top-k",
-    "nprobe": "--nprobe",
-    "depth": "--depth",
-    "approx": "--approx",
-    "excerpts": "--no-excerpts",
-    "excerpt_chars": "--excerpt-chars",
-    "dtype": "--dtype",
-    "stream": "--stream",
-}
-
-
-def _given_options(args: argparse.Namespace) -> dict[str, object]:
-    """The SearchOptions fields the command line set (:data:`SEARCH_FLAGS`)."""
-    return {f: getattr(args, f) for f in SEARCH_FLAGS if getattr(args, f, None) is not None}
-
-
-def _search_options(args: argparse.Namespace, processes: int | None):
-    """The one :class:`SearchOptions` of this ``search``/``serve``: its flags over the defaults
-    (``processes``: split over that many processes, :meth:`SearchOptions.for_process_group`);
-    a bad one is one :class:`InputError` naming its flag."""
-    from jaxparadigm.retrieval.search_options import SearchOptions
-
-    given = _given_options(args)
-    if processes is None:
-        return SearchOptions.read(given, spelled=SEARCH_FLAGS, what="option")
-    return SearchOptions.for_process_group(given, processes, spelled=SEARCH_FLAGS, what="option")
-
-
-def _option_argv(args: argparse.Namespace) -> list[str]:
-    """The SearchOptions flags this command line gave, again (a group's workers get them)."""
-    argv: list[str] = []
-    for field, value in _given_options(args).items():
-        flag = SEARCH_FLAGS[field]
-        argv += [flag] if isinstance(value, bool) else [flag, str(value)]
-    return argv
-
-
 def _group_problem(args: argparse.Namespace, command: str) -> str | None:
     """Why ``--num-processes`` cannot run this ``search``/``serve`` (other than its search
     options: :meth:`SearchOptions.for_process_group`), or None."""
@@ -175,8 +134,8 @@ def _search_group(args: argparse.Namespace) -> int:
     problem = _group_problem(args, "search")
     if problem:
         raise InputError(problem)
-    _search_options(args, args.num_processes)  # what a group cannot do: refused before it starts
-    argv = ["--index", args.index, *_option_argv(args), *["--json"] * args.json]
+    search_options(args, args.num_processes)  # what a group cannot do: refused before it starts
+    argv = ["--index", args.index, *option_argv(args), *["--json"] * args.json]
     launch_group(
         "search",
         [*argv, "--", args.query],
@@ -196,13 +155,13 @@ def _cmd_search(args: argparse.Namespace) -> int:
         from jaxparadigm.app.retrieval_launch import join_group
 
         group = join_group()  # a worker of `search --num-processes N` (or of a cluster job)
-        options = _search_options(args, _process_count() if group else None)
+        options = search_options(args, _process_count() if group else None)
         show = output.index_search_json if args.json else output.index_search_text
         out = show(args.query, args.index, options=options)
         if group and not _primary():
             return 0  # process 0 prints the group's answer
-    elif args.json or len(_given_options(args).keys() - {"k"}):
-        fields = [f for f in _given_options(args) if f != "k"]  # in SEARCH_FLAGS' order
+    elif args.json or len(given_options(args).keys() - {"k"}):
+        fields = [f for f in given_options(args) if f != "k"]  # in SEARCH_FLAGS' order
         option = "--json" if args.json else SEARCH_FLAGS[fields[0]]
         raise InputError(f"{option}: searches an index; add --index DIR (built by `index build`)")
     else:
@@ -284,7 +243,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     group = join_group()  # a worker of `serve --num-processes N` (or of a cluster job)
     from jaxparadigm.app.serve_command import follow_index, serve_index
 
-    options = _search_options(args, _process_count() if group else None)
+    options = search_options(args, _process_count() if group else None)
     if group and not _primary():
         follow_index(args.index, options=options.opening())
         return 0
@@ -314,9 +273,9 @@ def _serve_group(args: argparse.Namespace) -> int:
     problem = _group_problem(args, "serve")
     if problem:
         raise InputError(problem)
-    _search_options(args, args.num_processes)  # what a group cannot do: refused before it starts
+    search_options(args, args.num_processes)  # what a group cannot do: refused before it starts
     argv = ["--index", args.index, "--host", args.host, "--port", str(args.port)]
-    argv += _option_argv(args)
+    argv += option_argv(args)
     argv += ["--batch-size", str(args.max_batch), "--batch-wait-ms", str(args.max_wait_ms)]
     launch_group(
         "serve",

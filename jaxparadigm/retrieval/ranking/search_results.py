@@ -1,7 +1,10 @@
 """Search an index by default: hybrid ranking, each hit's cosine and best excerpt, serve's JSON (C1.1).
 
-:func:`search_with_excerpts` is what ``jaxparadigm search --index`` runs (and what a search page
-can call): for one query it returns :class:`ScoredHit` s, best first, in one of two modes:
+:func:`search_with_excerpts` is what ``jaxparadigm search --index`` runs (``serve`` ranks the same
+way, :mod:`~jaxparadigm.retrieval.service.served_search`): for one query and a
+:class:`~jaxparadigm.retrieval.search_options.SearchOptions` it returns :class:`ScoredHit` s (each
+holding its :class:`~jaxparadigm.retrieval.documents.passages.Passage`), best first, in one of two
+modes:
 
     mode "hybrid" (default)   score = RRF(row) = 1/(60 + dense rank) + 1/(60 + BM25 rank)
                               (:func:`~jaxparadigm.retrieval.ranking.hybrid_search.hybrid_search`; a
@@ -19,7 +22,8 @@ against 6 of 33 for a passage's first 160 characters.
 ...], "passages": [{"source", "start", "end", "text"}, ...]}``, with what a hit adds beside it:
 ``"mode"``, ``"score"`` (what the score is, in words) and per passage ``"cosine"`` and
 ``"excerpt"`` (``{"start", "end", "text", "marks"}``, offsets into the passage's text, marks as
-``[start, end]`` pairs). :func:`passage_record` is serve's record of one passage.
+``[start, end]`` pairs; left out when the options ask for no excerpts). :func:`passage_record` is
+serve's record of one passage.
 """
 
 from __future__ import annotations

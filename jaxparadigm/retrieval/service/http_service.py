@@ -1,33 +1,35 @@
 """A traced HTTP search service over an in-memory or a folder index on 127.0.0.1 (C5.2).
 
 ``SearchService(index)`` (a :class:`SemanticIndex`, or an
-:class:`~jaxparadigm.retrieval.index.searcher.IndexSearcher` with ``encoder=``) serves ``POST /search``
-with a JSON body ``{"query": str, ...}`` whose other keys are the fields of
-:class:`~jaxparadigm.retrieval.search_options.SearchOptions` (``mode``, ``k``, ``nprobe``, ``depth``,
-``approx``, ``excerpts``, ``excerpt_chars``, ``dtype``, ``stream``; a key left out takes the
-service's ``options``) and answers ``{"mode": ..., "score": ..., "hits": [[doc, score], ...]}`` (the
-top ``min(k, len(index))``; 200) or ``{"error": ...}`` (4xx). Mode "dense": score = cosine; mode
-"hybrid": the batch's dense top ``min(depth, len(index))`` fused with the BM25 top ``depth`` on the
-request's thread (:func:`~jaxparadigm.retrieval.ranking.hybrid_search.fused_ranking`, the ranking of
-``search --index``), score = sum of 1/(60 + rank). It runs a stdlib ``ThreadingHTTPServer`` on a free port (``start()`` / ``stop()``, or
-``with``), one thread per request; the encode and the search of concurrent requests are batched
+:class:`~jaxparadigm.retrieval.index.searcher.IndexSearcher` with ``encoder=``) serves
+``POST /search`` with a JSON body ``{"query": str, ...}`` whose other keys are the fields of
+:class:`~jaxparadigm.retrieval.search_options.SearchOptions` (``mode``, ``k``, ``nprobe``,
+``depth``, ``approx``, ``excerpts``, ``excerpt_chars``, ``dtype``, ``stream``; a key left out
+takes the service's ``options``) and answers ``{"mode": ..., "score": ..., "hits": [[doc, score],
+...]}`` (the top ``min(k, len(index))``; 200) or ``{"error": ...}`` (4xx). Mode "dense": score =
+cosine; mode "hybrid": the batch's dense top ``min(depth, len(index))`` fused with the BM25 top
+``depth`` on the request's thread (the ranking of ``search --index``,
+:func:`~jaxparadigm.retrieval.ranking.hybrid_search.fused_ranking`), score = sum of
+1/(60 + rank). It runs a stdlib
+``ThreadingHTTPServer`` on a free port (``start()`` / ``stop()``, or ``with``), one thread per
+request; the encode and the search of concurrent requests are batched
 (issue 37) by one :class:`~jaxparadigm.retrieval.service.request_batcher.RequestBatcher`: a request waits
 until ``max_batch`` requests are waiting or ``max_wait_ms`` since the first of them, then the batch
-is encoded in one ``encode`` call and searched with one ``search_vectors`` call per ``(k, nprobe)``,
-its rows padded to a power of two (at most ``max_batch``), each request getting its own row back.
+is encoded in one ``encode`` call and searched with one ``search_vectors`` call per
+``(k, nprobe, approx)``, its rows padded to a power of two (at most ``max_batch``), each request getting its own row back.
 Parsing, an injected delay and tokenizing stay on the request's thread (a delay holds up no one).
 Every request is traced with the OpenTelemetry SDK into an in-memory exporter:
 
     server span "POST /search" (child of the caller's span when a W3C ``traceparent`` header is sent;
     attributes request.id from ``X-Request-Id``, http.status_code)
-      ├─ "parse"           JSON body -> (query, k); records the error of a malformed request
+      ├─ "parse"           JSON body -> (query, SearchOptions); records a malformed request's error
       ├─ "injected_delay"  only with ``fault_injection=True`` and ``"delay_s"`` in the body
       ├─ "tokenize"        word pieces of the query (attribute tokens)
       ├─ "queue"           from the submit to its batch's encode start (attribute batch.size)
       ├─ "encode"          its batch's MiniLM forward (L2-normalised embeddings; batch.size)
       ├─ "search"          its group's top-k: ``index.search_vectors``, the package's one engine
-      │                    (:class:`~jaxparadigm.retrieval.dense.vector_search.VectorSearcher`; exact,
-      │                    or IVF with nprobe; attributes batch.size, k, nprobe)
+      │                    (:class:`~jaxparadigm.retrieval.dense.vector_search.VectorSearcher`;
+      │                    exact, or IVF with nprobe; attributes batch.size, k, nprobe)
       ├─ "fuse"            mode hybrid: the dense and BM25 rankings fused
       └─ "excerpts"        with ``excerpts``: each passage's best excerpt
 

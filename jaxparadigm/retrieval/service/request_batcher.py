@@ -7,8 +7,8 @@ the oldest waiting request, then keeps collecting until the batch holds ``max_ba
 ``max_wait_ms`` have passed since that first request arrived (a lone request waits at most that
 long). The batch's texts are embedded by ONE ``encoder.encode(texts, normalize=True)`` call; the
 rows are then searched per group of equal ``(k, nprobe, approx)``, one ``search(Q, k)`` call per
-group (plus ``nprobe=P`` and ``approx=True`` when the group has them), in order of first arrival. Different ``k`` are never
-merged (the exact engine's top-k prefix is not guaranteed bitwise equal to a smaller k's top-k).
+group (plus ``nprobe=P`` and ``approx=True`` when the group has them), in order of first arrival.
+Different ``k`` are never merged (the exact engine's top-k prefix is not guaranteed bitwise equal to a smaller k's top-k).
 A group of ``n`` rows is padded with zero rows to
 
     padded_size(n) = min(2 ** ceil(log2 n), max_batch),

@@ -393,7 +393,7 @@ def test_every_k_argument_is_refused_the_same_way(small_index):
         "chunk_words": lambda v: chunk_document("a b", v),
     }
     calls["recall k"] = lambda v: recall_at_k([1], v)
-    for name, call in calls.items():
+    for call in calls.values():
         for bad in (0, -1, True, 2.0, "3"):
             with pytest.raises(InputError, match=rf": got {bad!r}, expected an int >= 1"):
                 call(bad)
@@ -401,5 +401,7 @@ def test_every_k_argument_is_refused_the_same_way(small_index):
     # search --index's k is a SearchOptions field: the one check of every door (search.k)
     for bad in (0, -1, True, 2.0, "3"):
         want = "an int >= 1" if type(bad) is int else "int"
-        with pytest.raises(InputError, match=rf"^search\.k={re.escape(repr(bad))}: expected {want}$"):
+        with pytest.raises(
+            InputError, match=rf"^search\.k={re.escape(repr(bad))}: expected {want}$"
+        ):
             index_search_text("q", str(small_index), bad)

@@ -70,7 +70,10 @@ def test_search_over_http_equals_the_index(index):
         (b'{"query": "x", "k": true}', r"^k=True: expected int$"),
         (b'{"query": "x", "mode": "bm25"}', r"^mode='bm25': expected one of 'hybrid', 'dense'$"),
         (b'{"query": "x", "depth": 1001}', r"^depth=1001: expected an int in \[1, 1000\]"),
-        (b'{"query": "x", "extra": 1}', "^body key 'extra': unknown; expected one of query, mode, k"),
+        (
+            b'{"query": "x", "extra": 1}',
+            "^body key 'extra': unknown; expected one of query, mode, k",
+        ),
         (b'{"query": "x", "delay_s": 1}', "'delay_s'"),  # fault injection is off
     ],
 )

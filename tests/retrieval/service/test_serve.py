@@ -72,10 +72,11 @@ def test_serve_answers_http_searches_over_the_index_until_stopped(tiny_index, en
         ready = out.lines.get(timeout=120)
         url = re.search(r"at (http://127\.0\.0\.1:\d+/search)", ready)[1]
         assert "serving 3 passages" in ready
-        answer = _post(url, {"query": "how do I wait for a few seconds", "k": 2})
+        body = {"query": "how do I wait for a few seconds", "k": 2, "mode": "dense"}
+        answer = _post(url, body)
         hits = answer["hits"]
         t0 = time.perf_counter()
-        again = _post(url, {"query": "how do I wait for a few seconds", "k": 2})["hits"]
+        again = _post(url, body)["hits"]
         repeat_s = time.perf_counter() - t0
     finally:
         stop.set()
