@@ -78,7 +78,7 @@ def add_search_flags(p: argparse.ArgumentParser, serve: bool = False) -> None:
         "printed beside it) or dense (MiniLM cosine alone; the score is the cosine); with "
         "--num-processes: dense",
     )
-    add("--top-k", dest="k", type=int, metavar="K", help=f"hits {what} returns (default 5)")
+    add("--top-k", dest="k", type=int, metavar="K", help=f"hits {what} returns (default: 5)")
     add(
         "--nprobe",
         type=int,
@@ -87,7 +87,7 @@ def add_search_flags(p: argparse.ArgumentParser, serve: bool = False) -> None:
         "the query (default: the larger of lists/16 and the lists holding 1,024 rows; P = the "
         "number of lists gives the exact result); an index without: exact search",
     )
-    add("--depth", type=int, metavar="N", help="hybrid fuses each ranking's top N (default 100)")
+    add("--depth", type=int, metavar="N", help="hybrid fuses each ranking's top N (default: 100)")
     add(
         "--approx",
         action="store_true",
@@ -99,12 +99,12 @@ def add_search_flags(p: argparse.ArgumentParser, serve: bool = False) -> None:
         action="store_false",
         help="no best excerpt per hit (default: each hit carries its best excerpt)",
     )
-    add("--excerpt-chars", type=int, metavar="N", help="the longest excerpt (default 240)")
+    add("--excerpt-chars", type=int, metavar="N", help="the longest excerpt (default: 240)")
     add(
         "--dtype",
         metavar="float32|bfloat16|int8",
-        help=f"{index}the embeddings' search copy (default float32; bfloat16/int8: less "
-        "memory, the best candidates rescored in float32)",
+        help=f"{index}the embeddings' search copy (bfloat16/int8: less memory, the best "
+        "candidates rescored in float32) (default: float32)",
     )
     add(
         "--stream",

@@ -39,10 +39,10 @@ def test_the_help_states_the_types_defaults_and_choices(command):
     defaults = SearchOptions()
     assert f"{defaults.mode} (default:" in helps["--mode"]
     assert "|".join(MODES) == _subparser(command)._option_string_actions["--mode"].metavar
-    assert f"(default {defaults.k})" in helps["--top-k"]
-    assert f"(default {defaults.depth})" in helps["--depth"]
-    assert f"(default {defaults.excerpt_chars})" in helps["--excerpt-chars"]
-    assert f"(default {defaults.dtype};" in helps["--dtype"]
+    assert f"(default: {defaults.k})" in helps["--top-k"]
+    assert f"(default: {defaults.depth})" in helps["--depth"]
+    assert f"(default: {defaults.excerpt_chars})" in helps["--excerpt-chars"]
+    assert helps["--dtype"].endswith(f"(default: {defaults.dtype})")
     assert "|".join(SEARCH_DTYPES) == _subparser(command)._option_string_actions["--dtype"].metavar
     assert (
         defaults.excerpts and "default: each hit carries its best excerpt" in helps["--no-excerpts"]
