@@ -158,7 +158,8 @@ def _marks_problem(value: Any, tp: Any) -> str | None:
     """What ``value`` (of the right type) breaks among the marks of ``tp``, or None."""
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
-        return None if value is None else _marks_problem(value, typing.get_args(tp)[0])
+        arm = next((a for a in typing.get_args(tp) if _type_ok(value, a)), None)
+        return None if arm is None else _marks_problem(value, arm)  # the arm the value takes
     if origin is tuple:
         elem = typing.get_args(tp)[0]
         return next((p for v in value if (p := _marks_problem(v, elem)) is not None), None)

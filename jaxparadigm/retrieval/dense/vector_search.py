@@ -39,6 +39,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxparadigm.errors import InputError, require_int
+from jaxparadigm.retrieval.search_options import SEARCH_DTYPES
 
 __all__ = [
     "SEARCH_DTYPES",
@@ -51,7 +52,6 @@ __all__ = [
     "bfloat16_bits_to_float32",
 ]
 
-SEARCH_DTYPES = ("float32", "bfloat16", "int8")
 _MAX_ROWS = 2**31 - 1  # row ids are int32 on device
 
 
