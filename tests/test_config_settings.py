@@ -3,6 +3,7 @@ checked once in ``__post_init__`` with one error naming the key path; the config
 once and records which keys the user set."""
 
 import dataclasses
+import re
 
 import pytest
 
@@ -84,7 +85,7 @@ def test_a_bad_field_is_one_error_naming_its_key_path(cls, name, value, err, exp
         cls(**{name: value})
     assert type(info.value) is err
     message = str(info.value)
-    assert message.startswith(f"{cls.PATH}.{name}={value!r}: ")
+    assert re.match(rf"{re.escape(cls.PATH)}\.{name}(\[\d+\])?: got ", message), message
     assert message.endswith(expected) or expected in message
     assert "\n" not in message
 
@@ -108,7 +109,7 @@ def test_good_values_pass_and_ints_are_accepted_for_floats():
     assert FaultsSettings(nan_batch=(0, 3), kill_at=None).nan_batch == (0, 3)
     assert OptimSettings(mu_dtype="bfloat16", name="lion").name == "lion"
     assert dataclasses.replace(GuardSettings(), max_bad_steps=5).max_bad_steps == 5
-    with pytest.raises(ValueError, match="train.guard.max_bad_steps=0"):
+    with pytest.raises(ValueError, match=r"^train\.guard\.max_bad_steps: got 0, expected an int >= 1$"):
         dataclasses.replace(GuardSettings(), max_bad_steps=0)
 
 

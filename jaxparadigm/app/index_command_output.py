@@ -14,10 +14,10 @@ from typing import Any
 
 from jaxparadigm.app.encoder_devices import encoder_on_cpu_devices
 from jaxparadigm.app.retrieval_launch import log_assignment
+from jaxparadigm.common.quoting import plural, quote
 from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.dense.ivf_search import default_nprobe
-from jaxparadigm.retrieval.documents.reading import Skipped, describe_skipped, plural
-from jaxparadigm.retrieval.encoder.sentence_encoder import shorten
+from jaxparadigm.retrieval.documents.reading import Skipped, describe_skipped
 from jaxparadigm.retrieval.index.build import add_to_index, build_index
 from jaxparadigm.retrieval.index.ivf_store import list_sizes_text
 from jaxparadigm.retrieval.index.searcher import IndexSearcher
@@ -292,7 +292,7 @@ def index_search_text(query: str, index_dir: str, top_k: int = 10, **kw: Any) ->
     nprobe = search_nprobe(searcher, kw.get("nprobe"), kw.get("approx", False))
     how = dtype if nprobe is None else f"IVF: nprobe {nprobe} of {searcher.lists} lists"
     lines = [
-        f"query: {shorten(query, 80)}  index: {index_dir} ({len(searcher)} passages, {how})",
+        f"query: {quote(query, 80)}  index: {index_dir} ({len(searcher)} passages, {how})",
         f"mode: {mode}; score: {SCORE_MEANING[mode]}"
         + ("; (cos ...): the cosine similarity" if mode == "hybrid" else "")
         + f"; query words marked {MARK_OPEN}so{MARK_CLOSE}",

@@ -10,7 +10,7 @@ from jaxparadigm.common.bounded_reading import (
     MAX_JSON_INT_DIGITS,
     JsonLineError,
     binary_prefix,
-    read_json_line,
+    read_json,
     shown_name,
 )
 
@@ -32,7 +32,7 @@ JSON = st.recursive(
 def test_ordinary_json_reads_as_json_loads_does(value):
     """Oracle: the standard library's json.loads on the same line."""
     line = json.dumps(value)
-    assert read_json_line(line) == json.loads(line)
+    assert read_json(line) == json.loads(line)
 
 
 @settings(max_examples=60, deadline=None)
@@ -44,10 +44,10 @@ def test_ordinary_json_reads_as_json_loads_does(value):
 def test_integers_are_bounded_by_their_digits(digits, sign, shape):
     line = shape.format(sign + "1" + "0" * (digits - 1))
     if digits <= MAX_JSON_INT_DIGITS:
-        assert read_json_line(line) == json.loads(line)
+        assert read_json(line) == json.loads(line)
     else:
         with pytest.raises(JsonLineError, match=f"an integer of {digits} digits; expected at most"):
-            read_json_line(line)
+            read_json(line)
 
 
 @pytest.mark.parametrize(
@@ -56,14 +56,14 @@ def test_integers_are_bounded_by_their_digits(digits, sign, shape):
 )
 def test_bad_json_is_one_json_line_error(line, match):
     with pytest.raises(JsonLineError, match=match) as err:
-        read_json_line(line)
+        read_json(line)
     assert isinstance(err.value, ValueError)
 
 
 def test_the_limit_is_a_parameter():
-    assert read_json_line("[123]", max_int_digits=3) == [123]
+    assert read_json("[123]", max_int_digits=3) == [123]
     with pytest.raises(JsonLineError, match="an integer of 4 digits; expected at most 3"):
-        read_json_line("[-1234]", max_int_digits=3)
+        read_json("[-1234]", max_int_digits=3)
 
 
 @pytest.mark.parametrize(

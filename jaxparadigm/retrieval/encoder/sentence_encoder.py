@@ -37,6 +37,7 @@ import numpy as np
 from flax import nnx
 from tokenizers import Tokenizer
 
+from jaxparadigm.common.quoting import quote
 from jaxparadigm.errors import InputError
 from jaxparadigm.models.bert import (
     BertEncoder,
@@ -60,21 +61,11 @@ __all__ = [
     "cached_minilm",
     "minilm_path",
     "length_buckets",
-    "shorten",
     "ENCODE_DTYPES",
 ]
 
 ENCODE_DTYPES = ("float32", "bfloat16")
 MAX_PACKED_SEGMENTS = 32
-
-
-def shorten(text: str, limit: int = 60) -> str:
-    """``repr(text)`` cut to about ``limit`` characters, with the full length when cut: error
-    messages and the CLI never echo a 100,000-character query back in full."""
-    shown = repr(text)
-    if len(shown) <= limit:
-        return shown
-    return f"{shown[: limit - 4]}...{shown[0]} ({len(text)} characters)"
 
 
 class UnknownWordPieceWarning(UserWarning):
@@ -198,7 +189,7 @@ class SentenceEncoder:
                     f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
                 )
                 raise InputError(
-                    f"{name}[{i}] {shorten(s)}: not UTF-8 text ({what} at character "
+                    f"{name}[{i}] {quote(s)}: not UTF-8 text ({what} at character "
                     f"{exc.start}); expected UTF-8"
                 ) from None
         encodings = self.tokenizer.encode_batch([s.strip() for s in sentences])
@@ -220,7 +211,7 @@ class SentenceEncoder:
             pieces = ids[1:-1]  # without [CLS] and [SEP]
             if not pieces:
                 raise InputError(
-                    f"{name}[{i}] {shorten(texts[i])}: the tokenizer finds no word piece in it "
+                    f"{name}[{i}] {quote(texts[i])}: the tokenizer finds no word piece in it "
                     f"({len(texts[i])} characters: empty, whitespace, NUL or other characters "
                     "BERT drops); expected text with at least one word"
                 )
@@ -230,7 +221,7 @@ class SentenceEncoder:
             i = only_unk[0]
             many = f"{name}: {len(only_unk)} of {len(texts)} texts, first " if only_unk[1:] else ""
             warnings.warn(
-                f"{many}{name}[{i}] {shorten(texts[i])}: the model saw no known word piece (all "
+                f"{many}{name}[{i}] {quote(texts[i])}: the model saw no known word piece (all "
                 "are [UNK]), so its embedding says nothing about its meaning",
                 UnknownWordPieceWarning,
                 stacklevel=3,

@@ -35,13 +35,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from jaxparadigm.common.quoting import plural
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.documents.passages import Passage, split_passages, splitting_tokenizer
 from jaxparadigm.retrieval.documents.reading import (
     Reading,
     collect_files,
     describe_skipped,
-    plural,
     read_documents,
     shown_name,
 )

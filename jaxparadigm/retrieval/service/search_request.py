@@ -2,16 +2,17 @@
 
 :func:`parse_search_request` turns ``{"query": str, "k": int}`` (plus ``delay_s`` under fault
 injection; :func:`read_search_request` also reads ``excerpts`` and ``nprobe``) into ``(query, k, delay_s)`` or one :class:`~jaxparadigm.errors.InputError` naming the
-field. A body nested deeper than :data:`MAX_JSON_DEPTH` is refused by :func:`json_depth` before
-``json.loads`` sees it; integers too long for Python's int conversion and invalid UTF-8 are refused
-as "not a JSON object". Used by :class:`jaxparadigm.retrieval.service.http_service.SearchService`.
+field. The body is read by :func:`~jaxparadigm.common.bounded_reading.read_json`: nesting deeper
+than :data:`MAX_JSON_DEPTH` is refused before ``json.loads`` sees it; integers too long for
+Python's int conversion and invalid UTF-8 are refused as "not a JSON object". Used by :class:`jaxparadigm.retrieval.service.http_service.SearchService`.
 """
 
 from __future__ import annotations
 
-import json
 from typing import NamedTuple
 
+from jaxparadigm.common.bounded_reading import JsonLineError, json_depth, read_json
+from jaxparadigm.common.numbers import check_float
 from jaxparadigm.errors import InputError, require_int, short_repr
 
 __all__ = [
@@ -29,31 +30,6 @@ MAX_BODY_BYTES = 64 * 1024
 MAX_JSON_DEPTH = 8  # the body is a flat object: {"query": ..., "k": ...}
 DEFAULT_K = 5  # a request without "k"
 MAX_K = 100
-
-
-def json_depth(body: bytes, limit: int) -> int:
-    """The deepest nesting of ``[``/``{`` in the JSON text ``body`` (outside strings), counting up
-    to the first level over ``limit`` (then it stops: bounded work on hostile input) (C5.2)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in body:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                break
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    return deepest
 
 
 class SearchRequest(NamedTuple):
@@ -86,11 +62,9 @@ def read_search_request(
     default) an int >= 1 (the service checks it against the index's lists). A body nested deeper than
     ``MAX_JSON_DEPTH`` is refused before it is parsed.
     """
-    if json_depth(body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
-        raise InputError(f"body: JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError, big ints
+        data = read_json(body, max_depth=MAX_JSON_DEPTH)
+    except JsonLineError as exc:  # not UTF-8, too deep, an integer too long, not JSON
         detail = " ".join(str(exc).split())[:120]
         raise InputError(f"body: not a JSON object ({detail})") from None
     if not isinstance(data, dict):
@@ -105,15 +79,11 @@ def read_search_request(
     if not isinstance(query, str) or not query.strip():
         raise InputError(f"query: got {short_repr(query)}, expected a non-empty string")
     k = require_int("k", data.get("k", DEFAULT_K), 1, max_k)
-    delay = data.get("delay_s", 0.0)
-    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 60:
-        raise InputError(
-            f"delay_s: got {short_repr(delay)}, expected a number of seconds in [0, 60]"
-        )
+    delay = check_float("delay_s", data.get("delay_s", 0.0), 0, 60, expected="a number of seconds")
     excerpts = data.get("excerpts", False)
     if not isinstance(excerpts, bool):
         raise InputError(f"excerpts: got {short_repr(excerpts)}, expected true or false")
     nprobe = data.get("nprobe")
     if nprobe is not None:
         require_int("nprobe", nprobe, 1)
-    return SearchRequest(query, k, float(delay), excerpts, nprobe)
+    return SearchRequest(query, k, delay, excerpts, nprobe)
