@@ -109,7 +109,9 @@ def test_good_values_pass_and_ints_are_accepted_for_floats():
     assert FaultsSettings(nan_batch=(0, 3), kill_at=None).nan_batch == (0, 3)
     assert OptimSettings(mu_dtype="bfloat16", name="lion").name == "lion"
     assert dataclasses.replace(GuardSettings(), max_bad_steps=5).max_bad_steps == 5
-    with pytest.raises(ValueError, match=r"^train\.guard\.max_bad_steps: got 0, expected an int >= 1$"):
+    with pytest.raises(
+        ValueError, match=r"^train\.guard\.max_bad_steps: got 0, expected an int >= 1$"
+    ):
         dataclasses.replace(GuardSettings(), max_bad_steps=0)
 
 

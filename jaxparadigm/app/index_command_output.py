@@ -79,7 +79,7 @@ def index_build_text(
     CPU devices (:func:`~jaxparadigm.app.encoder_devices.encoder_on_cpu_devices`); returns a
     summary line. ``ivf``: then train that many inverted lists (:func:`index_ivf_text`)."""
     if ivf is not None:
-        require_int("ivf", ivf, 1)  # before the build: its upper bound is checked after it
+        ivf = require_int("ivf", ivf, 1)  # before the build: its upper bound is checked after it
     t0 = time.perf_counter()
     encoder = _encoder(model_path)
     with encoder_on_cpu_devices(encoder, devices) as where:
@@ -251,7 +251,7 @@ def index_search_hits(
     ``approx``), on one without: exact."""
     if not isinstance(query, str):
         raise TypeError(f"query: got {type(query).__name__}, expected str")
-    require_int("top_k", top_k, 1)
+    top_k = require_int("top_k", top_k, 1)
     searcher = IndexSearcher(index_dir, dtype=dtype, resident=not stream)
     log_assignment("search", searcher)  # a process of a group: its shards, to its log
     nprobe = search_nprobe(searcher, nprobe, approx)

@@ -30,7 +30,7 @@ def format_search(query: str, corpus: str = "pydoc", top_k: int = 5) -> str:
     """
     if not isinstance(query, str):
         raise TypeError(f"query: got {type(query).__name__}, expected str")
-    require_int("top_k", top_k, 1)
+    top_k = require_int("top_k", top_k, 1)
     names, texts = read_corpus(corpus)
     encoder = cached_minilm(None)
     encoder.check_texts([query], "query")  # refuse or warn once, before indexing the corpus

@@ -93,10 +93,11 @@ def read_json(
     never the bare ValueError ``int()`` raises past Python's int-string limit.
     """
     if isinstance(data, (bytes, bytearray)):
+        raw = bytes(data)
         try:
-            data = bytes(data).decode("utf-8")
+            data = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise JsonLineError(f"not UTF-8: {byte_at(bytes(data), exc.start)}") from None
+            raise JsonLineError(f"not UTF-8: {byte_at(raw, exc.start)}") from None
     if max_depth is not None and json_depth(data, max_depth) > max_depth:
         raise JsonLineError(f"nested deeper than {max_depth} levels")
 

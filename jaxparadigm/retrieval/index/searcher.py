@@ -203,7 +203,7 @@ class IndexSearcher:
         if not np.all(np.isfinite(q)):
             bad = int(np.flatnonzero(~np.all(np.isfinite(q), axis=1))[0])
             raise InputError(f"queries: row {bad} holds NaN or inf, expected finite values")
-        require_int("k", k, 1)
+        k = require_int("k", k, 1)
         return self._top(q, k, nprobe)
 
     def search(

@@ -79,7 +79,7 @@ def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
 
 def new_manifest(model: dict, shard_rows: int, build: dict) -> dict:
     """An empty index's manifest (status ``building``, no shards)."""
-    require_int("shard_rows", shard_rows, 1)
+    shard_rows = require_int("shard_rows", shard_rows, 1)
     return {
         "format": FORMAT,
         "version": VERSION,

@@ -56,8 +56,8 @@ def hybrid_search(
     """The top ``k`` fused hits of each query (module docstring), best first; ``keyword`` is the
     index's :func:`keyword_index` (built here when None: pass it to search repeatedly);
     ``nprobe``: the dense ranking scans that many inverted lists (``None``: exact)."""
-    require_int("k", k, 1)
-    require_int("depth", depth, 1)
+    k = require_int("k", k, 1)
+    depth = require_int("depth", depth, 1)
     if keyword is None:
         keyword = keyword_index(searcher)
     if keyword.lengths.shape[0] != len(searcher):

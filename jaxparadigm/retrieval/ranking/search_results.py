@@ -93,8 +93,8 @@ def search_with_excerpts(
         raise TypeError(f"query: got {type(query).__name__}, expected str")
     if mode not in MODES:
         raise InputError(f"mode: got {mode!r}, expected one of {', '.join(MODES)}")
-    require_int("k", k, 1)
-    require_int("excerpt_chars", excerpt_chars, 1)
+    k = require_int("k", k, 1)
+    excerpt_chars = require_int("excerpt_chars", excerpt_chars, 1)
     if approx and mode != "dense":
         raise InputError("approx: given with mode 'hybrid', expected mode 'dense' (--dense-only)")
     hits: list[Hit]

@@ -162,9 +162,9 @@ class SearchService:
         max_wait_ms: float = DEFAULT_MAX_WAIT_MS,
     ) -> None:
         encoder = _serving_encoder(index, encoder)
-        require_int("port", port, 0, 65535)
+        port = require_int("port", port, 0, 65535)
         check_float("read_timeout_s", read_timeout_s, 0, 3600, lo_open=True, expected="seconds")
-        require_int("max_body_bytes", max_body_bytes, 1)
+        max_body_bytes = require_int("max_body_bytes", max_body_bytes, 1)
         max_batch, max_wait_ms = check_batching(max_batch, max_wait_ms)
         if not len(index):
             raise InputError("index: empty; add documents before serving it")

@@ -161,7 +161,7 @@ class RequestBatcher:
         workers: int = DEFAULT_WORKERS,
     ) -> None:
         max_batch, max_wait_ms = check_batching(max_batch, max_wait_ms)
-        require_int("workers", workers, 1, 64)
+        workers = require_int("workers", workers, 1, 64)
         idle_s = check_float("idle_s", idle_s, 0, lo_open=True, finite=False, expected="seconds")
         self.encoder, self.search = encoder, search
         self.max_batch, self.max_wait_s = max_batch, max_wait_ms / 1000.0

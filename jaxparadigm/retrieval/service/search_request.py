@@ -85,5 +85,5 @@ def read_search_request(
         raise InputError(f"excerpts: got {short_repr(excerpts)}, expected true or false")
     nprobe = data.get("nprobe")
     if nprobe is not None:
-        require_int("nprobe", nprobe, 1)
+        nprobe = require_int("nprobe", nprobe, 1)
     return SearchRequest(query, k, delay, excerpts, nprobe)

@@ -102,7 +102,7 @@ def bm25_scores(index: BM25Index, query: str) -> np.ndarray:
 def bm25_top(index: BM25Index, query: str, k: int) -> list[int]:
     """The ``k`` best passage ids for ``query`` by :func:`bm25_scores`, best first; ties keep
     passage order; passages scoring 0 (no query word) are left out, so possibly fewer than k."""
-    require_int("k", k, 1)
+    k = require_int("k", k, 1)
     scores = bm25_scores(index, query)
     order = np.argsort(-scores, kind="stable")[:k]
     return [int(i) for i in order if scores[i] != 0.0]
