@@ -137,12 +137,7 @@ def _add_claims(sub) -> None:
     )
     p.add_argument("--config", metavar="FILE", help="YAML config whose claims section is used")
     p.add_argument("overrides", nargs="*", help="key.path=value, e.g. claims.c5_2.p99_ms=500")
-    p.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress lines (same as TQDM_DISABLE=1; otherwise a line on stderr as each "
-        "experiment starts and finishes)",
-    )
+    p.add_argument("--no-progress", action="store_true", help="no line per experiment")
 
 
 def _add_group_options(p, what: str) -> None:

@@ -154,3 +154,32 @@ def test_read_config_reads_the_file_once_and_records_the_keys_set(tmp_path, monk
     assert again.train.sharding.mode == "data" and again.train.steps == 3
     assert again.train.sharding.min_size == 4
     assert loaded.config.train.sharding.mode == "none"
+
+
+@pytest.mark.parametrize(
+    "cls, field, value, key, problem",
+    [
+        (GuardSettings, "max_bad_steps", 0, "max_bad_steps", "got 0, expected an int >= 1"),
+        (OptimSettings, "b2", 1.0, "b2", "got 1.0, expected a float in [0, 1)"),
+        (
+            FaultsSettings,
+            "nan_batch",
+            (1, -1),
+            "nan_batch[1]",
+            "got -1, expected an int in [0, 2147483646]",
+        ),
+    ],
+)
+def test_a_bound_is_applied_one_way_by_the_settings_and_the_loader(cls, field, value, key, problem):
+    """fields.bounds_problem words the refusal for both: the same text after the key path."""
+    with pytest.raises(ValueError) as built:
+        cls(**{field: value})
+    assert str(built.value) == f"{cls.PATH}.{key}: {problem}"
+    raw: dict = {"name": "x"}
+    node = raw
+    for part in cls.PATH.split("."):
+        node = node.setdefault(part, {})
+    node[field] = list(value) if isinstance(value, tuple) else value
+    with pytest.raises(ConfigError) as loaded:
+        config_from_dict(raw)
+    assert str(loaded.value) == f"config key '{cls.PATH}.{key}': {problem}"

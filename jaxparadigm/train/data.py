@@ -22,7 +22,7 @@ from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
 
-from jaxparadigm.common.numbers import check_int
+from jaxparadigm.common.numbers import check_float, check_int
 from jaxparadigm.fields import Bounds, NonNegative, Seed, check_fields
 from jaxparadigm.train.drift import DriftReport, drift_report
 from jaxparadigm.train.validation import validate_batch
@@ -82,8 +82,9 @@ def pydoc_bytes(val_fraction: float = 0.1, seed: int = 0) -> tuple[np.ndarray, n
     ``ceil(val_fraction * topics)`` go to validation; each stream is the topics' UTF-8 text joined
     with blank lines.
     """
-    if not 0.0 < val_fraction < 1.0:
-        raise ValueError(f"val_fraction: got {val_fraction!r}, expected a value in (0, 1)")
+    val_fraction = check_float(
+        "val_fraction", val_fraction, 0, 1, lo_open=True, hi_open=True, error=ValueError
+    )
     from pydoc_data.topics import topics
 
     names = sorted(topics)

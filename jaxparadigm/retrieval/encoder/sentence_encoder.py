@@ -311,8 +311,9 @@ class SentenceEncoder:
         ``q @ D.T`` is cosine). ``dtype="bfloat16"`` computes in bfloat16 (output float32);
         ``pack=True`` packs short sentences into shared rows (module docstring); ``None`` takes
         the encoder's own ``compute_dtype`` / ``pack`` (constructor arguments).
-        ``show_progress_bar``: the sentences encoded, as :class:`~jaxparadigm.common.progress.Progress`
-        shows them (a bar on a terminal, plain lines on stderr otherwise).
+        ``show_progress_bar``: the sentences encoded, as
+        :class:`~jaxparadigm.common.progress.Progress` shows them (a bar on a terminal, plain
+        lines on stderr otherwise).
         """
         batch_size = check_int("batch_size", batch_size, 1, error=ValueError)
         dtype, pack = _check_options(

@@ -4,7 +4,8 @@
 injection; :func:`read_search_request` also reads ``excerpts`` and ``nprobe``) into ``(query, k, delay_s)`` or one :class:`~jaxparadigm.errors.InputError` naming the
 field. The body is read by :func:`~jaxparadigm.common.bounded_reading.read_json`: nesting deeper
 than :data:`MAX_JSON_DEPTH` is refused before ``json.loads`` sees it; integers too long for
-Python's int conversion and invalid UTF-8 are refused as "not a JSON object". Used by :class:`jaxparadigm.retrieval.service.http_service.SearchService`.
+Python's int conversion and invalid UTF-8 are refused as "not a JSON object". Used by
+:class:`jaxparadigm.retrieval.service.http_service.SearchService`.
 """
 
 from __future__ import annotations
