@@ -137,6 +137,13 @@ def check_train_arguments(model: Any, dataset: Any, tx: Any, settings: Any) -> N
         )
 
 
+def _step_progress(start: int, end: int, name: str, enabled: bool, t0: float) -> Progress:
+    """Training's progress of steps ``start + 1 .. end`` (``NAME: step N/END``): the first step
+    compiles, so its line is timed from ``t0`` (the call's start) and the rate counts the rest."""
+    count = "step {done}/{total}"
+    return Progress(end, name, initial=start, count=count, enabled=enabled, t0=t0, compiles=True)
+
+
 def train(
     model: nnx.Module,
     dataset: Dataset,
@@ -177,15 +184,7 @@ def train(
         end = max(start, settings.steps if stop_at is None else min(settings.steps, stop_at))
         run = Run(settings, dataset, steps, ckpt, log, batch_transform, end)
         loop = LoopState(state, snapshot=to_host(state))  # rollback target without checkpoints
-        bar = Progress(
-            end,
-            settings.name,
-            initial=start,
-            count="step {done}/{total}",
-            enabled=progress and _primary(),
-            t0=t0,
-            compiles=True,
-        )
+        bar = _step_progress(start, end, settings.name, progress and _primary(), t0)
         try:
             for step in range(start, end):
                 one_step(run, loop, step)

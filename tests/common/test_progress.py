@@ -4,6 +4,7 @@
 import io
 import os
 import re
+import select
 import time
 
 import pytest
@@ -123,7 +124,9 @@ def test_a_terminal_of_zero_width_still_shows_a_bar():
         bar.update(3)
         bar._bar.refresh()
         stream.flush()
-        shown = os.read(master, 65536).decode()
+        shown = ""
+        while select.select([master], [], [], 0.5)[0]:  # everything written so far
+            shown += os.read(master, 65536).decode()
         bar.close()
         stream.close()
     finally:
