@@ -137,8 +137,9 @@ docs-check: $(DOCS_STAMP)
 clean:
 	rm -rf $(VENV) runs build *.egg-info
 
-# The README as a test (issue 25): every command of its ```bash blocks, in order, in a fresh clone
-# of HEAD that reuses this venv (tests/test_readme.py says how); CI runs it before `make test`.
+# The README as a test (issue 25): every command of the ```bash blocks of README.md and then of the
+# guides (docs/guides, in tests/test_readme.py's GUIDES order), in a fresh clone of HEAD that reuses
+# this venv (tests/test_readme.py says how); CI runs it before `make test`.
 readme-test: $(STAMP)
 	JAXPARADIGM_README_VENV=$(abspath $(VENV)) $(BIN)/python -m pytest -q -m readme tests/test_readme.py
 

@@ -20,7 +20,7 @@ import typing
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 
-from jaxparadigm.common.numbers import range_text
+from jaxparadigm.common.numbers import plain_number, range_text
 from jaxparadigm.common.quoting import quote
 
 __all__ = [
@@ -169,7 +169,8 @@ def _marks_problem(value: Any, tp: Any, key: str) -> str | None:
     ``tp`` (an item of a list named ``KEY[i]``), or None."""
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
-        return None if value is None else _marks_problem(value, typing.get_args(tp)[0], key)
+        arm = next((a for a in typing.get_args(tp) if _type_ok(value, a)), None)
+        return None if arm is None else _marks_problem(value, arm, key)  # the arm the value takes
     if origin is tuple:
         elem = typing.get_args(tp)[0]
         found = (_marks_problem(v, elem, f"{key}[{i}]") for i, v in enumerate(value))
@@ -191,12 +192,16 @@ def check_fields(settings: Any) -> None:
     ``TypeError``/``ValueError``: ``"<PATH>.<field>: got <value>, expected ..."`` (``PATH`` is the
     class's key path, e.g. ``optim``; an item of a list ``<field>[i]``); a wrong type (a string for
     a number, ``True`` for an int, NaN) is a ``TypeError``, a value outside the bounds
-    (:func:`bounds_problem`), the ``Literal`` or the table a ``ValueError``."""
+    (:func:`bounds_problem`), the ``Literal`` or the table a ``ValueError``. A NumPy integer or
+    float scalar is taken as the Python number it equals, and stored so
+    (:func:`~jaxparadigm.common.numbers.plain_number`)."""
     cls = type(settings)
     prefix = getattr(cls, "PATH", cls.__name__)
     hints = typing.get_type_hints(cls, include_extras=True)
     for f in dataclasses.fields(settings):
-        value, tp = getattr(settings, f.name), hints[f.name]
+        value, tp = plain_number(getattr(settings, f.name)), hints[f.name]
+        if value is not getattr(settings, f.name):
+            object.__setattr__(settings, f.name, value)  # a frozen dataclass: set once, here
         key = f"{prefix}.{f.name}"
         if not _type_ok(value, tp):
             err = ValueError if isinstance(value, str) and _admits_names(tp) else TypeError

@@ -183,3 +183,16 @@ def test_a_bound_is_applied_one_way_by_the_settings_and_the_loader(cls, field, v
     with pytest.raises(ConfigError) as loaded:
         config_from_dict(raw)
     assert str(loaded.value) == f"config key '{cls.PATH}.{key}': {problem}"
+
+
+def test_a_numpy_scalar_is_stored_as_the_python_number_it_equals():
+    import numpy as np
+
+    guard = GuardSettings(max_bad_steps=np.int64(4), lr_decay_on_rollback=np.float32(0.5))
+    assert guard.max_bad_steps == 4 and type(guard.max_bad_steps) is int
+    assert type(guard.lr_decay_on_rollback) is float
+    assert FaultsSettings(nan_batch=(np.int32(2),)).nan_batch == (2,)
+    with pytest.raises(
+        TypeError, match=r"^train\.guard\.max_bad_steps: got np\.True_, expected int$"
+    ):
+        GuardSettings(max_bad_steps=np.bool_(True))

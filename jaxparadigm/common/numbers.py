@@ -9,6 +9,8 @@
                                         unless ``finite=False``: "NAME: got VALUE, expected ..."
     range_text(lo, hi, ...)             "in [0, 1)", ">= 1", "> 0", "<= 5": how every range is
                                         written (also by :class:`jaxparadigm.fields.Bounds`)
+    plain_number(value)                 a NumPy scalar as the Python number it equals (the
+                                        settings types store their fields so)
 
 Both raise :class:`~jaxparadigm.common.errors.InputError` (a ``ValueError``) unless the caller
 names its own exception types: ``error`` for a value out of range, ``type_error`` for a value of
@@ -25,7 +27,15 @@ import numpy as np
 from jaxparadigm.common.errors import InputError
 from jaxparadigm.common.quoting import quote
 
-__all__ = ["check_float", "check_int", "is_int", "is_real", "number_text", "range_text"]
+__all__ = [
+    "check_float",
+    "check_int",
+    "is_int",
+    "is_real",
+    "number_text",
+    "plain_number",
+    "range_text",
+]
 
 
 def is_int(value: object) -> bool:
@@ -39,6 +49,18 @@ def is_real(value: object) -> bool:
     if is_int(value) or isinstance(value, (float, np.floating)):
         return True
     return isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf"
+
+
+def plain_number(value: object) -> object:
+    """A NumPy integer or float scalar as the Python ``int``/``float`` it equals (a tuple of them
+    item by item); anything else, a NumPy bool included, as given."""
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, tuple) and any(isinstance(v, (np.integer, np.floating)) for v in value):
+        return tuple(plain_number(v) for v in value)
+    return value
 
 
 def number_text(x: float) -> str:

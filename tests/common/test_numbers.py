@@ -147,3 +147,17 @@ def test_ranges_and_bounds_are_written_one_way():
 def test_what_counts_as_a_real_number():
     assert is_real(np.array(1, np.int8)) and not is_real(np.array(True))
     assert not is_real(np.zeros(2)) and not is_real(1j) and not is_real(np.bool_(False))
+
+
+def test_numpy_scalars_become_the_python_numbers_they_equal():
+    from jaxparadigm.common.numbers import plain_number
+
+    got = plain_number(np.int64(3))
+    assert got == 3 and type(got) is int
+    got = plain_number(np.float32(0.5))
+    assert got == 0.5 and type(got) is float
+    assert (
+        plain_number((np.int32(1), 2)) == (1, 2) and type(plain_number((np.int32(1), 2))[0]) is int
+    )
+    flag, same = np.bool_(True), (1, 2)
+    assert plain_number(flag) is flag and plain_number(same) is same and plain_number("x") == "x"

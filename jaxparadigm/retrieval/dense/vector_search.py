@@ -40,6 +40,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxparadigm.common.numbers import check_int
 from jaxparadigm.errors import InputError, require_int
+from jaxparadigm.retrieval.search_options import SEARCH_DTYPES
 
 __all__ = [
     "SEARCH_DTYPES",
@@ -52,7 +53,6 @@ __all__ = [
     "bfloat16_bits_to_float32",
 ]
 
-SEARCH_DTYPES = ("float32", "bfloat16", "int8")
 _MAX_ROWS = 2**31 - 1  # row ids are int32 on device
 
 

@@ -27,6 +27,7 @@ from jaxparadigm.errors import require_int
 __all__ = [
     "Document",
     "Passage",
+    "PassageFields",
     "split_passages",
     "splitting_tokenizer",
 ]
@@ -46,6 +47,34 @@ class Passage(NamedTuple):
     start: int
     end: int
     text: str
+
+
+class PassageFields:
+    """A record that holds a :class:`Passage` as its ``passage`` (a search hit) reads its fields
+    directly: ``record.source``, ``.start``, ``.end``, ``.text`` are ``record.passage``'s."""
+
+    __slots__ = ()
+    passage: Passage
+
+    @property
+    def source(self) -> str:
+        """The passage's document (``path`` or ``path:LINE``)."""
+        return self.passage.source
+
+    @property
+    def start(self) -> int:
+        """The passage's first character in its document."""
+        return self.passage.start
+
+    @property
+    def end(self) -> int:
+        """One past the passage's last character in its document."""
+        return self.passage.end
+
+    @property
+    def text(self) -> str:
+        """The passage's text, ``document[start:end]``."""
+        return self.passage.text
 
 
 def splitting_tokenizer(tokenizer: Tokenizer) -> Tokenizer:

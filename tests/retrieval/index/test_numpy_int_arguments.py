@@ -1,5 +1,5 @@
 """A NumPy integer is an int wherever the library asks for one: ``search_vectors(q, np.int64(5))``
-searches (``k`` from ``np.argsort``/``np.sum`` arithmetic used to be refused), a bool never is."""
+searches (a ``k`` computed with NumPy), a bool or a float never does."""
 
 import numpy as np
 import pytest
@@ -30,9 +30,16 @@ def test_search_vectors_takes_a_numpy_integer_k(searcher, k):
     np.testing.assert_array_equal(top.ids, oracle)
 
 
-@pytest.mark.parametrize("k, shown", [(True, "True"), (np.int64(0), "np.int64(0)"), (5.0, "5.0")])
-def test_search_vectors_refuses_a_bool_zero_or_float_k(searcher, k, shown):
+@pytest.mark.parametrize(
+    "k, want",
+    [
+        (True, "search.k: got True, expected int"),
+        (np.int64(0), "search.k: got 0, expected an int >= 1"),
+        (5.0, "search.k: got 5.0, expected int"),
+    ],
+)
+def test_search_vectors_refuses_a_bool_zero_or_float_k(searcher, k, want):
     q = np.asarray(Index(searcher.index_dir).embeddings()[:1], np.float32)
     with pytest.raises(InputError) as err:
         searcher.search_vectors(q, k)
-    assert str(err.value) == f"k: got {shown}, expected an int >= 1"
+    assert str(err.value) == want
