@@ -100,7 +100,7 @@ def read_search_request(
     for key, most in (("k", max_k), ("depth", MAX_DEPTH)):
         if key in data and getattr(options, key) > most:  # the body's own (serve's may be more)
             raise InputError(
-                f"{key}={getattr(options, key)}: expected an int in [1, {most}] (the most this "
-                "service answers)"
+                f"{key}: got {getattr(options, key)}, expected an int in [1, {most}] (the most "
+                "this service answers)"
             )
     return SearchRequest(query, options, delay)
