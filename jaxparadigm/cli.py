@@ -60,8 +60,8 @@ Run `jaxparadigm COMMAND --help` for a command's options."""
 EPILOG = """\
 exit status: 0 done; 2 bad input (one stderr line per problem); 3 a training run gave up, or a
 process of a --num-processes group died.
-JAXPARADIGM_DEBUG=1 shows the traceback of input errors; TQDM_DISABLE=1 (or run --no-progress)
-turns progress output off."""
+JAXPARADIGM_DEBUG=1 shows the traceback of input errors; TQDM_DISABLE=1 (or a command's
+--no-progress) turns progress output off."""
 
 #: Benchmarks of a source checkout (benchmarks/NAME_bench.py), for `bench --help`.
 BENCHES = {
@@ -140,6 +140,7 @@ def _add_claims(sub) -> None:
     )
     p.add_argument("--config", metavar="FILE", help="YAML config whose claims section is used")
     p.add_argument("overrides", nargs="*", help="key.path=value, e.g. claims.c5_2.p99_ms=500")
+    p.add_argument("--no-progress", action="store_true", help="no line per experiment")
 
 
 def _add_group_options(p, what: str) -> None:

@@ -105,7 +105,8 @@ def _cmd_claims(args: argparse.Namespace) -> int:
         cfg = load_config(args.config, args.overrides)
     else:  # the article's numbers, plus any claims.* overrides
         cfg = config_from_dict({"name": "claims"}, args.overrides)
-    verdicts = claims.run_claims(only=args.only or None, config=cfg.claims)
+    progress = not args.no_progress
+    verdicts = claims.run_claims(only=args.only or None, progress=progress, config=cfg.claims)
     if args.json:
         print(json.dumps(claims.verdicts_to_json(verdicts), indent=2))
     else:

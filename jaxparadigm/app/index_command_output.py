@@ -14,10 +14,10 @@ from typing import Any
 
 from jaxparadigm.app.encoder_devices import encoder_on_cpu_devices
 from jaxparadigm.app.retrieval_launch import log_assignment
+from jaxparadigm.common.quoting import plural, quote
 from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.dense.ivf_search import default_nprobe
-from jaxparadigm.retrieval.documents.reading import Skipped, describe_skipped, plural
-from jaxparadigm.retrieval.encoder.sentence_encoder import shorten
+from jaxparadigm.retrieval.documents.reading import Skipped, describe_skipped
 from jaxparadigm.retrieval.index.build import add_to_index, build_index
 from jaxparadigm.retrieval.index.ivf_store import list_sizes_text
 from jaxparadigm.retrieval.index.searcher import IndexSearcher
@@ -79,7 +79,7 @@ def index_build_text(
     CPU devices (:func:`~jaxparadigm.app.encoder_devices.encoder_on_cpu_devices`); returns a
     summary line. ``ivf``: then train that many inverted lists (:func:`index_ivf_text`)."""
     if ivf is not None:
-        require_int("ivf", ivf, 1)  # before the build: its upper bound is checked after it
+        ivf = require_int("ivf", ivf, 1)  # before the build: its upper bound is checked after it
     t0 = time.perf_counter()
     encoder = _encoder(model_path)
     with encoder_on_cpu_devices(encoder, devices) as where:
@@ -279,7 +279,7 @@ def index_search_text(query: str, index_dir: str, top_k: int | None = None, **kw
     mode, nprobe = options.mode, searcher.resolve_nprobe(options)
     how = options.dtype if nprobe is None else f"IVF: nprobe {nprobe} of {searcher.lists} lists"
     lines = [
-        f"query: {shorten(query, 80)}  index: {index_dir} ({len(searcher)} passages, {how})",
+        f"query: {quote(query, 80)}  index: {index_dir} ({len(searcher)} passages, {how})",
         f"mode: {mode}; score: {SCORE_MEANING[mode]}"
         + ("; (cos ...): the cosine similarity" if mode == "hybrid" else "")
         + f"; query words marked {MARK_OPEN}so{MARK_CLOSE}",

@@ -224,10 +224,11 @@ def _spelling(spelled: Mapping[str, str] | None) -> Callable[[str], str]:
 
 
 _FIELD_KEY = re.compile(
-    rf"(?<![\w.-]){SearchOptions.PATH}\.({'|'.join(SearchOptions.keys())})(?==)"
+    rf"(?<![\w.-]){SearchOptions.PATH}\.({'|'.join(SearchOptions.keys())})(?==|: got )"
 )
 
 
 def _respell(message: str, name: Callable[[str], str]) -> str:
-    """``message`` with each ``search.<field>=`` written as the door spells the field."""
+    """``message`` with each ``search.<field>`` (before ``=`` or ``: got``) written as the door
+    spells the field."""
     return _FIELD_KEY.sub(lambda m: name(m.group(1)), message)

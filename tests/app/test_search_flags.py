@@ -71,10 +71,10 @@ def test_flags_not_given_leave_the_defaults_and_given_ones_set_their_fields():
 @pytest.mark.parametrize(
     "argv, line",
     [
-        (["--top-k", "0"], "--top-k=0: expected an int >= 1"),
-        (["--mode", "bm25"], "--mode='bm25': expected one of 'hybrid', 'dense'"),
-        (["--dtype", "f16"], "--dtype='f16': expected one of 'float32', 'bfloat16', 'int8'"),
-        (["--depth", "-2"], "--depth=-2: expected an int >= 1"),
+        (["--top-k", "0"], "--top-k: got 0, expected an int >= 1"),
+        (["--mode", "bm25"], "--mode: got 'bm25', expected one of 'hybrid', 'dense'"),
+        (["--dtype", "f16"], "--dtype: got 'f16', expected one of 'float32', 'bfloat16', 'int8'"),
+        (["--depth", "-2"], "--depth: got -2, expected an int >= 1"),
         (
             ["--approx"],
             "--approx=True: approximates the dense ranking alone, but --mode='hybrid'; "

@@ -42,19 +42,27 @@ def test_the_defaults_are_the_clis_and_the_name_is_public():
 @pytest.mark.parametrize(
     "values, error, message",
     [
-        ({"k": 0}, ValueError, "search.k=0: expected an int >= 1"),
-        ({"k": True}, TypeError, "search.k=True: expected int"),
-        ({"k": 2.0}, TypeError, "search.k=2.0: expected int"),
-        ({"depth": 0}, ValueError, "search.depth=0: expected an int >= 1"),
-        ({"excerpt_chars": -1}, ValueError, "search.excerpt_chars=-1: expected an int >= 1"),
-        ({"mode": "bm25"}, ValueError, "search.mode='bm25': expected one of 'hybrid', 'dense'"),
-        ({"mode": 1}, TypeError, "search.mode=1: expected one of 'hybrid', 'dense'"),
-        ({"dtype": "f16"}, ValueError, "search.dtype='f16': expected one of 'float32', "),
-        ({"nprobe": 0}, ValueError, "search.nprobe=0: expected an int >= 1"),
-        ({"nprobe": "all"}, ValueError, "search.nprobe='all': expected int or one of 'default'"),
-        ({"nprobe": True}, TypeError, "search.nprobe=True: expected int or one of 'default'"),
-        ({"excerpts": 1}, TypeError, "search.excerpts=1: expected bool"),
-        ({"stream": "yes"}, TypeError, "search.stream='yes': expected bool"),
+        ({"k": 0}, ValueError, "search.k: got 0, expected an int >= 1"),
+        ({"k": True}, TypeError, "search.k: got True, expected int"),
+        ({"k": 2.0}, TypeError, "search.k: got 2.0, expected int"),
+        ({"depth": 0}, ValueError, "search.depth: got 0, expected an int >= 1"),
+        ({"excerpt_chars": -1}, ValueError, "search.excerpt_chars: got -1, expected an int >= 1"),
+        (
+            {"mode": "bm25"},
+            ValueError,
+            "search.mode: got 'bm25', expected one of 'hybrid', 'dense'",
+        ),
+        ({"mode": 1}, TypeError, "search.mode: got 1, expected one of 'hybrid', 'dense'"),
+        ({"dtype": "f16"}, ValueError, "search.dtype: got 'f16', expected one of 'float32', "),
+        ({"nprobe": 0}, ValueError, "search.nprobe: got 0, expected an int >= 1"),
+        (
+            {"nprobe": "all"},
+            ValueError,
+            "search.nprobe: got 'all', expected int or one of 'default'",
+        ),
+        ({"nprobe": True}, TypeError, "search.nprobe: got True, expected int or one of 'default'"),
+        ({"excerpts": 1}, TypeError, "search.excerpts: got 1, expected bool"),
+        ({"stream": "yes"}, TypeError, "search.stream: got 'yes', expected bool"),
         (
             {"approx": True},
             ValueError,
@@ -87,7 +95,7 @@ def test_the_values_a_type_admits_pass():
 
 
 def test_read_spells_each_key_as_the_door_does_and_refuses_unknown_keys():
-    with pytest.raises(InputError, match=r"^--top-k=0: expected an int >= 1$"):
+    with pytest.raises(InputError, match=r"^--top-k: got 0, expected an int >= 1$"):
         SearchOptions.read({"k": 0}, spelled=CLI)
     with pytest.raises(InputError) as info:
         SearchOptions.read({"approx": True}, spelled=CLI)
@@ -112,7 +120,7 @@ def test_from_keywords_maps_a_functions_older_keywords_onto_the_same_type():
     assert got == SearchOptions(mode="dense", k=10, nprobe=None)  # None: the function's default
     base = SearchOptions(dtype="int8")
     assert SearchOptions.from_keywords(None, {"stream": None}, {}, base) == base  # else the base's
-    with pytest.raises(InputError, match=r"^search\.k=0: expected an int >= 1$"):
+    with pytest.raises(InputError, match=r"^search\.k: got 0, expected an int >= 1$"):
         SearchOptions.from_keywords(None, {"k": 0}, defaults)
     given = SearchOptions(k=3)
     assert SearchOptions.from_keywords(given, {"k": None, "nprobe": None}, defaults) is given

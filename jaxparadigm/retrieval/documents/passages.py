@@ -91,8 +91,8 @@ _WORD = re.compile(r"\S+")  # the words of str.split(): runs of non-whitespace (
 
 
 def _check_window(chunk_tokens: int, overlap: int, smallest: int) -> None:
-    require_int("chunk_tokens", chunk_tokens, smallest)
-    require_int("overlap", overlap, 0, chunk_tokens - 1)
+    chunk_tokens = require_int("chunk_tokens", chunk_tokens, smallest)
+    overlap = require_int("overlap", overlap, 0, chunk_tokens - 1)
 
 
 def _unit_offsets(docs: Sequence[Document], tokenizer: Tokenizer | None) -> list[list[tuple]]:

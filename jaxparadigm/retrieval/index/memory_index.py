@@ -106,7 +106,7 @@ class SemanticIndex:
         """Exact top ``k`` documents for ``query`` as ``[(doc_index, cosine)]``, best first (C1.1)."""
         if not isinstance(query, str):
             raise TypeError(f"query: got {type(query).__name__} {query!r}, expected str")
-        require_int("top_k", top_k, 1)
+        top_k = require_int("top_k", top_k, 1)
         self._require_docs()
         self.encoder.check_texts([query], "query")
         q = self.encoder.encode(query, normalize=True)

@@ -82,6 +82,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
 
+from jaxparadigm.common.numbers import check_float
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.encoder.sentence_encoder import SentenceEncoder
 from jaxparadigm.retrieval.index.memory_index import SemanticIndex
@@ -175,17 +176,10 @@ class SearchService:
         max_wait_ms: float = DEFAULT_MAX_WAIT_MS,
     ) -> None:
         encoder = _serving_encoder(index, encoder)
-        require_int("port", port, 0, 65535)
-        if (
-            isinstance(read_timeout_s, bool)
-            or not isinstance(read_timeout_s, (int, float))
-            or not (0 < read_timeout_s <= 3600)
-        ):
-            raise InputError(
-                f"read_timeout_s: got {read_timeout_s!r}, expected seconds in (0, 3600]"
-            )
-        require_int("max_body_bytes", max_body_bytes, 1)
-        check_batching(max_batch, max_wait_ms)
+        port = require_int("port", port, 0, 65535)
+        check_float("read_timeout_s", read_timeout_s, 0, 3600, lo_open=True, expected="seconds")
+        max_body_bytes = require_int("max_body_bytes", max_body_bytes, 1)
+        max_batch, max_wait_ms = check_batching(max_batch, max_wait_ms)
         if not len(index):
             raise InputError("index: empty; add documents before serving it")
         self.index = index

@@ -37,7 +37,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from jaxparadigm.errors import InputError, require_int, short_repr
+from jaxparadigm.common.numbers import check_float, check_int
+from jaxparadigm.errors import require_int
 
 __all__ = [
     "DEFAULT_IDLE_S",
@@ -98,27 +99,14 @@ class BatchResult(NamedTuple):
 
 def check_batching(
     max_batch: object, max_wait_ms: object, names: tuple[str, str] = ("max_batch", "max_wait_ms")
-) -> None:
-    """Refuse a ``max_batch`` that is not an int in ``[1, MAX_BATCH_LIMIT]`` or a ``max_wait_ms``
-    that is not a number of milliseconds in ``[0, MAX_WAIT_MS_LIMIT]``: :class:`InputError`
-    naming the argument (``names``: e.g. the CLI's options), the value and what was expected."""
-    if (
-        isinstance(max_batch, bool)
-        or not isinstance(max_batch, int)
-        or not (1 <= max_batch <= MAX_BATCH_LIMIT)
-    ):
-        raise InputError(
-            f"{names[0]}: got {short_repr(max_batch)}, expected an int in [1, {MAX_BATCH_LIMIT}]"
-        )
-    if (
-        isinstance(max_wait_ms, bool)
-        or not isinstance(max_wait_ms, (int, float))
-        or not (0 <= max_wait_ms <= MAX_WAIT_MS_LIMIT)
-    ):
-        raise InputError(
-            f"{names[1]}: got {short_repr(max_wait_ms)}, expected milliseconds in "
-            f"[0, {MAX_WAIT_MS_LIMIT:g}]"
-        )
+) -> tuple[int, float]:
+    """``(max_batch, max_wait_ms)`` as an int in ``[1, MAX_BATCH_LIMIT]`` and a number of
+    milliseconds in ``[0, MAX_WAIT_MS_LIMIT]``; else :class:`InputError` naming the argument
+    (``names``: e.g. the CLI's options), the value and what was expected."""
+    return (
+        check_int(names[0], max_batch, 1, MAX_BATCH_LIMIT),
+        check_float(names[1], max_wait_ms, 0, MAX_WAIT_MS_LIMIT, expected="milliseconds"),
+    )
 
 
 def padded_size(n: int, max_batch: int) -> int:
@@ -173,10 +161,9 @@ class RequestBatcher:
         idle_s: float = DEFAULT_IDLE_S,
         workers: int = DEFAULT_WORKERS,
     ) -> None:
-        check_batching(max_batch, max_wait_ms)
-        require_int("workers", workers, 1, 64)
-        if isinstance(idle_s, bool) or not isinstance(idle_s, (int, float)) or not idle_s > 0:
-            raise InputError(f"idle_s: got {short_repr(idle_s)}, expected seconds > 0")
+        max_batch, max_wait_ms = check_batching(max_batch, max_wait_ms)
+        workers = require_int("workers", workers, 1, 64)
+        idle_s = check_float("idle_s", idle_s, 0, lo_open=True, finite=False, expected="seconds")
         self.encoder, self.search = encoder, search
         self.max_batch, self.max_wait_s = max_batch, max_wait_ms / 1000.0
         self.on_idle, self.idle_s = on_idle, float(idle_s)

@@ -8,16 +8,18 @@ left out takes the service's default) and, under fault injection only, ``delay_s
 :class:`~jaxparadigm.errors.InputError` naming the key as the body spells it: an unknown key
 (listing the accepted ones, from the type), a bad value (the type's own check), a ``k`` over the
 service's ``max_k`` or a ``depth`` over :data:`MAX_DEPTH` (bounded work per request). A body nested
-deeper than :data:`MAX_JSON_DEPTH` is refused by :func:`json_depth` before ``json.loads`` sees it;
-integers too long for Python's int conversion and invalid UTF-8 are refused as "not a JSON
-object". Used by :class:`jaxparadigm.retrieval.service.http_service.SearchService`.
+deeper than :data:`MAX_JSON_DEPTH`, integers too long for Python's int conversion and invalid
+UTF-8 are refused as "not a JSON object" by
+:func:`~jaxparadigm.common.bounded_reading.read_json` before anything is built from them. Used
+by :class:`jaxparadigm.retrieval.service.http_service.SearchService`.
 """
 
 from __future__ import annotations
 
-import json
 from typing import NamedTuple
 
+from jaxparadigm.common.bounded_reading import JsonLineError, json_depth, read_json
+from jaxparadigm.common.numbers import check_float
 from jaxparadigm.errors import InputError, short_repr
 from jaxparadigm.retrieval.search_options import SearchOptions
 
@@ -42,31 +44,6 @@ MAX_K = 100
 MAX_DEPTH = 1000
 #: How a body spells each field of SearchOptions: by its name.
 BODY_KEYS = {name: name for name in SearchOptions.keys()}
-
-
-def json_depth(body: bytes, limit: int) -> int:
-    """The deepest nesting of ``[``/``{`` in the JSON text ``body`` (outside strings), counting up
-    to the first level over ``limit`` (then it stops: bounded work on hostile input) (C5.2)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in body:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                break
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    return deepest
 
 
 class SearchRequest(NamedTuple):
@@ -101,11 +78,9 @@ def read_search_request(
     [0, 60]) is accepted only when ``fault_injection`` is on (load tests make requests time out
     with it). A body nested deeper than ``MAX_JSON_DEPTH`` is refused before it is parsed.
     """
-    if json_depth(body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
-        raise InputError(f"body: JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError, big ints
+        data = read_json(body, max_depth=MAX_JSON_DEPTH)
+    except JsonLineError as exc:  # not UTF-8, too deep, an integer too long, not JSON
         detail = " ".join(str(exc).split())[:120]
         raise InputError(f"body: not a JSON object ({detail})") from None
     if not isinstance(data, dict):
@@ -120,16 +95,12 @@ def read_search_request(
     query = data.pop("query", None)
     if not isinstance(query, str) or not query.strip():
         raise InputError(f"query: got {short_repr(query)}, expected a non-empty string")
-    delay = data.pop("delay_s", 0.0)
-    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 60:
-        raise InputError(
-            f"delay_s: got {short_repr(delay)}, expected a number of seconds in [0, 60]"
-        )
+    delay = check_float("delay_s", data.pop("delay_s", 0.0), 0, 60, expected="a number of seconds")
     options = SearchOptions.read(data, base=defaults, spelled=BODY_KEYS, what="body key")
     for key, most in (("k", max_k), ("depth", MAX_DEPTH)):
         if key in data and getattr(options, key) > most:  # the body's own (serve's may be more)
             raise InputError(
-                f"{key}={getattr(options, key)}: expected an int in [1, {most}] (the most this "
-                "service answers)"
+                f"{key}: got {getattr(options, key)}, expected an int in [1, {most}] (the most "
+                "this service answers)"
             )
-    return SearchRequest(query, options, float(delay))
+    return SearchRequest(query, options, delay)

@@ -402,6 +402,6 @@ def test_every_k_argument_is_refused_the_same_way(small_index):
     for bad in (0, -1, True, 2.0, "3"):
         want = "an int >= 1" if type(bad) is int else "int"
         with pytest.raises(
-            InputError, match=rf"^search\.k={re.escape(repr(bad))}: expected {want}$"
+            InputError, match=rf"^search\.k: got {re.escape(repr(bad))}, expected {want}$"
         ):
             index_search_text("q", str(small_index), bad)

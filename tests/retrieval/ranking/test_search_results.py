@@ -82,11 +82,11 @@ def test_excerpt_is_the_best_sentence_with_marks(searcher, hash_encoder):
 @pytest.mark.parametrize(
     "kw, match",
     [
-        ({"mode": "bm25"}, r"^search\.mode='bm25': expected one of 'hybrid', 'dense'$"),
-        ({"k": 0}, r"^search\.k=0: expected an int >= 1$"),
-        ({"k": True}, r"^search\.k=True: expected int$"),
+        ({"mode": "bm25"}, r"^search\.mode: got 'bm25', expected one of 'hybrid', 'dense'$"),
+        ({"k": 0}, r"^search\.k: got 0, expected an int >= 1$"),
+        ({"k": True}, r"^search\.k: got True, expected int$"),
         ({"approx": True}, r"^search\.approx=True: approximates the dense ranking alone, but "),
-        ({"excerpt_chars": 0}, r"^search\.excerpt_chars=0: expected an int >= 1$"),
+        ({"excerpt_chars": 0}, r"^search\.excerpt_chars: got 0, expected an int >= 1$"),
         ({"options": "dense"}, r"^options: got str, expected a SearchOptions$"),
     ],
 )

@@ -71,13 +71,13 @@ def test_serve_ranks_hybrid_by_default_and_dense_on_request_as_the_library(serve
 @pytest.mark.parametrize(
     "body, error",
     [
-        ({"mode": "bm25"}, "mode='bm25': expected one of 'hybrid', 'dense'"),
-        ({"mode": None}, "mode=None: expected one of 'hybrid', 'dense'"),
-        ({"k": 0}, "k=0: expected an int >= 1"),
-        ({"k": 101}, "k=101: expected an int in [1, 100] (the most this service answers)"),
+        ({"mode": "bm25"}, "mode: got 'bm25', expected one of 'hybrid', 'dense'"),
+        ({"mode": None}, "mode: got None, expected one of 'hybrid', 'dense'"),
+        ({"k": 0}, "k: got 0, expected an int >= 1"),
+        ({"k": 101}, "k: got 101, expected an int in [1, 100] (the most this service answers)"),
         (
             {"depth": 5000},
-            "depth=5000: expected an int in [1, 1000] (the most this service answers)",
+            "depth: got 5000, expected an int in [1, 1000] (the most this service answers)",
         ),
         ({"nprobe": 2}, "nprobe: got 2, but "),
         ({"mode": "hybrid", "approx": True}, "approx=True: approximates the dense ranking alone"),
