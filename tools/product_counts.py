@@ -8,10 +8,11 @@ Each count is read from the files of ``DIR`` (nothing is imported or run):
 
 * ``retrieval modules``: ``.py`` files directly in ``jaxparadigm/retrieval/`` (``__init__``
   included; sub-packages not counted);
-* ``number-check helpers``: functions named as checks (``check_*``, ``require_*``, ``as_*``,
-  ``_check_*`` ...) that test a value's type with ``isinstance`` against a number type (``int``,
-  ``float``, ``numbers.*``, ``np.integer`` ...) and raise ``TypeError``/``ValueError``/``InputError``;
-  ``families``: the modules they live in. ``inline number checks``: other functions that test
+* ``number-check helpers``: functions named as checks of a number (``check_int``, ``require_*``,
+  ``as_int``, ``_check_positive``, ``check_nprobe`` ...: a check verb and a number word) that test
+  a value's type (``isinstance`` against ``int``/``float``/``numbers.*``/``np.integer`` ..., or
+  a call of ``is_int``/``is_real``/``operator.index``) and raise; ``families``: the modules
+  they live in. ``inline number checks``: other functions that test
   a value with ``isinstance`` and raise a message saying what number was expected (``expected
   an int``, ``a float``, ``>= ``, ``in [`` ...);
 * ``progress classes``: classes whose name ends in ``Progress``, plus modules that import
@@ -55,7 +56,11 @@ def _tests_type(fn: ast.AST) -> bool:
     )
 
 
-_HELPER_NAME = re.compile(r"^_?(check|require|as|ensure|validate)(_|$)")
+_HELPER_NAME = re.compile(
+    r"^_?(check|require|as|ensure|validate)_\w*"
+    r"(int|float|number|positive|n|param|nprobe|ranks|batching|size|counts?|k|range)$"
+)
+_TYPE_TESTS = {"is_int", "is_real", "index"}
 _NUMBER_TYPES = {"int", "float", "Integral", "Real", "Number", "integer", "floating", "number"}
 
 
@@ -66,6 +71,10 @@ def _tests_number_type(fn: ast.AST) -> bool:
                 x.attr for x in ast.walk(n.args[1]) if isinstance(x, ast.Attribute)
             }
             if names & _NUMBER_TYPES:
+                return True
+        if isinstance(n, ast.Call):
+            called = getattr(n.func, "id", None) or getattr(n.func, "attr", None)
+            if called in _TYPE_TESTS:
                 return True
     return False
 
