@@ -130,8 +130,10 @@ docs: $(DOCS_STAMP)
 # What CI runs: a fresh build with every notebook re-executed (no cache), warnings logged, then the
 # built pages checked (pictures present, no error output, verdicts and API entries rendered).
 docs-check: $(DOCS_STAMP)
-	rm -rf $(DOCS_HTML) && mkdir -p docs/_build
-	$(BIN)/sphinx-build -b html -q -E -D nb_execution_mode=force -w docs/_build/sphinx-warnings.txt docs $(DOCS_HTML)
+	rm -rf $(DOCS_HTML) docs/_build/mplconfig && mkdir -p docs/_build/mplconfig
+	# A fresh matplotlib font cache: one built while a venv was half-installed lacks its fonts,
+	# and every "findfont" fallback would be a notebook's stderr output.
+	MPLCONFIGDIR=$(CURDIR)/docs/_build/mplconfig $(BIN)/sphinx-build -b html -q -E -D nb_execution_mode=force -w docs/_build/sphinx-warnings.txt docs $(DOCS_HTML)
 	JAXPARADIGM_DOCS_HTML=$(DOCS_HTML) $(BIN)/python -m pytest -q -m slow tests/docs
 
 clean:

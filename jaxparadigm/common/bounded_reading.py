@@ -1,5 +1,7 @@
 """Input read with bounds, before anything large is built from it (C1.1, C5.2).
 
+Its functions::
+
     read_json(data)            the one bounded JSON reader: bytes must be UTF-8, nesting deeper
                                than ``max_depth`` is refused before parsing (json_depth), each
                                integer's digits are counted before int() runs (at most

@@ -1,5 +1,7 @@
 """Values quoted in messages: bounded work and bounded length, whatever the value (C1.1, C5.1).
 
+Its functions::
+
     quote(value, limit=60)   repr(value) for a message, at most ``limit`` characters. A string or
                              bytes longer than that is sliced BEFORE repr (a 1 GB string costs
                              what ``limit`` characters cost) and shown as ``'abc...' (N

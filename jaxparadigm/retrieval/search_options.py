@@ -6,7 +6,7 @@ one from its flags, the library takes one (``search_with_excerpts(..., options=.
 ``POST /search`` body from the keys it sends (the body keys are the field names), the search
 page sends ``mode``, and a search split over processes refuses, through
 :meth:`SearchOptions.check_process_group`, what it cannot do. Its fields and their bounds are
-written once, as type hints (:mod:`jaxparadigm.fields`); the defaults are those of the CLI:
+written once, as type hints (:mod:`jaxparadigm.fields`); the defaults are those of the CLI::
 
     mode            "hybrid"    "hybrid": BM25 and dense ranks fused, score(row) = sum over the two
                                 rankings of 1 / (60 + rank); "dense": score = cos(query, passage)
