@@ -40,6 +40,9 @@ import jax
 import optax
 from flax import nnx
 
+from jaxparadigm.common.numbers import check_int
+from jaxparadigm.common.progress import Progress
+from jaxparadigm.common.quoting import quote
 from jaxparadigm.errors import ConfigError
 from jaxparadigm.optim import DynamicLossScale
 from jaxparadigm.train.checkpoint import Checkpointer, CheckpointSignatureError
@@ -47,7 +50,6 @@ from jaxparadigm.train.data import Dataset, validate_batch
 from jaxparadigm.train.distributed import on_primary, process_shard
 from jaxparadigm.train.metrics import MetricsWriter, read_metrics
 from jaxparadigm.train.objectives import eval_metrics, loss_for
-from jaxparadigm.train.progress import StepProgress
 from jaxparadigm.train.run_folder import RunInterrupted
 from jaxparadigm.train.settings import TrainSettings
 from jaxparadigm.train.sharding import (
@@ -94,12 +96,6 @@ class TrainResult(NamedTuple):
     placement: dict | None  # sharding.layout_figures of a sharded run (None for mode 'none')
 
 
-def _got(value: Any) -> str:
-    """``type value`` for a message (the value's repr cut at 80 characters)."""
-    shown = repr(value)
-    return f"{type(value).__name__} {shown if len(shown) <= 80 else shown[:77] + '...'}"
-
-
 def check_run_arguments(
     stop_at: int | None,
     batch_transform: Callable[[int, dict], dict] | None,
@@ -114,27 +110,25 @@ def check_run_arguments(
     it, its value and what was expected (before anything runs): ``stop_at`` None or an int
     ``>= 0``; ``batch_transform``, ``lr_fn``, ``plot`` None or callables; ``loss_scale`` None or
     a ``DynamicLossScale``; ``progress`` a bool; ``write_plots`` None or a bool."""
-    if stop_at is not None and (
-        isinstance(stop_at, bool) or not isinstance(stop_at, int) or stop_at < 0
-    ):
-        raise ValueError(f"stop_at: got {stop_at!r}, expected None or an int >= 0")
+    if stop_at is not None:
+        check_int("stop_at", stop_at, 0, error=ValueError, expected="None or an int")
     for name, value, what in (
         ("batch_transform", batch_transform, "a callable (step, batch) -> batch"),
         ("lr_fn", lr_fn, "None or a callable opt_steps -> learning rate (a schedule)"),
         ("plot", plot, "None or a callable (records, run_dir) -> [paths]"),
     ):
         if value is not None and not callable(value):
-            raise TypeError(f"{name}: got {_got(value)}, expected {what}")
+            raise TypeError(f"{name}: got {quote(value)}, expected {what}")
     if loss_scale is not None and not isinstance(loss_scale, DynamicLossScale):
         raise TypeError(
-            f"loss_scale: got {_got(loss_scale)}, expected None or a DynamicLossScale "
+            f"loss_scale: got {quote(loss_scale)}, expected None or a DynamicLossScale "
             "(jaxparadigm.optim.dynamic_loss_scale())"
         )
     if not isinstance(progress, bool):
-        raise TypeError(f"progress: got {_got(progress)}, expected a bool")
+        raise TypeError(f"progress: got {quote(progress)}, expected a bool")
     if write_plots is not None and not isinstance(write_plots, bool):
         raise TypeError(
-            f"write_plots: got {_got(write_plots)}, expected None (settings.plots) or a bool"
+            f"write_plots: got {quote(write_plots)}, expected None (settings.plots) or a bool"
         )
 
 
@@ -166,6 +160,13 @@ def check_train_arguments(model: Any, dataset: Any, tx: Any, settings: Any) -> N
             f"{', '.join(map(str, sorted(global_rows)))}, the dataset's global batch (its "
             f"schema's rows x {dataset.shard[1]} process(es))"
         )
+
+
+def _step_progress(start: int, end: int, name: str, enabled: bool, t0: float) -> Progress:
+    """Training's progress of steps ``start + 1 .. end`` (``NAME: step N/END``): the first step
+    compiles, so its line is timed from ``t0`` (the call's start) and the rate counts the rest."""
+    count = "step {done}/{total}"
+    return Progress(end, name, initial=start, count=count, enabled=enabled, t0=t0, compiles=True)
 
 
 def train(
@@ -210,11 +211,11 @@ def train(
         end = max(start, settings.steps if stop_at is None else min(settings.steps, stop_at))
         run = Run(settings, dataset, steps, ckpt, log, batch_transform, end)
         loop = LoopState(state, snapshot=to_host(state))  # rollback target without checkpoints
-        bar = StepProgress(start, end, settings.name, enabled=progress and _primary(), t0=t0)
+        bar = _step_progress(start, end, settings.name, progress and _primary(), t0)
         try:
             for step in range(start, end):
                 one_step(run, loop, step)
-                bar.update(step + 1, loop.postfix, loop.clock.steps_per_second() or None)
+                bar.update(1, loop.postfix, loop.clock.steps_per_second() or None)
         except KeyboardInterrupt:  # Ctrl-C: one line from the CLI, how to resume (issue 35)
             bar.close()
             latest = ckpt.latest_step() if ckpt is not None else None
