@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxparadigm.errors import InputError
+from jaxparadigm.retrieval.dense.ivf_plan import bucket as _bucket
 from jaxparadigm.retrieval.dense.ivf_search import (
     IVFSearcher,
-    _bucket,
     _chunk_rows,
     check_nprobe,
     default_nprobe,
@@ -210,3 +210,49 @@ def test_equal_rows_in_different_chunks_tie_to_the_lower_row():
         check(s, x, x[:1], offsets, ids, x[[7, 16, 3]], k, 1)
     got = s.search(x[[7]], 2, 1)
     assert got.ids.tolist() == [[7, 16]] and got.scores[0, 0] == got.scores[0, 1]
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    n=st.integers(1, 300),
+    lists=st.integers(1, 10),
+    k=st.integers(1, 12),
+    group=st.sampled_from([2, 4, 16]),
+    n_dev=st.sampled_from([1, 2]),
+    chunk=st.sampled_from([None, 1, 5]),
+    nq=st.integers(1, 24),
+    seed=st.integers(0, 1000),
+)
+def test_list_major_equals_row_major_equals_exact(n, lists, k, group, n_dev, chunk, nq, seed):
+    """Tiles of ``group`` queries (list-major) and of one query (row-major) give the same ids and
+    scores, and with every list probed both are the exact search; queries repeat rows and each
+    other so that lists are probed by several queries and ties cross tiles."""
+    rng = np.random.default_rng(seed)
+    x = unit(rng, n, 8)
+    x[n // 2 :] = x[: n - n // 2]  # equal rows: ties to the lower row across lists and tiles
+    lists = min(lists, n)
+    centroids = x[rng.choice(n, lists, replace=False)]
+    offsets, ids, rows = lay_out(x, centroids)
+    devices = jax.devices()[:n_dev]
+    major = IVFSearcher(
+        centroids, offsets, ids, rows, devices=devices, chunk_rows=chunk, tile_queries=group
+    )
+    minor = IVFSearcher(
+        centroids, offsets, ids, rows, devices=devices, chunk_rows=chunk, tile_queries=1
+    )
+    q = np.concatenate([x[rng.integers(0, n, nq)], unit(rng, 2, 8)])
+    q[nq // 2 :: 3] = q[0]  # the same query several times in one batch
+    for nprobe in sorted({lists, max(1, lists // 2)}):
+        a, b = major.search(q, k, nprobe), minor.search(q, k, nprobe)
+        np.testing.assert_array_equal(a.ids, b.ids)
+        np.testing.assert_array_equal(a.scores, b.scores)
+    check(major, x, centroids, offsets, ids, q, k, lists)
+
+
+def test_tile_queries_is_checked():
+    rng = np.random.default_rng(0)
+    x = unit(rng, 20, 4)
+    offsets, ids, rows = lay_out(x, x[:4])
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises((InputError, TypeError), match="tile_queries"):
+            IVFSearcher(x[:4], offsets, ids, rows, tile_queries=bad)
