@@ -48,7 +48,7 @@ def bucket(n: int, least: int = 1) -> int:
     """``n`` rounded up to the next of 8 steps per octave (for ``2^m < n <= 2^(m+1)`` a multiple
     of ``2^m / 8``: under 12.5% padding), and to a multiple of ``least``: few shapes compile,
     little work is wasted."""
-    step = max(pow2(n) // 16, least)
+    step = least * max(1, pow2(n) // 16 // least)
     return max(-(-int(n) // step) * step, least)
 
 
@@ -88,6 +88,7 @@ def plan_tiles(
     device_of: np.ndarray,
     devices: int,
     empty_chunk: int,
+    scans: int = 1,
 ) -> TilePlan:
     """The :class:`TilePlan` of the lists ``probed [q, nprobe]`` with ``group`` queries a tile.
 
@@ -95,8 +96,9 @@ def plan_tiles(
     ascending order, ``group`` at a time), each one tile per chunk of the list, on the device
     holding the list; a device's tiles are sorted by chunk (the groups of one chunk one after
     the other: the chunk is read from memory once, then from cache). ``B`` is rounded up by
-    :func:`bucket` to a multiple of :func:`tiles_per_step` (padding tiles: ``empty_chunk``,
-    no query), ``S`` by :func:`bucket`."""
+    :func:`bucket` to a multiple of ``scans`` times :func:`tiles_per_step` (padding tiles:
+    ``empty_chunk``, no query; the scan splits a device's tiles into ``scans`` runs), ``S`` by
+    :func:`bucket`."""
     nq = probed.shape[0]
     lists, counts, queries = _probes_by_list(probed)
     groups = -(-counts // group)  # query groups of each probed list
@@ -114,7 +116,7 @@ def plan_tiles(
     order = np.lexsort((tile_group, chunk, device))
     tile_group, chunk, device = tile_group[order], chunk[order], device[order]
     per_dev = np.bincount(device, minlength=devices)
-    b = bucket(int(per_dev.max()), tiles_per_step(group))
+    b = bucket(int(per_dev.max()), tiles_per_step(group) * scans)
     pos = np.arange(len(device)) - np.repeat(np.cumsum(per_dev) - per_dev, per_dev)
     tile_chunk = np.full((devices, b), empty_chunk, np.int32)
     tile_query = np.full((devices, b, group), nq, np.int32)

@@ -40,6 +40,7 @@ probed lists are scored on the host instead. The scan is float32 whatever the se
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Sequence
 
 import chex
@@ -80,6 +81,16 @@ def default_nprobe(lists: int, rows: int) -> int:
     return max(1, min(lists, max(share, small)))
 
 
+def _default_scans(devices: Sequence[jax.Device]) -> int:
+    """Independent scans per device: on CPU devices, this process's usable cores shared among
+    the devices (at least 1); elsewhere 1."""
+    if devices[0].platform != "cpu":
+        return 1
+    affinity = getattr(os, "sched_getaffinity", None)
+    cores = len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+    return max(1, cores // len(devices))
+
+
 def _chunk_rows(count: int, lists: int) -> int:
     """A power of two near a quarter of the mean list size, in [16, 256]."""
     mean = max(count // max(lists, 1), 1)
@@ -101,13 +112,14 @@ _TIE = 3e-5  # a near tie: within _TIE * ||q|| * max ||x|| (float32 dot error ov
 
 
 @functools.lru_cache(maxsize=64)
-def _scan(mesh: Mesh, k_dev: int, k: int, kth_at: int, group: int):
+def _scan(mesh: Mesh, k_dev: int, k: int, kth_at: int, group: int, scans: int):
     """Jitted ``(chunks, chunk_ids, queries, tol, tile_query, tile_chunk, slots) -> (scores, ids,
     at_least)`` over the devices of ``mesh`` (module docstring, "Layout"; the plan:
     :class:`~jaxparadigm.retrieval.dense.ivf_plan.TilePlan`).
 
     Device ``d`` scores its ``B`` tiles (``chunks[tile_chunk[t]] @ queries[tile_query[t]].T``,
-    ``tiles_per_step(group)`` tiles a step), keeps each place's (tile, query) best
+    ``tiles_per_step(group)`` tiles a step, in ``scans`` independent scans of ``B / scans``
+    tiles: XLA's CPU runtime runs independent loops on separate threads), keeps each place's (tile, query) best
     ``min(k_dev, C)``, lays each query's places out as ``slots [q, S]`` (``B * G``: a row of
     ``-inf``) and keeps the best ``k_dev`` of them (``k_dev <= S * min(k_dev, C)``); the ``D``
     per-device results are merged into the best ``k <= D * k_dev``. ``at_least``: how many
@@ -115,17 +127,24 @@ def _scan(mesh: Mesh, k_dev: int, k: int, kth_at: int, group: int):
     ``tol`` (a near tie there, module docstring)."""
     per_step = tiles_per_step(group)
 
-    def local(chunks, chunk_ids, queries, tol, tq, tc, slots):
-        b, c, q = tc.shape[0], chunks.shape[1], queries.shape[0]
-
+    def scores(chunks, queries, tq, tc):  # [B', C, G]: one scan over a run of tiles
         def body(_, j):
             at = j * per_step
             rows = chunks[jax.lax.dynamic_slice_in_dim(tc, at, per_step)]  # [t, C, d]
             who = jax.lax.dynamic_slice_in_dim(tq, at, per_step)
-            qs = queries[jnp.minimum(who, q - 1)]  # [t, G, d]
-            return None, jnp.einsum("tcd,tgd->tgc", rows, qs)
+            qs = queries[jnp.minimum(who, queries.shape[0] - 1)]  # [t, G, d]
+            return None, jnp.einsum("tcd,tgd->tcg", rows, qs)
 
-        _, s = jax.lax.scan(body, None, jnp.arange(b // per_step))
+        _, s = jax.lax.scan(body, None, jnp.arange(tc.shape[0] // per_step))
+        return s.reshape(tc.shape[0], chunks.shape[1], group)
+
+    def local(chunks, chunk_ids, queries, tol, tq, tc, slots):
+        b, c, q = tc.shape[0], chunks.shape[1], queries.shape[0]
+        run = b // scans  # independent scans: XLA runs them on several threads
+        s = jnp.concatenate(
+            [scores(chunks, queries, tq[i : i + run], tc[i : i + run]) for i in range(0, b, run)]
+        )
+        s = jnp.swapaxes(s, 1, 2)  # [B, G, C]
         ids = jnp.broadcast_to(chunk_ids[tc][:, None, :], (b, group, c)).reshape(-1, c)
         pq = tq.reshape(-1)  # the query of each place (q: empty)
         live = (ids >= 0) & (pq < q)[:, None]
@@ -172,7 +191,9 @@ class IVFSearcher:
     On ``D`` devices the lists are split into ``D`` runs of about ``n / D`` rows (list order);
     device ``d`` holds the chunks of its run and scores the probed chunks it holds, so ``D``
     CPU devices scan on ``D`` threads. ``tile_queries``: the queries a tile scores (``G`` of the
-    module docstring; None: chosen per batch). Every ``G`` gives the same results.
+    module docstring; None: chosen per batch). ``scans``: independent scans per device (None: on
+    CPU devices the usable cores shared among the devices). Every ``G`` and ``scans`` gives the
+    same results.
     """
 
     def __init__(
@@ -185,6 +206,7 @@ class IVFSearcher:
         devices: Sequence[jax.Device] | None = None,
         chunk_rows: int | None = None,
         tile_queries: int | None = None,
+        scans: int | None = None,
     ) -> None:
         lists, dim = centroids.shape
         chex.assert_shape(offsets, (lists + 1,))
@@ -197,10 +219,13 @@ class IVFSearcher:
         if tile_queries is not None:
             require_int("tile_queries", tile_queries, 1)
         self.group = tile_queries
+        if scans is not None:
+            require_int("scans", scans, 1)
         self.devices = list(jax.devices()[:1] if devices is None else devices)
         if not self.devices:
             raise InputError("devices: got an empty list, expected at least one device")
         n_dev = len(self.devices)
+        self.scans = scans if scans is not None else _default_scans(self.devices)
         self.mesh = Mesh(np.array(self.devices), ("lists",))
         sizes = np.diff(self.offsets)
         per_list = -(-sizes // c)  # chunks of each list
@@ -255,6 +280,7 @@ class IVFSearcher:
             device_of=self.device_of,
             devices=len(self.devices),
             empty_chunk=self.empty_chunk,
+            scans=self.scans,
         )
 
     def tile_queries(self, probed: np.ndarray) -> int:
@@ -279,7 +305,7 @@ class IVFSearcher:
         want = k + _SPARE
         k_dev = min(want, tiles.slots.shape[1] * min(want, self.chunk_rows))
         kk = min(want, len(self.devices) * k_dev)
-        run = _scan(self.mesh, k_dev, kk, min(k, kk), group)
+        run = _scan(self.mesh, k_dev, kk, min(k, kk), group, self.scans)
         tol = _TIE * np.linalg.norm(queries, axis=1).astype(np.float32) * self._row_norm
         q, t = jax.device_put((queries, tol), self._replicated)
         plan = jax.device_put(  # one call for the three arrays

@@ -218,15 +218,19 @@ def test_equal_rows_in_different_chunks_tie_to_the_lower_row():
     lists=st.integers(1, 10),
     k=st.integers(1, 12),
     group=st.sampled_from([2, 4, 16]),
+    scans=st.sampled_from([1, 2, 3]),
     n_dev=st.sampled_from([1, 2]),
     chunk=st.sampled_from([None, 1, 5]),
     nq=st.integers(1, 24),
     seed=st.integers(0, 1000),
 )
-def test_list_major_equals_row_major_equals_exact(n, lists, k, group, n_dev, chunk, nq, seed):
-    """Tiles of ``group`` queries (list-major) and of one query (row-major) give the same ids and
-    scores, and with every list probed both are the exact search; queries repeat rows and each
-    other so that lists are probed by several queries and ties cross tiles."""
+def test_list_major_equals_row_major_equals_exact(
+    n, lists, k, group, scans, n_dev, chunk, nq, seed
+):
+    """Tiles of ``group`` queries (list-major, split over ``scans`` loops) and of one query
+    (row-major, one loop) give the same ids and scores, and with every list probed both are the
+    exact search; queries repeat rows and each other so that lists are probed by several queries
+    and ties cross tiles."""
     rng = np.random.default_rng(seed)
     x = unit(rng, n, 8)
     x[n // 2 :] = x[: n - n // 2]  # equal rows: ties to the lower row across lists and tiles
@@ -249,10 +253,30 @@ def test_list_major_equals_row_major_equals_exact(n, lists, k, group, n_dev, chu
     check(major, x, centroids, offsets, ids, q, k, lists)
 
 
-def test_tile_queries_is_checked():
+@pytest.mark.parametrize("name", ["tile_queries", "scans"])
+def test_tile_queries_and_scans_are_checked(name):
     rng = np.random.default_rng(0)
     x = unit(rng, 20, 4)
     offsets, ids, rows = lay_out(x, x[:4])
     for bad in (0, -1, 2.0, True):
-        with pytest.raises((InputError, TypeError), match="tile_queries"):
-            IVFSearcher(x[:4], offsets, ids, rows, tile_queries=bad)
+        with pytest.raises((InputError, TypeError), match=name):
+            IVFSearcher(x[:4], offsets, ids, rows, **{name: bad})
+
+
+def test_list_major_in_two_scans_equals_row_major_and_exact_on_shared_lists():
+    """The default run's case of the hypothesis test above: 40 queries on 6 lists (each list
+    probed by many queries, so tiles hold 4), equal rows across lists, two devices."""
+    rng = np.random.default_rng(7)
+    x = unit(rng, 240, 8)
+    x[120:] = x[:120]
+    centroids = x[rng.choice(240, 6, replace=False)]
+    offsets, ids, rows = lay_out(x, centroids)
+    kw = {"devices": jax.devices()[:2], "chunk_rows": 8}
+    major = IVFSearcher(centroids, offsets, ids, rows, tile_queries=4, scans=2, **kw)
+    minor = IVFSearcher(centroids, offsets, ids, rows, tile_queries=1, scans=1, **kw)
+    q = x[rng.integers(0, 240, 40)]
+    for nprobe in (2, 6):
+        a, b = major.search(q, 9, nprobe), minor.search(q, 9, nprobe)
+        np.testing.assert_array_equal(a.ids, b.ids)
+        np.testing.assert_array_equal(a.scores, b.scores)
+        check(major, x, centroids, offsets, ids, q, 9, nprobe)
