@@ -52,6 +52,12 @@ def bucket(n: int, least: int = 1) -> int:
     return max(-(-int(n) // step) * step, least)
 
 
+#: Chunk reads a scan loop gets at least before a device's tiles are split over several loops:
+#: about 16 x 256 rows x 384 float32 (6 MB, a few hundred microseconds), so that handing a loop
+#: to another thread costs little beside its work.
+MIN_TILES_PER_SCAN = 16
+
+
 def tiles_per_step(group: int) -> int:
     """Tiles scored per scan step: 8 pairs at ``G = 1``, at least 2 tiles (measured with
     ``TILE_FIXED``: fewer, larger steps cost the same)."""
@@ -67,6 +73,19 @@ def _probes_by_list(probed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     order = np.lexsort((query, flat))
     lists, counts = np.unique(flat[order], return_counts=True)
     return lists, counts, query[order]
+
+
+def count_tiles(probed: np.ndarray, group: int, chunks_per_list: np.ndarray) -> int:
+    """The tiles of the lists ``probed`` with ``group`` queries a tile (before padding):
+    ``sum over probed lists j of ceil(m_j / group) * chunks_j``."""
+    lists, counts, _ = _probes_by_list(probed)
+    return int(np.sum(-(-counts // group) * chunks_per_list[lists]))
+
+
+def scans_for(tiles: int, devices: int, most: int) -> int:
+    """Loops a device splits its share of ``tiles`` into: at most ``most``, each with at least
+    :data:`MIN_TILES_PER_SCAN` tiles (1 when there are fewer)."""
+    return max(1, min(most, tiles // max(devices, 1) // MIN_TILES_PER_SCAN))
 
 
 def tile_queries(probed: np.ndarray, chunks_per_list: np.ndarray) -> int:

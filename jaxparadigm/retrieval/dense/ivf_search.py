@@ -50,7 +50,14 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxparadigm.errors import InputError, require_int
-from jaxparadigm.retrieval.dense.ivf_plan import TilePlan, plan_tiles, tile_queries, tiles_per_step
+from jaxparadigm.retrieval.dense.ivf_plan import (
+    TilePlan,
+    count_tiles,
+    plan_tiles,
+    scans_for,
+    tile_queries,
+    tiles_per_step,
+)
 from jaxparadigm.retrieval.dense.vector_search import TopK
 
 __all__ = [
@@ -269,9 +276,10 @@ class IVFSearcher:
         q = jax.device_put(np.asarray(queries, np.float32), self._replicated)
         return np.asarray(_probe(q, self.centroids, nprobe))
 
-    def plan(self, probed: np.ndarray, group: int = 1) -> TilePlan:
+    def plan(self, probed: np.ndarray, group: int = 1, scans: int = 1) -> TilePlan:
         """The :class:`~jaxparadigm.retrieval.dense.ivf_plan.TilePlan` of the lists ``probed``
-        ``[q, nprobe]`` with ``group`` queries a tile, on the devices holding the lists."""
+        ``[q, nprobe]`` with ``group`` queries a tile, on the devices holding the lists, for
+        ``scans`` loops a device."""
         return plan_tiles(
             probed,
             group,
@@ -280,7 +288,7 @@ class IVFSearcher:
             device_of=self.device_of,
             devices=len(self.devices),
             empty_chunk=self.empty_chunk,
-            scans=self.scans,
+            scans=scans,
         )
 
     def tile_queries(self, probed: np.ndarray) -> int:
@@ -299,19 +307,21 @@ class IVFSearcher:
         chex.assert_shape(queries, (None, self.dim))
         probed = self.probe(queries, nprobe)
         group = self.tile_queries(probed)
-        tiles = self.plan(probed, group)
+        n_tiles = count_tiles(probed, group, self.chunks_per_list)
+        scans = scans_for(n_tiles, len(self.devices), self.scans)
+        tiles = self.plan(probed, group, scans)
         # each place keeps its best min(want, C) rows, a device its best k_dev of them, the merge
         # kk: fewer than k only where the probed lists hold fewer rows (then padded below)
         want = k + _SPARE
         k_dev = min(want, tiles.slots.shape[1] * min(want, self.chunk_rows))
         kk = min(want, len(self.devices) * k_dev)
-        run = _scan(self.mesh, k_dev, kk, min(k, kk), group, self.scans)
+        run = _scan(self.mesh, k_dev, kk, min(k, kk), group, scans)
         tol = _TIE * np.linalg.norm(queries, axis=1).astype(np.float32) * self._row_norm
-        q, t = jax.device_put((queries, tol), self._replicated)
-        plan = jax.device_put(  # one call for the three arrays
-            (tiles.tile_query, tiles.tile_chunk, tiles.slots), self._sharded
+        args = jax.device_put(  # one transfer call for the five arrays
+            (queries, tol, tiles.tile_query, tiles.tile_chunk, tiles.slots),
+            (self._replicated,) * 2 + (self._sharded,) * 3,
         )
-        _, ids, at_least = (np.asarray(a) for a in run(self.chunks, self.chunk_ids, q, t, *plan))
+        _, ids, at_least = jax.device_get(run(self.chunks, self.chunk_ids, *args))
         out_s = np.full((len(queries), k), -np.inf, np.float32)
         out_i = np.full((len(queries), k), -1, np.int64)
         for i in range(len(queries)):

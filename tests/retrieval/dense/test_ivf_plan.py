@@ -5,10 +5,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxparadigm.retrieval.dense.ivf_plan import (
+    MIN_TILES_PER_SCAN,
     TILE_FIXED,
     TILE_QUERIES,
     bucket,
+    count_tiles,
     plan_tiles,
+    scans_for,
     tile_queries,
     tiles_per_step,
 )
@@ -85,6 +88,7 @@ def test_every_probed_chunk_and_query_is_one_place(sizes, nq, group, devices, sc
             assert len(row[row < b * group]) == len(places)
             assert np.all(row[len(places) :] == b * group)
     assert sorted(got) == sorted(want)
+    assert count_tiles(probed, group, per) == int(np.sum(plan.tile_chunk != empty))
 
 
 def test_tile_queries_takes_the_cheapest_modelled_group():
@@ -105,3 +109,10 @@ def test_bucket_rounds_to_a_multiple_of_least():
         for n in range(0, 3000, 7):
             b = bucket(n, least)
             assert b % least == 0 and b >= max(n, 1) and b - n < max(n / 8, least) + least
+
+
+def test_scans_split_only_work_worth_a_thread():
+    m = MIN_TILES_PER_SCAN
+    assert scans_for(0, 1, 2) == 1 and scans_for(2 * m - 1, 1, 2) == 1
+    assert scans_for(2 * m, 1, 2) == 2 and scans_for(100 * m, 1, 2) == 2
+    assert scans_for(4 * m, 2, 4) == 2 and scans_for(4 * m, 2, 1) == 1
