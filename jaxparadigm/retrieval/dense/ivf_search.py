@@ -1,4 +1,4 @@
-"""Search an index's inverted lists: probe the ``nprobe`` nearest lists, score their rows exactly (issue 38).
+"""Search an index's inverted lists: probe the ``nprobe`` nearest lists, score their rows (C1.1).
 
 For unit queries ``Q [q, d]``, centroids ``C [L, d]`` and rows ``X``:
 
@@ -25,8 +25,8 @@ probe is read once per ``G`` of them (``G`` chosen per batch by the measured cos
 keeps each (tile, query) place's best ``k``, each query's places are laid out in a
 ``[q, S * k]`` buffer and ``lax.top_k`` keeps the best ``k`` per device; the ``D`` results are
 merged. Tile and slot counts are rounded up to one of 8 steps per power of two (at most 12.5%
-padding) so that few shapes compile. A query whose probed lists hold fewer than ``k`` rows gets ids ``-1`` with score
-``-inf`` at the end of its row.
+padding) so that few shapes compile. A query whose probed lists hold fewer than ``k`` rows gets
+ids ``-1`` with score ``-inf`` at the end of its row.
 
 Scores and ties: the device keeps ``k + 8`` candidates per query and counts the scanned rows
 that score within ``3e-5 ||q|| max ||x||`` (the float32 dot's error bound) of its ``k``-th
@@ -88,6 +88,29 @@ def default_nprobe(lists: int, rows: int) -> int:
     return max(1, min(lists, max(share, small)))
 
 
+def _lay_out_chunks(rows, ids, offsets, per_list, device_of, n_dev: int, c: int):
+    """``(data [D, W, C, d], chunk_ids [D, W, C], first_chunk [L])``: device ``d``'s lists in
+    list order, each from a chunk boundary (``first_chunk``: where a list starts on its device),
+    the rest ``-1``-id padding; ``W`` is the largest device's chunk count plus one (all padding)."""
+    sizes = np.diff(offsets)
+    first_chunk = np.zeros(len(per_list), np.int64)
+    held = [int(per_list[device_of == d].sum()) for d in range(n_dev)]
+    width = max(held) + 1
+    data = np.zeros((n_dev, width, c, rows.shape[1]), np.float32)
+    chunk_ids = np.full((n_dev, width, c), -1, np.int32)
+    for d in range(n_dev):
+        mine = np.flatnonzero(device_of == d)
+        if not mine.size:
+            continue
+        first_chunk[mine] = np.concatenate([[0], np.cumsum(per_list[mine])[:-1]])
+        lo, hi = offsets[mine[0]], offsets[mine[-1] + 1]
+        list_of = np.repeat(mine, sizes[mine])
+        at = first_chunk[list_of] * c + np.arange(lo, hi) - offsets[list_of]  # row slot
+        data[d].reshape(-1, rows.shape[1])[at] = rows[lo:hi]
+        chunk_ids[d].reshape(-1)[at] = ids[lo:hi]
+    return data, chunk_ids, first_chunk
+
+
 def _default_scans(devices: Sequence[jax.Device]) -> int:
     """Independent scans per device: on CPU devices, this process's usable cores shared among
     the devices (at least 1); elsewhere 1."""
@@ -118,38 +141,45 @@ _SPARE = 8  # candidates kept beyond k: near ties at the k-th place are settled 
 _TIE = 3e-5  # a near tie: within _TIE * ||q|| * max ||x|| (float32 dot error over d <= 1,024)
 
 
+def _tile_scores(chunks: jax.Array, queries: jax.Array, tq: jax.Array, tc: jax.Array):
+    """``[B, C, G]``: ``chunks[tc[t]] @ queries[tq[t]].T`` for each tile ``t``, one ``lax.scan``
+    of ``tiles_per_step(G)`` tiles a step (one gather of the chunks, one batched product)."""
+    group = tq.shape[1]
+    per_step = tiles_per_step(group)
+
+    def body(_, j):
+        at = j * per_step
+        rows = chunks[jax.lax.dynamic_slice_in_dim(tc, at, per_step)]  # [t, C, d]
+        who = jax.lax.dynamic_slice_in_dim(tq, at, per_step)
+        qs = queries[jnp.minimum(who, queries.shape[0] - 1)]  # [t, G, d]
+        return None, jnp.einsum("tcd,tgd->tcg", rows, qs)
+
+    _, s = jax.lax.scan(body, None, jnp.arange(tc.shape[0] // per_step))
+    return s.reshape(tc.shape[0], chunks.shape[1], group)
+
+
 @functools.lru_cache(maxsize=64)
 def _scan(mesh: Mesh, k_dev: int, k: int, kth_at: int, group: int, scans: int):
     """Jitted ``(chunks, chunk_ids, queries, tol, tile_query, tile_chunk, slots) -> (scores, ids,
     at_least)`` over the devices of ``mesh`` (module docstring, "Layout"; the plan:
     :class:`~jaxparadigm.retrieval.dense.ivf_plan.TilePlan`).
 
-    Device ``d`` scores its ``B`` tiles (``chunks[tile_chunk[t]] @ queries[tile_query[t]].T``,
-    ``tiles_per_step(group)`` tiles a step, in ``scans`` independent scans of ``B / scans``
-    tiles: XLA's CPU runtime runs independent loops on separate threads), keeps each place's (tile, query) best
-    ``min(k_dev, C)``, lays each query's places out as ``slots [q, S]`` (``B * G``: a row of
-    ``-inf``) and keeps the best ``k_dev`` of them (``k_dev <= S * min(k_dev, C)``); the ``D``
-    per-device results are merged into the best ``k <= D * k_dev``. ``at_least``: how many
-    scanned rows of all devices score at least the merged ``kth_at``-th score minus the query's
-    ``tol`` (a near tie there, module docstring)."""
-    per_step = tiles_per_step(group)
-
-    def scores(chunks, queries, tq, tc):  # [B', C, G]: one scan over a run of tiles
-        def body(_, j):
-            at = j * per_step
-            rows = chunks[jax.lax.dynamic_slice_in_dim(tc, at, per_step)]  # [t, C, d]
-            who = jax.lax.dynamic_slice_in_dim(tq, at, per_step)
-            qs = queries[jnp.minimum(who, queries.shape[0] - 1)]  # [t, G, d]
-            return None, jnp.einsum("tcd,tgd->tcg", rows, qs)
-
-        _, s = jax.lax.scan(body, None, jnp.arange(tc.shape[0] // per_step))
-        return s.reshape(tc.shape[0], chunks.shape[1], group)
+    Device ``d`` scores its ``B`` tiles (:func:`_tile_scores`) in ``scans`` independent loops of
+    ``B / scans`` tiles (XLA's CPU runtime runs independent loops on separate threads), keeps
+    each (tile, query) place's best ``min(k_dev, C)``, lays each query's places out as ``slots
+    [q, S]`` (``B * G``: a row of ``-inf``) and keeps the best ``k_dev`` of them (``k_dev <= S *
+    min(k_dev, C)``); the ``D`` per-device results are merged into the best ``k <= D * k_dev``.
+    ``at_least``: how many scanned rows of all devices score at least the merged ``kth_at``-th
+    score minus the query's ``tol`` (a near tie there, module docstring)."""
 
     def local(chunks, chunk_ids, queries, tol, tq, tc, slots):
         b, c, q = tc.shape[0], chunks.shape[1], queries.shape[0]
         run = b // scans  # independent scans: XLA runs them on several threads
         s = jnp.concatenate(
-            [scores(chunks, queries, tq[i : i + run], tc[i : i + run]) for i in range(0, b, run)]
+            [
+                _tile_scores(chunks, queries, tq[i : i + run], tc[i : i + run])
+                for i in range(0, b, run)
+            ]
         )
         s = jnp.swapaxes(s, 1, 2)  # [B, G, C]
         ids = jnp.broadcast_to(chunk_ids[tc][:, None, :], (b, group, c)).reshape(-1, c)
@@ -238,25 +268,12 @@ class IVFSearcher:
         per_list = -(-sizes // c)  # chunks of each list
         # list j goes to device floor(D * rows before j / n): runs of about n / D rows
         self.device_of = np.minimum(n_dev * self.offsets[:-1] // max(self.rows, 1), n_dev - 1)
-        self.first_chunk = np.zeros(lists, np.int64)  # a list's first chunk on its device
         self.chunks_per_list = per_list
-        held = [int(per_list[self.device_of == d].sum()) for d in range(n_dev)]
-        width = max(held) + 1  # chunks per device; the last one is all padding
-        self.empty_chunk = width - 1
-        data = np.zeros((n_dev, width, c, dim), np.float32)
-        chunk_ids = np.full((n_dev, width, c), -1, np.int32)
-        for d in range(n_dev):
-            mine = np.flatnonzero(self.device_of == d)
-            if not mine.size:
-                continue
-            first = np.concatenate([[0], np.cumsum(per_list[mine])[:-1]])
-            self.first_chunk[mine] = first
-            lo, hi = self.offsets[mine[0]], self.offsets[mine[-1] + 1]
-            list_of = np.repeat(mine, sizes[mine])
-            within = np.arange(lo, hi) - self.offsets[list_of]
-            at = self.first_chunk[list_of] * c + within  # row slot on this device
-            data[d].reshape(-1, dim)[at] = rows[lo:hi]
-            chunk_ids[d].reshape(-1)[at] = ids[lo:hi]
+        data, chunk_ids, self.first_chunk = _lay_out_chunks(
+            rows, ids, self.offsets, per_list, self.device_of, n_dev, c
+        )
+        width = data.shape[1]
+        self.empty_chunk = width - 1  # each device's last chunk is all padding
         self._sharded = NamedSharding(self.mesh, PartitionSpec("lists"))
         self.chunks = jax.device_put(data.reshape(n_dev * width, c, dim), self._sharded)
         self.chunk_ids = jax.device_put(chunk_ids.reshape(n_dev * width, c), self._sharded)
