@@ -23,9 +23,10 @@ import numpy as np
 TILE_QUERIES = (1, 4, 8, 16)
 
 #: The cost of reading and scoring one chunk, in units of one more query column of the same tile.
-#: Measured (one chunk of 256 rows x 384 float32, scan steps of 8/G tiles, XLA:CPU, CPU time):
-#: 0.027 ms a tile at G = 1, 0.067 at G = 4, 0.087 at G = 8, 0.12 at G = 16, i.e. about
-#: ``0.006 ms x (TILE_FIXED + G)``.
+#: Measured as CPU time of whole batch searches (200,000 x 384 rows in 256 lists, chunks of 256
+#: rows, batch 64, nprobe 8 and 32, each G forced; XLA:CPU on a 2-core AMD EPYC): 0.031-0.036 ms
+#: a tile at G = 1, 0.061 at G = 4, 0.082-0.086 at G = 8, 0.108-0.128 at G = 16, i.e. about
+#: ``0.007 ms x (TILE_FIXED + G)``; the model's choice was the fastest G at both nprobe.
 TILE_FIXED = 4.0
 
 
