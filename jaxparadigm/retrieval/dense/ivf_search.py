@@ -21,7 +21,10 @@ probed list and up to ``G`` of the queries probing that list, scored by one matr
 (query, chunk) pair a tile); ``G > 1`` is list-major: a list that several queries of the batch
 probe is read once per ``G`` of them (``G`` chosen per batch by the measured cost of a tile,
 :func:`~jaxparadigm.retrieval.dense.ivf_plan.tile_queries`; batch 1 is always ``G = 1``). A jitted
-``lax.scan`` scores a few tiles a step (one gather, one batched matrix product), ``lax.top_k``
+``lax.scan`` scores a few tiles a step (one gather, one batched matrix product); on CPU devices
+a device's tiles are split over independent loops, one per core the device has, each with at
+least :data:`~jaxparadigm.retrieval.dense.ivf_plan.MIN_TILES_PER_SCAN` tiles (XLA's CPU runtime
+runs independent loops on separate threads, so one device scans on every core). ``lax.top_k``
 keeps each (tile, query) place's best ``k``, each query's places are laid out in a
 ``[q, S * k]`` buffer and ``lax.top_k`` keeps the best ``k`` per device; the ``D`` results are
 merged. Tile and slot counts are rounded up to one of 8 steps per power of two (at most 12.5%
