@@ -125,8 +125,11 @@ def jvp(
 
 
 def _basis_tangents(k, leaves, offsets):
-    """The ``k``-th standard basis vector of the differentiated leaves, one slice per leaf: leaf
-    ``j`` holds coordinates ``offsets[j] .. offsets[j] + size - 1`` (``None``: not differentiated)."""
+    """The ``k``-th standard basis vector of the differentiated leaves, one slice per leaf.
+
+    Leaf ``j`` holds coordinates ``offsets[j] .. offsets[j] + size - 1`` (``None``: not
+    differentiated).
+    """
     tangents: list[jax.Array | None] = []
     for leaf, offset in zip(leaves, offsets, strict=True):
         if offset is None:

@@ -1,4 +1,4 @@
-"""Rules for ``eig``, the non-symmetric eigendecomposition ``A V = V diag(w)`` (C3.2, issue 36).
+"""Rules for ``eig``, the non-symmetric eigendecomposition ``A V = V diag(w)`` (C3.2).
 
 JVP: jax's ``eig_jvp_rule`` (``jax/_src/lax/linalg.py``), first-order non-degenerate perturbation
 theory. With ``P = V^-1 dA V`` (``dA`` cast to the complex dtype):

@@ -86,9 +86,12 @@ register_jvp(P.mul_p)(bilinear_rule(P.mul_p))
 
 @register_vjp(P.div_p)
 def _div_vjp(ct, x, y, **params):
-    """d(x/y) = dx / y - x dy y**-2, with ``integer_pow(y, -2)`` as jax writes it: repeated
-    differentiation then stays polynomial in y (``/ (y * y)`` would square y at every order and
-    overflow float32 by the 6th derivative of 1/x at x = 4: jax's testHigherOrderGradientOfReciprocal)."""
+    """d(x/y) = dx / y - x dy y**-2, with ``integer_pow(y, -2)`` as jax writes it.
+
+    Repeated differentiation then stays polynomial in y (``/ (y * y)`` would square y at every
+    order and overflow float32 by the 6th derivative of 1/x at x = 4: jax's
+    testHigherOrderGradientOfReciprocal).
+    """
     return unbroadcast(ct / y, x), unbroadcast(-ct * x * lax.integer_pow(y, -2), y)
 
 

@@ -30,7 +30,7 @@ __all__: list[str] = []
 
 
 def _hermitian_mask(m: int, n: int, dtype) -> jnp.ndarray:
-    """Weights of the ``m = n // 2 + 1`` kept frequencies: 1 at DC (and Nyquist for even n), else 2."""
+    """Weights of the ``m = n // 2 + 1`` kept frequencies: 1 at DC and even-n Nyquist, else 2."""
     k = jnp.arange(m)
     single = (k == 0) | ((n % 2 == 0) & (k == m - 1))
     return jnp.where(single, 1.0, 2.0).astype(dtype)

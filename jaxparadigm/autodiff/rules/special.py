@@ -1,13 +1,15 @@
 """Rules for hyperbolic, inverse trigonometric and special functions, and ``rem`` (C3.2).
 
 Each JVP rule is jax's own formula (``jax/_src/lax/lax.py``, ``special.py``), ``t * f'(x)``; each
-VJP rule is the same formula read as a VJP (``ct * f'(x)``), written with differentiable ``lax`` ops so it can be differentiated again (C3.3):
+VJP rule is the same formula read as a VJP (``ct * f'(x)``), written with differentiable ``lax`` ops
+so it can be differentiated again (C3.3)::
 
     sinh' = cosh         cosh' = sinh          asin' = 1/sqrt(1 - x^2)   acos' = -1/sqrt(1 - x^2)
     atan' = 1/(1 + x^2)  asinh' = 1/sqrt(x^2 + 1)  acosh' = 1/sqrt(x^2 - 1)  atanh' = 1/((1+x)(1-x))
     atan2(x, y): d/dx = y/(x^2 + y^2), d/dy = -x/(x^2 + y^2)
     erf_inv' = sqrt(pi)/2 * exp(erf_inv(x)^2)       lgamma' = digamma    digamma' = polygamma(1, .)
-    bessel_i0e' = i1e(x) - sign(x) i0e(x)      bessel_i1e' = i0e(x) - i1e(x) (sign(x) + 1/x) (0.5 at 0)
+    bessel_i0e' = i1e(x) - sign(x) i0e(x)
+    bessel_i1e' = i0e(x) - i1e(x) (sign(x) + 1/x) (0.5 at 0)
     rem(x, y) = x - y trunc(x/y): d/dx = 1, d/dy = -trunc(x/y)"""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Define-by-run differentiation of a function that branches on values (C3.1, issue 36 item 5).
+"""Define-by-run differentiation of a function that branches on values (C3.1).
 
 ``func.grad(lambda w: w**2 if w > 0 else -w)(2.0)``: tracing the function to a jaxpr (our
 define-then-run path, ``graph.flat_trace``) fails, since an abstract tracer has no truth value.
