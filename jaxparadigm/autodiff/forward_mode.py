@@ -156,7 +156,7 @@ def _coordinate_offsets(args, nums):
 
 
 def _unravel_columns(col, wrt_leaves, wrt_tree, out_shape):
-    """(N, *out) columns -> pytree over the inputs of blocks ``out.shape + in.shape``."""
+    """``(N, *out)`` columns -> pytree over the inputs of blocks ``out.shape + in.shape``."""
     blocks, start = [], 0
     for leaf in wrt_leaves:
         size, shape = int(np.size(leaf)), np.shape(leaf)

@@ -221,8 +221,8 @@ APART = 1e-3  # an unnormalised dot product this far from the cosine is no appro
 
 @c1_2.decide
 def _(ev):
-    """``fails`` unless |dot - cos| < 1e-5 for the pipeline's (normalised) embeddings. Then
-    ``conditional`` when the unnormalised |dot - cos| exceeds 1e-3 (the equality rests on the
+    """``fails`` unless ``|dot - cos| < 1e-5`` for the pipeline's (normalised) embeddings. Then
+    ``conditional`` when the unnormalised ``|dot - cos|`` exceeds 1e-3 (the equality rests on the
     Normalize step, which the article does not mention), ``holds`` when it stays within 1e-3 too.
     A NaN figure passes no check (a NaN unnormalised difference gives ``fails``).
     """

@@ -307,9 +307,9 @@ def c2_5() -> dict[str, Any]:
 @c2_5.decide
 def _(ev):
     """Scatter half: ``fails`` unless scatter_nd_update left its input at ``a_initial``, returned
-    ``scatter_expected`` and used a new buffer. set_ half, measured on PyTorch only: ``holds`` when
-    a became ``set_value``, ``fails`` otherwise. PyTorch not installed: ``conditional`` ("PyTorch
-    side not measured"; our Memory model of PyTorch is never used as its evidence)."""
+    ``scatter_expected`` and used a new buffer. ``set_`` half, measured on PyTorch only: ``holds``
+    when a became ``set_value``, ``fails`` otherwise. PyTorch not installed: ``conditional``
+    ("PyTorch side not measured"; our Memory model of PyTorch is never used as its evidence)."""
     a0, new = ev["a_initial"], ev["set_value"]
     scatter_new = (
         ev["scatter_input_after"] == a0

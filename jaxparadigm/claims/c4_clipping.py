@@ -40,7 +40,10 @@ def _flat(tree) -> np.ndarray:
 
 
 def _real_torch(torch, grads, error_if_nonfinite: bool):
-    """PyTorch's clip_grad_norm_ on ``grads``: the clipped flat gradient or the first error line."""
+    """PyTorch's ``clip_grad_norm_`` on ``grads``: the clipped flat gradient.
+
+    Or, when it raises, the first line of its error.
+    """
     ps = [torch.nn.Parameter(torch.zeros(np.asarray(g).shape)) for g in jax.tree.leaves(grads)]
     for p, g in zip(ps, jax.tree.leaves(grads), strict=True):
         p.grad = torch.tensor(np.asarray(g))

@@ -1,4 +1,4 @@
-"""The claims ledger: one registered experiment per claim ID, run into computed :class:`Verdict`s.
+"""The claims ledger: one registered experiment per claim ID, run into computed verdicts.
 
 ``@experiment("C2.1", "statement")`` registers a ``measure`` function; its ``decide`` rule is
 attached with ``@<measure>.decide``. ``run_claims`` runs the selected experiments in ID order and

@@ -31,7 +31,7 @@ exception, as in PyTorch (one value per shared element is well defined). A ``set
 the last write in row-major index order wins -- what PyTorch does with
 ``torch.use_deterministic_algorithms(True)``; PyTorch's own documentation calls the result
 undefined otherwise (its default CPU kernel gave another value for 100,000 repeats of one index).
-An advanced index into an overlapping view is refused (PyTorch deprecates it: "Use of index_put_
+An advanced index into an overlapping view is refused (PyTorch deprecates it: "Use of ``index_put_``
 on expanded tensors is deprecated").
 """
 

@@ -232,7 +232,7 @@ for _p, _ds in _PARTIALS.items():
 
 @register_vjp(P.select_n_p)
 def _select_n_vjp(ct, which, *cases, **params):
-    """select_n(which, *cases): case i receives ct where ``which == i``; ``which`` gets none."""
+    """``select_n(which, *cases)``: case i receives ct where ``which == i``; ``which`` gets none."""
     zeros = jnp.zeros_like(ct)
     if jnp.shape(which) != ct.shape:
         which = jnp.broadcast_to(which, ct.shape)
@@ -246,7 +246,7 @@ def _select_n_vjp(ct, which, *cases, **params):
 
 @register_jvp(P.select_n_p)
 def _select_n_jvp(primals, tangents, **params):
-    """select_n(which, *cases): the tangent is the same selection among the cases' tangents."""
+    """``select_n(which, *cases)``: the tangent is the same selection among the cases' tangents."""
     which, *cases = primals
     out = P.select_n_p.bind(which, *cases, **params)
     case_t = tangents[1:]

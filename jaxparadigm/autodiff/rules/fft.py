@@ -3,7 +3,7 @@
 Every FFT is linear, so its JVP is the same FFT of the tangent, ``d fft(x) = fft(dx)``, and its
 VJP is the linear *transpose* (jax's ``_fft_transpose_rule`` in ``jax/_src/lax/fft.py``; jax's
 complex convention: a cotangent ``ct`` of a complex output pulls back without conjugating the
-map):
+map)::
 
     FFT:   F^T ct = fft(ct)            (the DFT matrix is symmetric)
     IFFT:  (F^-1)^T ct = ifft(ct)

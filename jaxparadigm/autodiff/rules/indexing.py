@@ -1,7 +1,7 @@
 """Rules for gather and the scatter family (``x[idx]``, ``x.at[idx].set/add/mul/min/max``). C3.2.
 
 A scatter is paired with the gather that reads back the windows it writes
-(``scatter_dims.inverse_gather``). Reverse mode:
+(``scatter_dims.inverse_gather``). Reverse mode::
 
     gather          dx = scatter_add(zeros, idx, ct)                       (its transpose)
     scatter-add     dx = ct,  du = gather(ct)          (scatter-sub: du = -gather(ct))

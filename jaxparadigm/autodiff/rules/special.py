@@ -107,7 +107,7 @@ def _bessel_i0e_vjp(ct, x, **params):
 
 @register_vjp(P.bessel_i1e_p)
 def _bessel_i1e_vjp(ct, x, **params):
-    """jax's form: the 1/x term is evaluated away from 0 and the limit 0.5 is used at |x| <= eps."""
+    """jax's form: the 1/x term is evaluated away from 0, the limit 0.5 used at ``|x| <= eps``."""
     eps = jnp.finfo(jnp.result_type(x)).eps
     not_tiny = jnp.abs(x) > eps
     safe_x = jnp.where(not_tiny, x, jnp.full_like(x, eps))
@@ -143,7 +143,7 @@ for _p, _d in _UNARY.items():
 
 @register_jvp(P.bessel_i1e_p)
 def _bessel_i1e_jvp(primals, tangents, **params):
-    """i1e' = i0e(x) - y (sign(x) + 1/x), and 1/2 at |x| <= eps (jax's safe form)."""
+    """i1e' = i0e(x) - y (sign(x) + 1/x), and 1/2 at ``|x| <= eps`` (jax's safe form)."""
     (x,), (t,) = primals, tangents
     y = P.bessel_i1e_p.bind(x, **params)
     eps = jnp.finfo(jnp.result_type(x)).eps

@@ -7,7 +7,7 @@ When the arguments are concrete (outside ``jit``), ``flat_trace`` falls back to 
 carry their *concrete* value, so ``if w > 0`` takes the branch the value says (and ``int``,
 ``bool``, ``float``, ``complex`` and ``.item()`` of a value are that value, a constant), and every
 primitive applied records one node as it executes (the tape of C3.1, at the level of jax
-primitives):
+primitives)::
 
     node = (primitive, params, input keys, input values, output keys)
     reverse sweep, nodes in reverse recording order:
