@@ -133,8 +133,10 @@ def shown_name(path: str | os.PathLike) -> str:
 
 
 def mode_words(mode: int) -> str:
-    """What the file of ``st_mode`` ``mode`` is, for a message: a FIFO, a folder, a socket, a device,
-    else "not a regular file"."""
+    """What the file of ``st_mode`` ``mode`` is, for a message.
+
+    A FIFO, a folder, a socket, a device, else "not a regular file".
+    """
     if stat.S_ISFIFO(mode):
         return "a FIFO"
     if stat.S_ISDIR(mode):
