@@ -119,6 +119,12 @@ CI_FULL = (
         "hash encoder's folder index (test_serve_ranks_hybrid_by_default_...)",
     ),
     (
+        "tests/retrieval/service/test_search_page_browser.py::"
+        "test_marks_count_code_points_and_file_names_are_bidi_isolated",
+        "Chromium (its start plus a service over its own index: ~13 s on 2 cores); the page's "
+        "other browser tests run in the same selection",
+    ),
+    (
         "tests/retrieval/service/test_service_resets.py::"
         "test_clients_that_reset_leave_no_traceback_and_service_keeps_answering",
         "40 resetting clients against a started service (~3.5 s with its index build); the "
