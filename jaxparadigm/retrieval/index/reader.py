@@ -46,6 +46,7 @@ from jaxparadigm.retrieval.index.store import (
     read_manifest,
     shard_embeddings,
     shard_passages,
+    verify_shards,
 )
 
 __all__ = ["Index", "OPEN_ATTEMPTS", "check_parts", "shard_range"]
@@ -174,6 +175,13 @@ class Index:
                 "smaller --shard-rows"
             )
         return shard_range(len(m["shards"]), part, parts)
+
+    def verify_passages(self) -> None:
+        """Check every held shard's passages file against its sha256 now (:meth:`passage` reads
+        and checks a shard's the first time one of its rows is asked for): a process of a group
+        checks its part whole before the group's first step."""
+        shards = [self._shards[j] for j in self.held]
+        list(verify_shards(self.path, {"shards": shards}, kinds=("passages",)))
 
     def close(self) -> None:
         """Unmap the passages not read yet (the mapped embeddings stay usable)."""

@@ -340,9 +340,12 @@ def shard_passages(
     return out
 
 
-def verify_shards(index_dir: Path, manifest: dict) -> Iterator[str]:
-    """Check every shard file against the manifest; yields each verified shard's name."""
+def verify_shards(
+    index_dir: Path, manifest: dict, kinds: Sequence[str] = ("embeddings", "passages")
+) -> Iterator[str]:
+    """Check every shard file (of ``kinds``) against the manifest's sha256; yields each verified
+    shard's name."""
     for shard in manifest["shards"]:
-        _checked(index_dir, shard, "embeddings")
-        _checked(index_dir, shard, "passages")
+        for kind in kinds:
+            _checked(index_dir, shard, kind)
         yield shard["name"]

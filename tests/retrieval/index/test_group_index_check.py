@@ -70,3 +70,30 @@ def test_a_group_of_more_processes_than_shards_is_refused_before_it_starts(tmp_p
         "per process (2); use fewer processes or rebuild with a smaller --shard-rows\n"
     )
     assert np.load(next(index.glob("*.npy"))).shape == (12, 8)  # nothing was written
+
+
+@pytest.mark.ci_full
+def test_a_group_agrees_on_a_part_that_failed_to_open_before_its_first_step(two_shards, capfd):
+    """Without the launcher's check (a cluster's scheduler starts the processes): process 1's
+    damaged passages file was read at its first hit, inside a step, and process 0 waited in the
+    collective until gloo's timeout (35 s); now every process reads the same one line at open."""
+    from jaxparadigm.train.launch import WorkerFailed
+
+    from .test_process_search import run_group
+
+    jsonl = next(two_shards.glob("shard_00001-*.jsonl"))
+    _damage(jsonl)
+    _, q = generated(40, 8, 0)
+    t0 = time.monotonic()
+    with pytest.raises(WorkerFailed, match=r"process [01] of 2 exited with status 1"):
+        run_group(two_shards.parent, two_shards, q, 40, 1)
+    assert time.monotonic() - t0 < 30
+    logs = two_shards.parent / "run" / "logs"
+    said = {"0": capfd.readouterr().err, "1": (logs / "process_1.log").read_text()}
+    if (logs / "process_0.log").exists():  # process 0's stderr, diverted after process 1 ended
+        said["0"] += (logs / "process_0.log").read_text()
+    agreed = (
+        f"InputError: process 1 of 2 could not open its part of the index: {two_shards}: shard "
+        f"{jsonl.stem}: {jsonl.name} fails its checksum (sha256 "
+    )
+    assert agreed in said["0"] and agreed in said["1"]
