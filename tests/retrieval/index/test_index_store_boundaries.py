@@ -49,7 +49,7 @@ def test_a_shard_file_that_cannot_be_read_names_the_shard_and_why(
         list(verify_shards(idx, read_manifest(idx)))
     assert str(err.value) == (
         f"{idx}: shard {shard['name']}: {npy.name} is a folder, expected a regular file; the "
-        "index is damaged: restore the file or rebuild the index"
+        "shard is damaged: restore the file or rebuild the index"
     )
     npy.rmdir()
     npy.write_bytes(b"x")
