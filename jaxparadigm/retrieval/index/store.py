@@ -11,6 +11,8 @@ Row ``r`` of the corpus is row ``r % shard_rows`` of shard ``r // shard_rows``: 
 start of the embeddings' sha256), then the manifest is replaced atomically (``os.replace``), so a
 crash at any point leaves a manifest that names only complete, checksummed shards. A file whose
 sha256 differs from the manifest is refused with :class:`~jaxparadigm.errors.InputError` naming it.
+Every file of the folder is opened by :func:`open_index_file`, which reads only a regular file: a
+FIFO, folder or device in a file's place is refused at once, naming it (never blocked on).
 
 Files are created without following a link and only the writer's own names are ever deleted
 (:mod:`~jaxparadigm.retrieval.index.owned_files`, which also holds the lock). ``manifest.json``
