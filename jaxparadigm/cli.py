@@ -118,7 +118,8 @@ def _add_run(sub) -> None:
     p.add_argument(
         "--overwrite",
         action="store_true",
-        help="start afresh over a finished run of the same name (train.checkpoint.resume: false); "
+        help="start afresh over a run of the same name, finished or not (by default an unfinished "
+        "run resumes from its newest checkpoint and a finished one prints its report's path); "
         "the old run is kept as NAME.old-<timestamp> until the new one finishes",
     )
     p.add_argument(

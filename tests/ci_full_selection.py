@@ -118,6 +118,17 @@ CI_FULL = (
         "MiniLM encodes (~5 s); serve's hybrid fusion stays checked in the default run over the "
         "hash encoder's folder index (test_serve_ranks_hybrid_by_default_...)",
     ),
+    (
+        "tests/app/test_run_ownership.py::"
+        "test_an_unfinished_run_resumes_saying_so_or_starts_afresh_on_overwrite",
+        "three training runs (~15 s); the refusal to restart an unfinished run over its "
+        "checkpoints stays in the default run (test_a_fresh_start_over_an_unfinished_runs_...)",
+    ),
+    (
+        "tests/test_readme.py::test_make_demo_twice_exits_0_both_times",
+        "trains configs/default.yaml's model (~16 s); the finished-run notice and --overwrite "
+        "stay in the default run (tests/app/test_run_ownership.py, tests/test_user_path.py)",
+    ),
 )
 
 #: The measured slow tests, one ``seconds<TAB>node id`` per line (``#`` lines are comments).

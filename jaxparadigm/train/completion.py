@@ -60,5 +60,5 @@ def finished_run(run_dir: Path, name: str, steps: int, signed: Any) -> str | Non
     return (
         f"run {name!r} is already complete: {step_dir} is its final step ({steps}); "
         f"nothing to do (report: {Path(run_dir) / 'report.md'}; raise train.steps to train "
-        "further, or pass another name=... for a new run)"
+        "further, pass another name=... for a new run, or --overwrite to run it afresh)"
     )
