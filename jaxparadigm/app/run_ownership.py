@@ -40,7 +40,9 @@ def owned_run_folder(cfg: Config, *, overwrite: bool = False) -> Iterator[None]:
     aside = None
     with run_lock(run_dir, cfg.name):  # first: nothing is judged or moved while another writes
         if cfg.task == "train":
-            refuse_overwrite(run_dir, cfg.name, resume=c.every > 0 and c.resume, overwrite=overwrite)
+            refuse_overwrite(
+                run_dir, cfg.name, resume=c.every > 0 and c.resume, overwrite=overwrite
+            )
         if overwrite:
             aside = set_aside(run_dir)
         if aside is not None:

@@ -240,7 +240,9 @@ def test_an_unfinished_run_resumes_saying_so_or_starts_afresh_on_overwrite(tmp_p
     resumed, _ = _config(tmp_path, steps=10, resume=True)
     assert cli.main(["run", str(resumed), "--no-progress"]) == 0
     out, err = capsys.readouterr()
-    assert err.splitlines() == [f"own: resumed from checkpoint step 5 of 10 ({run / 'checkpoints'})"]
+    assert err.splitlines() == [
+        f"own: resumed from checkpoint step 5 of 10 ({run / 'checkpoints'})"
+    ]
     assert "steps run: 10 of 10 (resumed from checkpoint step 5)" in (run / "report.md").read_text()
     assert cli.main(["run", str(resumed), "--no-progress", "--overwrite"]) == 0
     out, err = capsys.readouterr()
