@@ -315,7 +315,7 @@ def _resume(ckpt: Checkpointer | None, state: TrainState, settings: TrainSetting
                 "checkpoint's values; to train this config instead, give the run another name "
                 "(name=...)."
             ) from None
-    if latest is not None and _primary():  # the one line saying this call goes on a run
+    if ckpt is not None and latest is not None and _primary():  # one line: this call goes on a run
         print(
             f"{settings.name}: resumed from checkpoint step {latest} of {settings.steps} "
             f"({ckpt.directory})",
