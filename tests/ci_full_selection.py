@@ -125,6 +125,12 @@ CI_FULL = (
         "checkpoints stays in the default run (test_a_fresh_start_over_an_unfinished_runs_...)",
     ),
     (
+        "tests/app/test_run_ownership.py::"
+        "test_ctrl_c_of_a_run_started_in_the_background_ends_the_same_way",
+        "trains until its first checkpoint (~6 s); a background command's SIGINT stays checked "
+        "in the default run during start-up (tests/app/test_interrupts.py)",
+    ),
+    (
         "tests/test_readme.py::test_make_demo_twice_exits_0_both_times",
         "trains configs/default.yaml's model (~16 s); the finished-run notice and --overwrite "
         "stay in the default run (tests/app/test_run_ownership.py, tests/test_user_path.py)",

@@ -127,6 +127,16 @@ def _complete(ckpt: Path, step: int) -> bool:
 
 
 def test_ctrl_c_ends_with_one_line_and_exit_130(tmp_path):
+    _interrupt_a_run(tmp_path, None)
+
+
+def test_ctrl_c_of_a_run_started_in_the_background_ends_the_same_way(tmp_path):
+    """A shell's background job inherits SIGINT ignored: ``kill -INT`` during training did
+    nothing (``run`` installed no handler), now the same line and exit 130."""
+    _interrupt_a_run(tmp_path, lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+
+
+def _interrupt_a_run(tmp_path, preexec_fn) -> None:
     path, _ = _config(tmp_path, steps=100_000, resume=True)
     proc = subprocess.Popen(
         [sys.executable, "-m", "jaxparadigm", "run", str(path)],
@@ -134,6 +144,7 @@ def test_ctrl_c_ends_with_one_line_and_exit_130(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=preexec_fn,
     )
     assert proc.stderr is not None
     ckpt = tmp_path / "own" / "checkpoints"
