@@ -365,11 +365,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _interrupted(command: str | None, exc: KeyboardInterrupt | None) -> int:
     """``main``'s one line about a Ctrl-C (the interrupt's own text, else "interrupted"); 130."""
-    with interrupt_reported():
-        if sys.stderr.isatty():
-            print("\r\033[K", end="", file=sys.stderr)
-        where = f"jaxparadigm {command}" if command else "jaxparadigm"
-        print(f"{where}: {str(exc or '') or 'interrupted'}", file=sys.stderr, flush=True)
+    interrupt_reported()  # a second Ctrl-C from here on is ignored
+    if sys.stderr.isatty():
+        print("\r\033[K", end="", file=sys.stderr)
+    where = f"jaxparadigm {command}" if command else "jaxparadigm"
+    print(f"{where}: {str(exc or '') or 'interrupted'}", file=sys.stderr, flush=True)
     return 130
 
 

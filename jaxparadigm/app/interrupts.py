@@ -1,22 +1,27 @@
 """Ctrl-C (SIGINT) in every ``jaxparadigm`` command, from the first line of ``main`` (C5.1).
 
-    with interrupts_raised():          # the whole command, parser and imports included
-        ...                            # SIGINT -> KeyboardInterrupt in the main thread
-    with interrupt_reported():         # main's one line; further SIGINTs wait until it is out
-        print("jaxparadigm run: interrupted", file=sys.stderr)
+    with interrupts_raised():              # the whole command, parser and imports included
+        try:
+            ...                            # SIGINT -> KeyboardInterrupt in the main thread
+        except KeyboardInterrupt:
+            interrupt_reported()           # further SIGINTs ignored to the end of the block
+            print("jaxparadigm run: interrupted", file=sys.stderr)
 
 :func:`interrupts_raised` holds for the length of a command:
 
-* SIGINT raises ``KeyboardInterrupt`` in the main thread whatever handler the process inherited.
-  A command started in the background of a shell inherits SIGINT *ignored*, and Python then never
-  raises it: ``kill -INT`` did nothing. A command that stops in its own way (``serve``'s graceful
-  stop, a process group's launcher) installs its own handler inside the block and restores this
-  one.
+* SIGINT raises ``KeyboardInterrupt`` in the main thread whatever handler the process inherited:
+  a command started in the background of a shell inherits SIGINT *ignored*, and Python alone
+  would then never raise it. A command that stops in its own way (``serve``'s graceful stop, a
+  process group's launcher) installs its own handler inside the block and restores this one.
 * An interrupt raised where Python can only print it and go on -- a garbage-collector callback
   (JAX's ``_xla_gc_callback``), a ``__del__``, a weakref callback: ``Exception ignored in ...``,
-  and the command ran on to exit 0 -- is not printed but delivered again to the main thread
-  (``_thread.interrupt_main``): it is raised at the main thread's next bytecode, so it reaches the
-  command's code and ``main``'s one line.
+  the command running on -- is not printed (``sys.unraisablehook``) but raised again
+  :data:`REDELIVER_S` later in the main thread's own code (a watcher thread, started on the first
+  one, calls ``_thread.interrupt_main``), so it reaches ``main``'s one line. A SIGINT that lands
+  inside that hook is merged with the one being delivered again.
+* :func:`raised_by_interrupt` tells ``main`` an exception was raised because of an interrupt:
+  Python turns one inside ``__set_name__`` (a class body of a module being imported) into a
+  ``RuntimeError``.
 
 On exit the handler and ``sys.unraisablehook`` that were there before are put back. Outside the
 main thread (where handlers cannot be installed) the block runs unchanged.
@@ -73,23 +78,21 @@ def interrupts_raised() -> Iterator[None]:
     watcher = threading.Thread(target=redeliver, name="jaxparadigm-interrupts", daemon=True)
     previous_hook = sys.unraisablehook
 
-    def again() -> None:
-        swallowed.set()
-        if watcher.ident is None:
-            watcher.start()
-
     def unraisable(args) -> None:
         if isinstance(args.exc_type, type) and issubclass(args.exc_type, KeyboardInterrupt):
-            again()  # not printed: raised again in the main thread's own code
+            swallowed.set()  # not printed: raised again in the main thread's own code
+            if watcher.ident is None:
+                watcher.start()
             return
         previous_hook(args)
 
     def raise_interrupt(signum: int, frame: FrameType | None) -> None:
-        """Python's own handler (``KeyboardInterrupt``), save inside the hook above."""
-        if frame is not None and frame.f_code in (unraisable.__code__, again.__code__):
-            again()
-            return
-        raise KeyboardInterrupt
+        """Python's own handler (``KeyboardInterrupt``), save inside the hook above: the
+        interrupt it is handling is delivered again, this one with it."""
+        while frame is not None and frame.f_code is not unraisable.__code__:
+            frame = frame.f_back
+        if frame is None:
+            raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, raise_interrupt)
     sys.unraisablehook = unraisable
@@ -102,15 +105,9 @@ def interrupts_raised() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
 
 
-@contextlib.contextmanager
-def interrupt_reported() -> Iterator[None]:
-    """SIGINT ignored while ``main`` writes its one line about an interrupt (a second Ctrl-C
-    cannot cut it short with a traceback); the handler before is put back after."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+def interrupt_reported() -> None:
+    """``main`` is about to write its one line about an interrupt: SIGINT is ignored from here to
+    the end of :func:`interrupts_raised`'s block (which puts back the handler from before), so a
+    second Ctrl-C cannot cut the line or the way out short with a traceback."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
