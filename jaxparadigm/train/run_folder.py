@@ -71,7 +71,8 @@ def run_lock(run_dir: Path, name: str) -> contextlib.AbstractContextManager[None
 
 
 def checkpoint_steps(run_dir: Path) -> list[int]:
-    """The step folders under ``run_dir/checkpoints`` (ASCII digit names), ascending."""
+    """The step folders under ``run_dir/checkpoints``, ascending: ASCII digit names only ("²"
+    passes ``str.isdigit()`` but not ``int()``)."""
     ckpt = run_dir / "checkpoints"
     if not ckpt.is_dir():
         return []
