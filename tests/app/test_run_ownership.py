@@ -127,7 +127,7 @@ def _complete(ckpt: Path, step: int) -> bool:
 
 
 def test_ctrl_c_ends_with_one_line_and_exit_130(tmp_path):
-    _interrupt_a_run(tmp_path, None)
+    _interrupt_a_run(tmp_path, lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # a terminal
 
 
 def test_ctrl_c_of_a_run_started_in_the_background_ends_the_same_way(tmp_path):
