@@ -25,8 +25,10 @@
 Exit status: 0 done; 2 bad input (:class:`~jaxparadigm.errors.InputError`, e.g. a config
 problem: one stderr line per problem naming the key path or file); 3 a training run gave up
 (:class:`~jaxparadigm.errors.TrainingAborted`: one line with the step, counts and last finite
-loss) or a process of a group died (``--num-processes``: one line naming it). Any other exception is a bug and keeps its traceback. ``JAXPARADIGM_DEBUG=1`` shows the
-traceback of input errors too.
+loss) or a process of a group died (``--num-processes``: one line naming it); 130 Ctrl-C (SIGINT,
+from the first line of ``main``, also in a command started in the background: one line,
+:mod:`jaxparadigm.app.interrupts`). Any other exception is a bug and keeps its traceback.
+``JAXPARADIGM_DEBUG=1`` shows the traceback of input errors too.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ import warnings
 
 from jaxparadigm import __version__
 from jaxparadigm.app.cli import COMMANDS
+from jaxparadigm.app.interrupts import (
+    interrupt_reported,
+    interrupts_raised,
+    raised_by_interrupt,
+)
 from jaxparadigm.app.search_flags import add_search_flags
 from jaxparadigm.errors import InputError, TrainingAborted
 
@@ -118,7 +125,8 @@ def _add_run(sub) -> None:
     p.add_argument(
         "--overwrite",
         action="store_true",
-        help="start afresh over a finished run of the same name (train.checkpoint.resume: false); "
+        help="start afresh over a run of the same name, finished or not (by default an unfinished "
+        "run resumes from its newest checkpoint and a finished one prints its report's path); "
         "the old run is kept as NAME.old-<timestamp> until the new one finishes",
     )
     p.add_argument(
@@ -322,35 +330,56 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The console script: parse ``argv``, run the subcommand; exit 0, 2 (input error), 3 (gave up)."""
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
-    if extra and args.command == "run" and not any(e.startswith("-") for e in extra):
-        args.overrides += extra  # overrides after an option: run CONFIG --num-processes 2 a=b
-    elif extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    try:
-        with warnings.catch_warnings():  # restores showwarning on exit
-            warnings.showwarning = lambda message, *_, **__: print(
-                f"jaxparadigm {args.command}: warning: {' '.join(str(message).split())}",
-                file=sys.stderr,
-            )
-            return COMMANDS[args.command](args)
-    except KeyboardInterrupt as exc:  # Ctrl-C: one line, exit 130, no traceback (issue 35)
-        if os.environ.get("JAXPARADIGM_DEBUG"):
-            raise
-        if sys.stderr.isatty():
-            print("\r\033[K", end="", file=sys.stderr)
-        print(f"jaxparadigm {args.command}: {str(exc) or 'interrupted'}", file=sys.stderr)
-        return 130
-    except (InputError, TrainingAborted) as exc:
-        if os.environ.get("JAXPARADIGM_DEBUG"):
-            raise
-        _print_error(args.command, exc)
-        return 2 if isinstance(exc, InputError) else 3
+    """The console script: parse ``argv``, run the subcommand; exit 0, 2 (input error), 3 (gave
+    up), 130 (Ctrl-C, from its first line: one stderr line, also in the background)."""
+    command = _command_named(sys.argv[1:] if argv is None else argv)
+    with interrupts_raised():  # before the parser, which imports JAX
+        try:
+            parser = build_parser()
+            args, extra = parser.parse_known_args(argv)
+            command = args.command
+            if extra and command == "run" and not any(e.startswith("-") for e in extra):
+                args.overrides += extra  # after an option: run CONFIG --num-processes 2 a=b
+            elif extra:
+                parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            with warnings.catch_warnings():  # restores showwarning on exit
+                warnings.showwarning = lambda message, *_, **__: print(
+                    f"jaxparadigm {command}: warning: {' '.join(str(message).split())}",
+                    file=sys.stderr,
+                )
+                return COMMANDS[command](args)
+        except KeyboardInterrupt as exc:  # Ctrl-C: one line, exit 130, no traceback
+            if os.environ.get("JAXPARADIGM_DEBUG"):
+                raise
+            return _interrupted(command, exc)
+        except (InputError, TrainingAborted) as exc:
+            if os.environ.get("JAXPARADIGM_DEBUG"):
+                raise
+            _print_error(command, exc)
+            return 2 if isinstance(exc, InputError) else 3
+        except Exception as exc:  # a bug keeps its traceback; an import cut short by Ctrl-C not
+            if not raised_by_interrupt(exc) or os.environ.get("JAXPARADIGM_DEBUG"):
+                raise
+            return _interrupted(command, None)
 
 
-def _print_error(command: str, exc: Exception) -> None:
+def _interrupted(command: str | None, exc: KeyboardInterrupt | None) -> int:
+    """``main``'s one line about a Ctrl-C (the interrupt's own text, else "interrupted"); 130."""
+    interrupt_reported()  # a second Ctrl-C from here on is ignored
+    if sys.stderr.isatty():
+        print("\r\033[K", end="", file=sys.stderr)
+    where = f"jaxparadigm {command}" if command else "jaxparadigm"
+    print(f"{where}: {str(exc or '') or 'interrupted'}", file=sys.stderr, flush=True)
+    return 130
+
+
+def _command_named(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names (its first word that is one), for a line about a Ctrl-C
+    that came before the parser had read it; None when it names none."""
+    return next((word for word in argv if word in COMMANDS), None)
+
+
+def _print_error(command: str | None, exc: Exception) -> None:
     """Each line of the message on one stderr line (whitespace runs collapsed); on a terminal
     the line a progress bar may have left unfinished (a stopped worker's) is cleared first."""
     if sys.stderr.isatty():
@@ -358,7 +387,8 @@ def _print_error(command: str, exc: Exception) -> None:
     head, *rest = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()] or [
         type(exc).__name__
     ]
-    print(f"jaxparadigm {command}: error: {head}", file=sys.stderr)
+    where = f"jaxparadigm {command}" if command else "jaxparadigm"
+    print(f"{where}: error: {head}", file=sys.stderr)
     for line in rest:
         print(f"  {line}", file=sys.stderr)
 

@@ -130,6 +130,23 @@ CI_FULL = (
         "hash encoder's folder index (test_serve_ranks_hybrid_by_default_...)",
     ),
     (
+        "tests/app/test_run_ownership.py::"
+        "test_an_unfinished_run_resumes_saying_so_or_starts_afresh_on_overwrite",
+        "three training runs (~15 s); the refusal to restart an unfinished run over its "
+        "checkpoints stays in the default run (test_a_fresh_start_over_an_unfinished_runs_...)",
+    ),
+    (
+        "tests/app/test_run_ownership.py::"
+        "test_ctrl_c_of_a_run_started_in_the_background_ends_the_same_way",
+        "trains until its first checkpoint (~6 s); a background command's SIGINT stays checked "
+        "in the default run during start-up (tests/app/test_interrupts.py)",
+    ),
+    (
+        "tests/test_readme.py::test_make_demo_twice_exits_0_both_times",
+        "trains configs/default.yaml's model (~16 s); the finished-run notice and --overwrite "
+        "stay in the default run (tests/app/test_run_ownership.py, tests/test_user_path.py)",
+    ),
+    (
         "tests/retrieval/service/test_search_page_browser.py::"
         "test_marks_count_code_points_and_file_names_are_bidi_isolated",
         "Chromium (its start plus a service over its own index: ~13 s on 2 cores); the page's "

@@ -72,3 +72,43 @@ def test_the_ci_rotation_covers_every_module_in_consecutive_windows(ms):
     for start in range(0, 19, 4):  # offsets 0, 4, 8, ... cover all in ceil(19 / 4) = 5 windows
         seen |= set(ms.rotation(names, 4, format(start, "x")))
     assert seen == set(names)
+
+
+def test_the_round_5_group_names_the_modules_added_since_b953ab2_and_ci_rotates_it(ms, monkeypatch):
+    """ROUND_5 (IVF, k-means, request batcher, process-group search, file kinds) at their paths
+    in the retrieval rooms, each glob matching a file and each test file present; ``round-5``
+    expands to its rotation window like ``round-4``; the Makefile's mutation-ci runs and gates
+    both windows."""
+    root = SCRIPT.parents[1]
+    targets = ms.MODULES
+    five = ms.GROUPS["round-5"]
+    assert five == (
+        "retrieval.ivf",
+        "retrieval.kmeans",
+        "retrieval.request_batcher",
+        "retrieval.process_search",
+        "retrieval.file_kinds",
+    )
+    mutated = {p for name in five for glob in targets[name].mutate for p in root.glob(glob)}
+    assert {p.relative_to(root).as_posix() for p in mutated} == {
+        "jaxparadigm/retrieval/dense/ivf_search.py",
+        "jaxparadigm/retrieval/index/ivf_build.py",
+        "jaxparadigm/retrieval/index/ivf_store.py",
+        "jaxparadigm/retrieval/dense/kmeans.py",
+        "jaxparadigm/retrieval/service/request_batcher.py",
+        "jaxparadigm/retrieval/index/process_search.py",
+        "jaxparadigm/retrieval/documents/file_kinds.py",
+    }
+    for name in five:
+        assert targets[name].tests and all((root / t).is_file() for t in targets[name].tests)
+    assert not set(five) & set(ms.GROUPS["round-4"])
+    monkeypatch.setattr(ms, "_commit", lambda: "3")
+    assert ms.group_modules("round-5", 2) == ["retrieval.process_search", "retrieval.file_kinds"]
+    monkeypatch.setattr(ms, "_commit", lambda: "9")  # 9 % 5 = 4: wraps
+    assert ms.group_modules("round-5", 2) == ["retrieval.file_kinds", "retrieval.ivf"]
+    assert ms.group_modules("round-5", None) == list(five)
+    assert ms.group_modules("train.guard", 2) == ["train.guard"]
+    recipe = (root / "Makefile").read_text().split("\nmutation-ci:")[1].split("\n\n")[0]
+    for verb in ("run", "gate"):
+        for group, k in (("round-4", "MUTATION_CI_MODULES"), ("round-5", "MUTATION_CI_MODULES_5")):
+            assert f"mutation_score.py {verb} {group} --rotate $({k})" in recipe, recipe

@@ -187,6 +187,35 @@ def test_the_size_lists_match_documented_commands():
     assert {"README.md", "docs/guides/searching.md", "docs/guides/scaling.md"} <= with_commands
 
 
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_demo_twice_exits_0_both_times(tmp_path, capsys, monkeypatch):
+    """The README's first command is rerunnable: the command line ``make demo`` runs (``make -n``
+    prints it), on a tiny size, twice: both exit 0, the second prints that the run is complete
+    and its report's path (it was refused as "finished", exit 2, under ``resume: false``)."""
+    tiny = f"out_dir={tmp_path} train.steps=4 train.checkpoint.every=2 train.eval_every=2 "
+    tiny += "data.n_samples=256 train.plots=false"
+    printed = subprocess.run(
+        ["make", "-n", "-o", ".venv/.installed", "demo", f"RUN_ARGS={tiny}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert len(printed) == 1 and printed[0].startswith(".venv/bin/jaxparadigm run "), printed
+    from jaxparadigm import cli
+
+    monkeypatch.chdir(ROOT)
+    argv = printed[0].split()[1:]
+    assert cli.main([*argv, "--no-progress"]) == 0
+    report = tmp_path / "default" / "report.md"
+    first = report.read_bytes()
+    capsys.readouterr()
+    assert cli.main([*argv, "--no-progress"]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("run 'default' is already complete") and f"report: {report}" in out
+    assert report.read_bytes() == first
+
+
 def github_anchor(heading: str) -> str:
     """GitHub's (and MyST's) anchor of a Markdown heading: lower case, punctuation dropped,
     spaces as hyphens."""

@@ -5,6 +5,8 @@
     python tools/mutation_score.py report [MODULE ...] [--write]
     python tools/mutation_score.py run round-4 --rotate 4 --sample 2 --seed 39 --tag ci   (CI)
     python tools/mutation_score.py gate round-4 --rotate 4 --tag ci
+    python tools/mutation_score.py run round-5 --rotate 2 --sample 3 --seed 39 --tag ci   (CI)
+    python tools/mutation_score.py gate round-5 --rotate 2 --tag ci
 
 ``run`` gives each module its own mutmut workspace, ``.mutation/<module>/`` (git-ignored): links to
 ``jaxparadigm/`` and ``tests/``, a ``pyproject.toml`` whose ``[tool.mutmut]`` lists the files to
@@ -59,7 +61,7 @@ from mutation_report import (  # noqa: E402
     sample_result,
     write_results,
 )
-from mutation_targets import MODULES, ROOT, ROUND_4_GROUP, WORKSPACES  # noqa: E402
+from mutation_targets import GROUPS, MODULES, ROOT, WORKSPACES  # noqa: E402
 from mutation_workspace import (  # noqa: E402
     _decided,
     _git_head,
@@ -205,6 +207,15 @@ def rotation(names: list[str], k: int, commit: str) -> list[str]:
     return [names[(start + i) % len(names)] for i in range(min(k, len(names)))]
 
 
+def group_modules(name: str, rotate: int | None) -> list[str]:
+    """The modules ``name`` stands for: a group's (:data:`GROUPS`; with ``rotate``, this commit's
+    window of it), else ``[name]``."""
+    if name not in GROUPS:
+        return [name]
+    group = list(GROUPS[name])
+    return group if rotate is None else rotation(group, rotate, _commit())
+
+
 def gate(modules: list[str], tag: str) -> int:
     """1 if a module's sample in ``.mutation/MODULE.TAG`` has a survivor that is not a recorded
     equivalent, or a mutant without a verdict; else 0 (CI's full run, issue 39)."""
@@ -245,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     tag_help = "workspace of the sample: .mutation/MODULE.TAG (default: sample)"
     rotate_help = (
-        "with round-4: only K of its modules, K consecutive ones (in ROUND_4's order, wrapping) "
+        "with a group (round-4, round-5): only K of its modules, K consecutive ones (in the "
+        "group's order, wrapping) "
         "from an offset set by the commit (HEAD's hash mod the module count)"
     )
     run.add_argument("--tag", default="sample", help=tag_help)
@@ -263,14 +275,12 @@ def main(argv: list[str] | None = None) -> int:
     rotate = getattr(args, "rotate", None)
     if rotate is not None and rotate < 1:
         parser.error(f"--rotate must be a positive number of modules, got {rotate}")
-    group = list(ROUND_4_GROUP)
-    group = group if rotate is None else rotation(group, rotate, _commit())
-    modules = [n for m in args.modules for n in (group if m == "round-4" else [m])]
+    modules = [n for m in args.modules for n in group_modules(m, rotate)]
     unknown = [m for m in modules if m not in MODULES]
     if unknown:
         parser.error(
-            f"unknown module(s) {unknown}; expected some of {list(MODULES)} or round-4 (the "
-            "modules added or rewritten since 0a67870)"
+            f"unknown module(s) {unknown}; expected some of {list(MODULES)} or a group: round-4 "
+            "(the modules added or rewritten since 0a67870), round-5 (added since b953ab2)"
         )
     modules = modules or list(MODULES)
     if args.command == "gate":

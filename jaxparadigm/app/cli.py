@@ -54,7 +54,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     loaded = read_config(args.config, args.overrides)  # the one read of the file in this process
     cfg = loaded.config
-    done = finished_run_for(cfg)
+    done = None if args.overwrite else finished_run_for(cfg)
     if done is not None:  # one line, nothing started, nothing written
         print(done)
         return 0

@@ -70,8 +70,8 @@ def launch_group(
     )
     previous = {}
     if threading.current_thread() is threading.main_thread():
-        # SIGINT too, explicitly: a launcher started in the background of a script inherits
-        # SIGINT ignored; either signal stops the group (SIGTERM to each worker) and exits 130
+        # SIGTERM as SIGINT (main's KeyboardInterrupt, jaxparadigm.app.interrupts): either
+        # stops the group (SIGTERM to each worker) and exits 130 with "stopped by SIG..."
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, _interrupt)
     try:

@@ -104,8 +104,8 @@ def serve_index(
     stop = stop if stop is not None else threading.Event()
     previous = {}
     if threading.current_thread() is threading.main_thread():
-        # SIGINT too, explicitly: a process started in the background of a script inherits
-        # SIGINT ignored, and Python then raises no KeyboardInterrupt (`kill -INT` did nothing)
+        # a graceful stop instead of main's KeyboardInterrupt (jaxparadigm.app.interrupts, put
+        # back on the way out), for SIGTERM too
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, lambda *_: stop.set())
     group = getattr(service.index, "group", None)  # a search split over processes

@@ -20,14 +20,9 @@ from typing import Any
 # The checkpoint module's own definitions of "a complete step" and "the signed config".
 from jaxparadigm.train.checkpoint import _REQUIRED
 from jaxparadigm.train.checkpoint_signature import _config_json
+from jaxparadigm.train.run_folder import checkpoint_steps
 
 __all__ = ["finished_run"]
-
-
-def _steps(directory: Path) -> list[int]:
-    # ASCII digits only: "²" passes str.isdigit() but not int() (issue 34)
-    names = (p.name for p in directory.iterdir() if p.is_dir())
-    return sorted(int(n) for n in names if n.isascii() and n.isdigit())
 
 
 def finished_run(run_dir: Path, name: str, steps: int, signed: Any) -> str | None:
@@ -45,7 +40,7 @@ def finished_run(run_dir: Path, name: str, steps: int, signed: Any) -> str | Non
     ckpt = Path(run_dir) / "checkpoints"
     if not ckpt.is_dir() or not (Path(run_dir) / "report.md").is_file():
         return None
-    found = _steps(ckpt)
+    found = checkpoint_steps(Path(run_dir))
     if not found or found[-1] != steps:
         return None
     step_dir = ckpt / str(steps)
@@ -60,5 +55,5 @@ def finished_run(run_dir: Path, name: str, steps: int, signed: Any) -> str | Non
     return (
         f"run {name!r} is already complete: {step_dir} is its final step ({steps}); "
         f"nothing to do (report: {Path(run_dir) / 'report.md'}; raise train.steps to train "
-        "further, or pass another name=... for a new run)"
+        "further, pass another name=... for a new run, or --overwrite to run it afresh)"
     )

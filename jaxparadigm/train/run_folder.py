@@ -6,8 +6,11 @@ an interrupted run told how to resume.
   :class:`InputError` at once naming the holder's pid. The lock belongs to the open file, so it
   ends with its process: a dead holder's lock file is simply taken over.
 * :func:`refuse_overwrite` refuses a fresh start (``resume: false``) over a finished run (its
-  ``report.md`` exists) unless ``overwrite``: then :func:`set_aside` renames the old folder to
-  ``RUN_DIR.old-<timestamp>`` and the caller removes it once the new run has finished.
+  ``report.md`` exists) or an unfinished one with checkpoints (a step folder under
+  ``checkpoints/``) unless ``overwrite``: then :func:`set_aside` moves the old run's files into
+  ``RUN_DIR.old-<timestamp>`` and the caller removes it once the new run has finished. Both are
+  called while the run's lock is held, so a run being written is never judged or moved: the lock
+  file stays where it is (set aside are the other entries).
 * :class:`RunInterrupted` is a ``KeyboardInterrupt`` carrying the step reached and the newest
   checkpoint's step: ``interrupted at step N; rerun the same command to resume from step M``.
 """
@@ -22,7 +25,14 @@ from pathlib import Path
 from jaxparadigm.common.file_lock import file_lock
 from jaxparadigm.errors import InputError
 
-__all__ = ["LOCK", "RunInterrupted", "refuse_overwrite", "run_lock", "set_aside"]
+__all__ = [
+    "LOCK",
+    "RunInterrupted",
+    "checkpoint_steps",
+    "refuse_overwrite",
+    "run_lock",
+    "set_aside",
+]
 
 #: The lock file's name inside a run folder.
 LOCK = "lock"
@@ -60,26 +70,55 @@ def run_lock(run_dir: Path, name: str) -> contextlib.AbstractContextManager[None
     return file_lock(run_dir / LOCK, f"run {name!r}", what="the run's lock file", busy=busy)
 
 
+def checkpoint_steps(run_dir: Path) -> list[int]:
+    """The step folders under ``run_dir/checkpoints``, ascending: ASCII digit names only ("²"
+    passes ``str.isdigit()`` but not ``int()``)."""
+    ckpt = run_dir / "checkpoints"
+    if not ckpt.is_dir():
+        return []
+    names = (p.name for p in ckpt.iterdir() if p.is_dir())
+    return sorted(int(n) for n in names if n.isascii() and n.isdigit())
+
+
 def refuse_overwrite(run_dir: Path, name: str, *, resume: bool, overwrite: bool) -> None:
-    """One :class:`InputError` when a fresh start (``resume`` false) would overwrite the finished
-    run in ``run_dir`` (its ``report.md`` exists) and ``overwrite`` is not given."""
-    if resume or overwrite or not (run_dir / "report.md").is_file():
+    """One :class:`InputError` when a fresh start (``resume`` false) would overwrite the run in
+    ``run_dir`` and ``overwrite`` is not given: a finished run (its ``report.md`` exists), or an
+    unfinished one with checkpoints (which a fresh start deletes). Call it holding the run lock."""
+    if resume or overwrite:
         return
-    raise InputError(
-        f"run {name!r} in {run_dir} is finished and this config starts afresh "
-        "(train.checkpoint.resume: false), which would overwrite it; pass another name=... for a "
-        "new run, or --overwrite (the old run is kept as "
-        f"{run_dir.name}.old-<timestamp> until the new one finishes)"
+    kept = (
+        f"--overwrite (the old run is kept as {run_dir.name}.old-<timestamp> until the new one "
+        "finishes)"
     )
+    if (run_dir / "report.md").is_file():
+        raise InputError(
+            f"run {name!r} in {run_dir} is finished and this config starts afresh "
+            "(train.checkpoint.resume: false), which would overwrite it; pass another name=... "
+            f"for a new run, or {kept}"
+        )
+    steps = checkpoint_steps(run_dir)
+    if steps:
+        raise InputError(
+            f"run {name!r} in {run_dir} is unfinished (checkpoints up to step {steps[-1]}) and "
+            "this config starts afresh (train.checkpoint.resume: false), which would delete its "
+            "checkpoints; rerun with train.checkpoint.resume=true to resume it, pass another "
+            f"name=... for a new run, or {kept}"
+        )
 
 
 def set_aside(run_dir: Path) -> Path | None:
-    """Rename an existing ``run_dir`` to ``RUN_DIR.old-<timestamp>``; its new path, or None."""
-    if not run_dir.exists():
+    """Move the entries of ``run_dir`` other than its lock file into a new folder
+    ``RUN_DIR.old-<timestamp>`` (``~1``, ``~2`` ... appended while the name is taken); its path,
+    or None when there is nothing but the lock (or no folder). ``run_dir`` and its lock stay, so
+    the caller's hold on the lock is kept."""
+    entries = sorted(p for p in run_dir.iterdir() if p.name != LOCK) if run_dir.is_dir() else []
+    if not entries:
         return None
     aside = run_dir.with_name(f"{run_dir.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
     n = 1
     while aside.exists():
         aside, n = aside.with_name(f"{aside.name.split('~')[0]}~{n}"), n + 1
-    os.replace(run_dir, aside)
+    aside.mkdir()
+    for entry in entries:
+        os.replace(entry, aside / entry.name)
     return aside

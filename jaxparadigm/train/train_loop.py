@@ -9,7 +9,7 @@ is mapped onto them by :mod:`jaxparadigm.build`). It is a sequence of named stag
    schema (``validate_batch``), build the train state, placement and steps;
 2. ``_resume``: with checkpoints on, continue from the newest complete checkpoint in the run
    directory (unless ``checkpoint.resume`` is false, which deletes them), truncating
-   ``metrics.jsonl`` to the resumed step;
+   ``metrics.jsonl`` to the resumed step (one stderr line names the step resumed from);
 3. per step, ``_run_step`` (faults, batch, jitted step), ``_observe`` (events), ``_guard``
    (rollback or give up), ``_log``, ``_evaluate_and_snapshot``, ``_checkpoint``;
 4. ``_finish``: final evaluation and save; then the plots, drawn by the caller's ``plot``.
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -341,6 +342,13 @@ def _resume(ckpt: Checkpointer | None, state: TrainState, settings: TrainSetting
                 "checkpoint's values; to train this config instead, give the run another name "
                 "(name=...)."
             ) from None
+    if ckpt is not None and latest is not None and _primary():  # one line: this call goes on a run
+        print(
+            f"{settings.name}: resumed from checkpoint step {latest} of {settings.steps} "
+            f"({ckpt.directory})",
+            file=sys.stderr,
+            flush=True,
+        )
     log = EventLog(MetricsWriter(settings.run_dir / "metrics.jsonl", resume_from=latest))
     skipped = ckpt.incomplete if ckpt is not None else {}
     if latest is not None or skipped:

@@ -127,6 +127,16 @@ def _complete(ckpt: Path, step: int) -> bool:
 
 
 def test_ctrl_c_ends_with_one_line_and_exit_130(tmp_path):
+    _interrupt_a_run(tmp_path, lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # a terminal
+
+
+def test_ctrl_c_of_a_run_started_in_the_background_ends_the_same_way(tmp_path):
+    """A shell's background job inherits SIGINT ignored: ``kill -INT`` during training did
+    nothing (``run`` installed no handler), now the same line and exit 130."""
+    _interrupt_a_run(tmp_path, lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+
+
+def _interrupt_a_run(tmp_path, preexec_fn) -> None:
     path, _ = _config(tmp_path, steps=100_000, resume=True)
     proc = subprocess.Popen(
         [sys.executable, "-m", "jaxparadigm", "run", str(path)],
@@ -134,9 +144,7 @@ def test_ctrl_c_ends_with_one_line_and_exit_130(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        # Ctrl-C as in a terminal: SIGINT's default disposition, not the one this session
-        # inherited (ignored when the suite runs in the background: the run would never stop)
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=preexec_fn,
     )
     assert proc.stderr is not None
     ckpt = tmp_path / "own" / "checkpoints"
@@ -171,3 +179,84 @@ def test_the_interrupt_line_says_how_to_resume():
         "interrupted at step 3; no checkpoint was saved yet, so a rerun starts from step 0"
     )
     assert isinstance(RunInterrupted(1, 0), KeyboardInterrupt)
+
+
+def _tree(folder: Path) -> dict:
+    """Every file under ``folder`` (the lock file left out) -> its bytes."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != "lock"
+    }
+
+
+def _fabricated_run(run: Path, *, finished: bool) -> dict:
+    """A run folder with a step-5 checkpoint (and a report when ``finished``), no training."""
+    (run / "checkpoints" / "5" / "meta").mkdir(parents=True)
+    (run / "checkpoints" / "5" / "meta" / "metadata").write_text("{}")
+    (run / "metrics.jsonl").write_text('{"step": 5}\n')
+    if finished:
+        (run / "report.md").write_text("old report\n")
+    return _tree(run)
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_overwrite_is_refused_while_another_run_holds_the_lock_and_nothing_moves(
+    tmp_path, capsys, resume
+):
+    """The overwrite decision is taken under the run lock: a live run's folder is never set
+    aside (it was moved, and the new run trained beside the live one and then deleted it)."""
+    path, _ = _config(tmp_path, steps=5, resume=resume)
+    run = tmp_path / "own"
+    with run_lock(run, "own"):  # another writer of the run (a second open file description)
+        before = _fabricated_run(run, finished=True)
+        assert cli.main(["run", str(path), "--no-progress", "--overwrite"]) == 2
+        err = capsys.readouterr().err.strip()
+        holder = (run / "lock").read_text().strip()
+    assert holder.startswith(f"pid {os.getpid()} ")
+    assert err == (
+        f"jaxparadigm run: error: run 'own' ({run}) is being written by {holder}; wait for it to "
+        "finish, or pass another name=..."
+    )
+    assert _tree(run) == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["own"]  # none set aside
+
+
+def test_a_fresh_start_over_an_unfinished_runs_checkpoints_is_refused_in_one_line(tmp_path, capsys):
+    """``resume: false`` over an interrupted run with checkpoints: refused (it started again
+    from step 0 and deleted them), nothing changed."""
+    fresh, _ = _config(tmp_path, steps=10, resume=False)
+    run = tmp_path / "own"
+    before = _fabricated_run(run, finished=False)
+    assert cli.main(["run", str(fresh), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"jaxparadigm run: error: run 'own' in {run} is unfinished (checkpoints up to step 5) "
+        "and this config starts afresh (train.checkpoint.resume: false), which would delete its "
+        "checkpoints; rerun with train.checkpoint.resume=true to resume it, pass another "
+        "name=... for a new run, or --overwrite (the old run is kept as own.old-<timestamp> "
+        "until the new one finishes)"
+    )
+    assert _tree(run) == before
+
+
+def test_an_unfinished_run_resumes_saying_so_or_starts_afresh_on_overwrite(tmp_path, capsys):
+    """Interrupted after its step-5 checkpoint, rerun resuming: goes on from step 5 and says so
+    in one line; ``--overwrite``: afresh, from step 0, the old files removed at the end."""
+    short, _ = _config(tmp_path, steps=5, resume=True)
+    assert cli.main(["run", str(short), "--no-progress"]) == 0
+    run = tmp_path / "own"
+    (run / "report.md").unlink()  # as a run interrupted after its step-5 checkpoint
+    capsys.readouterr()
+    resumed, _ = _config(tmp_path, steps=10, resume=True)
+    assert cli.main(["run", str(resumed), "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        f"own: resumed from checkpoint step 5 of 10 ({run / 'checkpoints'})"
+    ]
+    assert "steps run: 10 of 10 (resumed from checkpoint step 5)" in (run / "report.md").read_text()
+    assert cli.main(["run", str(resumed), "--no-progress", "--overwrite"]) == 0
+    out, err = capsys.readouterr()
+    assert "resumed" not in err and "kept in" in err
+    assert "steps run: 10 of 10\n" in (run / "report.md").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["own"]  # aside removed

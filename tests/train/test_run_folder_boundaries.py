@@ -80,7 +80,7 @@ def test_set_aside_names_a_timestamp_then_numbers_collisions(tmp_path, monkeypat
     names = []
     for i in range(3):
         run = tmp_path / "run"
-        run.mkdir()
+        run.mkdir(exist_ok=True)  # set aside are its entries, the folder stays
         (run / "n").write_text(str(i))
         if i == 0:
             aside = set_aside(run)
@@ -92,7 +92,8 @@ def test_set_aside_names_a_timestamp_then_numbers_collisions(tmp_path, monkeypat
         names.append(aside.name)
     assert names == [f"run.old-{stamp}", f"run.old-{stamp}~1", f"run.old-{stamp}~2"]
     assert [(tmp_path / n / "n").read_text() for n in names] == ["0", "1", "2"]
-    assert set_aside(tmp_path / "run") is None  # nothing to set aside
+    assert set_aside(tmp_path / "run") is None  # an empty folder: nothing to set aside
+    assert set_aside(tmp_path / "gone") is None  # no folder
 
 
 def test_a_run_lock_that_is_a_symlink_or_a_fifo_is_refused_and_never_written_through(tmp_path):
@@ -116,3 +117,42 @@ def test_a_run_lock_that_is_a_symlink_or_a_fifo_is_refused_and_never_written_thr
         f"{run / 'lock'}: the run's lock file is a FIFO, expected a regular file: remove it and "
         "run this again"
     )
+
+
+def test_the_refusal_to_restart_an_unfinished_run_names_its_newest_checkpoint(tmp_path):
+    """Boundary: checkpoint folders that are not steps (``tmp``, ``²``) do not count; one step
+    folder is enough; resuming or ``overwrite`` is never refused."""
+    run = tmp_path / "r2"
+    (run / "checkpoints" / "tmp").mkdir(parents=True)
+    (run / "checkpoints" / "\u00b2").mkdir()
+    (run / "checkpoints" / "7").write_text("a file, not a step")
+    refuse_overwrite(run, "r2", resume=False, overwrite=False)  # no step folder: nothing to lose
+    (run / "checkpoints" / "10").mkdir()
+    (run / "checkpoints" / "9").mkdir()
+    assert run_folder.checkpoint_steps(run) == [9, 10]
+    with pytest.raises(InputError) as err:
+        refuse_overwrite(run, "r2", resume=False, overwrite=False)
+    assert str(err.value).startswith(
+        f"run 'r2' in {run} is unfinished (checkpoints up to step 10) and this config starts "
+        "afresh (train.checkpoint.resume: false), which would delete its checkpoints; rerun with "
+        "train.checkpoint.resume=true to resume it,"
+    )
+    refuse_overwrite(run, "r2", resume=True, overwrite=False)
+    refuse_overwrite(run, "r2", resume=False, overwrite=True)
+
+
+def test_set_aside_moves_every_entry_but_the_held_lock(tmp_path):
+    """The run's lock stays in place (the same file, still held) while the old run's files move."""
+    run = tmp_path / "run"
+    with run_lock(run, "r"):
+        (run / "report.md").write_text("old")
+        (run / "checkpoints" / "5").mkdir(parents=True)
+        inode = (run / "lock").stat().st_ino
+        aside = set_aside(run)
+        assert aside is not None and aside.parent == tmp_path
+        assert sorted(p.name for p in run.iterdir()) == ["lock"]
+        assert (run / "lock").stat().st_ino == inode
+        assert sorted(p.name for p in aside.iterdir()) == ["checkpoints", "report.md"]
+        assert (aside / "report.md").read_text() == "old"
+        with pytest.raises(InputError, match="is being written by pid"), run_lock(run, "r"):
+            pass  # still held
