@@ -2,15 +2,19 @@
 
 A passage (about 1,000 characters at the default window) is cut into segments: sentences (a
 ``.``, ``!`` or ``?`` followed by whitespace ends one), lines that start a list item or a code
-line, and paragraphs (a blank line). Each segment is scored by the number of *distinct* query
-words it holds, a word being a ``\\w+`` run compared case-insensitively (``str.casefold``) with the
-query's words minus :data:`~jaxparadigm.retrieval.sparse.keyword.STOPWORDS` (all of its words when every
-one is a stopword):
+line, and paragraphs (a blank line). Each segment is scored by the *distinct* query words it
+holds, a word being a ``\\w+`` run compared case-insensitively (``str.casefold``) with the query's
+words minus :data:`~jaxparadigm.retrieval.sparse.keyword.STOPWORDS` (all of its words when every
+one is a stopword), each weighted by its inverse document frequency in the corpus when ``idf`` is
+given (the index's BM25 ``idf``, :mod:`~jaxparadigm.retrieval.sparse.bm25`; a word it lacks weighs
+its largest value), by 1 otherwise:
 
-    best = argmax_segment |W(query) & W(segment)|      (ties: the earlier segment)
+    best = argmax_segment sum over w in W(query) & W(segment) of idf(w)   (ties: the earlier one)
 
-A segment longer than ``max_chars`` is cut to a window of at most ``max_chars`` characters that
-starts a quarter of ``max_chars`` before its first query word (at a word boundary). With no query
+so a segment holding "password" beats one holding "without" and "user" when "password" is rare
+and the other two common. A segment longer than ``max_chars`` is cut to a window of at most
+``max_chars`` characters that starts a quarter of ``max_chars`` before its heaviest query word
+(the first of equal weight; at a word boundary). With no query
 word in the passage the excerpt is its first segment (cut the same way, from its start). Offsets are
 the passage's own characters: ``excerpt.text == passage[excerpt.start:excerpt.end]`` and every mark
 ``(s, e)`` is a query word at ``passage[s:e]``, so a caller adds ``passage.start`` for file offsets.
@@ -23,6 +27,7 @@ the chosen excerpt holds the answer (RESULTS.md, "Relevance on real documents").
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from jaxparadigm.errors import require_int
@@ -90,29 +95,44 @@ def _cut(
     return start, start + len(text[start:end].rstrip())
 
 
-def best_excerpt(passage: str, query: str, max_chars: int = 240) -> Excerpt:
+def _weights(words: frozenset[str], idf: Mapping[str, float] | None) -> dict[str, float]:
+    """Each query word's weight: its ``idf`` (the largest one when it has none), or 1."""
+    if idf is None:
+        return dict.fromkeys(words, 1.0)
+    if not isinstance(idf, Mapping):
+        raise TypeError(f"idf: got {type(idf).__name__}, expected a mapping of word -> weight")
+    rarest = max(idf.values(), default=1.0)
+    return {w: max(float(idf.get(w, rarest)), 0.0) for w in words}
+
+
+def best_excerpt(
+    passage: str, query: str, max_chars: int = 240, idf: Mapping[str, float] | None = None
+) -> Excerpt:
     """The best-matching segment of ``passage`` for ``query``, at most ``max_chars`` characters,
-    with the query words marked (module docstring). A blank passage gives an empty excerpt."""
+    with the query words marked (module docstring); ``idf``: the corpus's word weights (``None``:
+    every word weighs 1). A blank passage gives an empty excerpt."""
     if not isinstance(passage, str):
         raise TypeError(f"passage: got {type(passage).__name__}, expected str")
-    words = query_words(query)
+    weight = _weights(query_words(query), idf)
     require_int("max_chars", max_chars, 1)
-    hits = [m.span() for m in _WORD.finditer(passage) if m.group().casefold() in words]
+    hits = [m.span() for m in _WORD.finditer(passage) if m.group().casefold() in weight]
     best: tuple[int, int] | None = None
-    best_n = 0
+    best_score = 0.0
     spans = segments(passage)
     if not spans:
         return Excerpt(0, 0, "", ())
     for s, e in spans:
         found = {passage[a:b].casefold() for a, b in hits if s <= a and b <= e}
-        if len(found) > best_n:
-            best, best_n = (s, e), len(found)
+        score = sum(weight[w] for w in found)
+        if found and (best is None or score > best_score):
+            best, best_score = (s, e), score
     if best is None:
         s, e = spans[0]
         anchor = (s, s)
     else:
         s, e = best
-        anchor = next((a, b) for a, b in hits if s <= a and b <= e)
+        inside = [(a, b) for a, b in hits if s <= a and b <= e]
+        anchor = max(inside, key=lambda h: (weight[passage[h[0] : h[1]].casefold()], -h[0]))
     lo, hi = _cut(passage, s, e, anchor, max_chars)
     marks = tuple((a, b) for a, b in hits if lo <= a and b <= hi)
     return Excerpt(lo, hi, passage[lo:hi], marks)

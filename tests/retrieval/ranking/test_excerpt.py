@@ -93,3 +93,37 @@ def test_list_items_and_paragraphs_are_segments():
 def test_bad_input(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+def test_idf_weights_pick_the_rare_word_over_two_common_ones():
+    # by overlap "without" + "user" (2 distinct words) beats "password" (1); by IDF the rare
+    # word wins: 5.0 > 0.4 + 0.3
+    p = "Log in without a user name first. The password is stored hashed."
+    q = "reset a user password without email"
+    assert best_excerpt(p, q).text == "Log in without a user name first."
+    idf = {"without": 0.4, "user": 0.3, "password": 5.0, "email": 2.0, "reset": 3.0}
+    ex = best_excerpt(p, q, idf=idf)
+    assert ex.text == "The password is stored hashed." and spans_text(p, ex) == ["password"]
+    # equal weights are the overlap ranking again
+    assert best_excerpt(p, q, idf=dict.fromkeys(idf, 1.0)) == best_excerpt(p, q)
+
+
+def test_idf_missing_word_weighs_the_largest_and_anchor_is_the_heaviest():
+    p = "Alpha beta. Gamma."
+    # "gamma" is not in the mapping: it weighs max(idf) = 2.0 > alpha 1.5 (beta 0.1 makes 1.6)
+    assert best_excerpt(p, "alpha beta gamma", idf={"alpha": 1.5, "beta": 0.1, "z": 2.0}).text == (
+        "Gamma."
+    )
+    assert best_excerpt(p, "alpha beta gamma", idf={"alpha": 1.5, "beta": 0.6, "z": 2.0}).text == (
+        "Alpha beta."
+    )
+    # a long segment is cut around its heaviest word, not its first query word
+    words = " ".join(f"w{i:03d}" for i in range(100))
+    ex = best_excerpt(words, "w005 w080", max_chars=40, idf={"w005": 1.0, "w080": 3.0})
+    assert "w080" in ex.text and "w005" not in ex.text
+    ex = best_excerpt(words, "w005 w080", max_chars=40)  # equal weights: the first one
+    assert "w005" in ex.text and "w080" not in ex.text
+    # a negative weight counts 0: the segment holding the word still beats none
+    assert best_excerpt("No. Yes here.", "yes", idf={"yes": -1.0}).text == "Yes here."
+    with pytest.raises(TypeError, match="idf: got list"):
+        best_excerpt(p, "alpha", idf=[1.0])
