@@ -52,6 +52,7 @@ from jaxparadigm.common.bounded_reading import (
 )
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval.documents.file_kinds import FILE_TYPES, GzipSkip, file_kind, gunzip_file
+from jaxparadigm.retrieval.documents.outline import outline
 from jaxparadigm.retrieval.documents.passages import Document
 from jaxparadigm.retrieval.documents.readable_text import html_readable, markup_boilerplate
 from jaxparadigm.retrieval.documents.skipped import (
@@ -155,13 +156,15 @@ def _jsonl(path: str, text: str) -> tuple[list[Document], list[Skipped]]:
 def _documents(path: str, kind: str, text: str) -> tuple[list[Document], list[Skipped]]:
     if kind == "jsonl":
         return _jsonl(path, text)
+    python = path.lower().removesuffix(".gz").endswith(".py")
+    sections = tuple(outline("python" if python else kind, text))
     if kind == "html":
         text = html_readable(text)
     elif kind == "markup":
         text = markup_boilerplate(text)
     if not text.strip():
         return [], [Skipped(path, "empty", "no text once markup and link lists are removed")]
-    return [Document(path, text)], []
+    return [Document(path, text, sections)], []
 
 
 def _new_bytes(real: Path, path: str, known: dict[str, str]) -> tuple[bytes, str]:

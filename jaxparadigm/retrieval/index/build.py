@@ -36,7 +36,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from jaxparadigm.errors import InputError, require_int
-from jaxparadigm.retrieval.documents.passages import Passage, split_passages, splitting_tokenizer
+from jaxparadigm.retrieval.documents.passages import (
+    Passage,
+    passage_contexts,
+    split_passages,
+    splitting_tokenizer,
+)
 from jaxparadigm.retrieval.documents.reading import (
     Reading,
     collect_files,
@@ -63,6 +68,10 @@ from jaxparadigm.retrieval.index.writer import write_rows
 __all__ = ["build_index", "add_to_index", "DEFAULT_MODEL_NAME"]
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
+#: ``build.context`` of an index that stores each passage's context (file name and section
+#: titles, :mod:`~jaxparadigm.retrieval.documents.outline`); absent: no contexts (an index built
+#: before them, or with ``context=False``).
+CONTEXT = "outline"
 ENCODE_CHUNK = 256  # passages per encode call: the progress bar's step
 
 
@@ -92,10 +101,12 @@ def _model_entry(encoder, model_name: str) -> dict:
     return {"name": model_name, "dim": encoder.dim, "max_seq_length": encoder.max_seq_length}
 
 
-def _plan_sha256(model: dict, build: dict, start_row: int, passages: list[Passage]) -> str:
+def _plan_sha256(
+    model: dict, build: dict, start_row: int, passages: list[Passage], contexts: list[str]
+) -> str:
     h = hashlib.sha256(json.dumps([model, build, start_row], sort_keys=True).encode())
-    for p in passages:
-        h.update(json.dumps(p, ensure_ascii=False).encode("utf-8"))
+    for p, context in zip(passages, contexts, strict=True):
+        h.update(json.dumps([*p, context] if context else p, ensure_ascii=False).encode("utf-8"))
     return h.hexdigest()
 
 
@@ -165,22 +176,36 @@ def _encode(encoder, texts: list[str], batch_size: int, bar) -> np.ndarray:
     return np.concatenate(parts).astype(np.float32, copy=False)
 
 
+def _contexts(reading: Reading, passages: list[Passage], build: dict) -> list[str]:
+    """Each passage's context when the build records them (``build["context"]``), else ``""``."""
+    if build.get("context") != CONTEXT:
+        return [""] * len(passages)
+    return passage_contexts(reading.documents, passages)
+
+
 def _write_pending(
-    index_dir: Path, m: dict, passages: list[Passage], encoder, batch_size: int, progress: bool
+    index_dir: Path,
+    m: dict,
+    passages: list[Passage],
+    contexts: list[str],
+    encoder,
+    batch_size: int,
+    progress: bool,
 ) -> dict:
     """Encode and write (:func:`~jaxparadigm.retrieval.index.writer.write_rows`) the passages the
-    manifest's ``pending`` plan has not written yet, with progress when ``progress`` (a bar on a
-    terminal, plain lines otherwise: :class:`~jaxparadigm.retrieval.index.progress.PassageProgress`)."""
-    done = m["count"] - m["pending"]["start_row"]
+    manifest's ``pending`` plan has not written yet (each encoded from its text alone, stored
+    with its context), with progress when ``progress`` (a bar on a terminal, plain lines
+    otherwise: :class:`~jaxparadigm.retrieval.index.progress.PassageProgress`)."""
+    start = m["pending"]["start_row"]
     desc = "index add" if "base" in m["pending"] else "index build"
-    bar = PassageProgress(len(passages), done, desc) if progress else None
+    bar = PassageProgress(len(passages), m["count"] - start, desc) if progress else None
 
     def embed(row: int, take: list[Passage]) -> np.ndarray:
         del row  # encoded from their text
         return _encode(encoder, [p.text for p in take], batch_size, bar)
 
     try:
-        return write_rows(index_dir, m, passages, embed)
+        return write_rows(index_dir, m, passages, embed, contexts=contexts)
     finally:
         if bar is not None:
             bar.close()
@@ -222,12 +247,19 @@ def build_index(
     model_name: str = DEFAULT_MODEL_NAME,
     progress: bool = False,
     strict: bool = False,
+    context: bool = True,
 ) -> dict:
     """Index the documents under ``paths`` into ``out_dir``; returns the manifest (C1.1).
 
     ``chunk_tokens`` defaults to ``encoder.max_seq_length - 2`` (the window plus [CLS]/[SEP] fits
     the model; a longer window would be cut silently, so it is refused). A directory holding an
     interrupted build of the same inputs is resumed; any other non-empty directory is refused.
+    ``context``: each passage's context, its file name and section titles or enclosing
+    class/def (:mod:`~jaxparadigm.retrieval.documents.outline`), is stored beside it, and the
+    keyword ranking reads it with the passage (``hybrid_search``); the embedding is the text's
+    alone (benchmarks/RESULTS.md, "Passages that know where they are": encoding the context
+    cost the dense ranking 6 of 70 questions). The manifest's ``build.context`` says so and
+    ``index add`` follows it.
     Every argument is checked before the folder is created or written.
     """
     out_dir = Path(out_dir)
@@ -243,11 +275,16 @@ def build_index(
     require_int("overlap", overlap, 0, chunk_tokens - 1)
     require_int("shard_rows", shard_rows, 1)
     require_int("batch_size", batch_size, 1)
+    if not isinstance(context, bool):
+        raise TypeError(f"context: got {type(context).__name__} {context!r}, expected bool")
     _check_out_dir(out_dir)
     build = {"chunk_tokens": chunk_tokens, "overlap": overlap, "batch_size": batch_size}
+    if context:
+        build["context"] = CONTEXT
     reading = read_documents(paths, strict=strict, skip_folder=holds_index)
     passages, sources = _passages(paths, reading, encoder, chunk_tokens, overlap)
-    plan = _plan_sha256(model, build, 0, passages)
+    contexts = _contexts(reading, passages, build)
+    plan = _plan_sha256(model, build, 0, passages, contexts)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -269,7 +306,7 @@ def build_index(
             m["history"] = [_history_entry("build", paths, reading, sources)]
             m["pending"] = {"plan_sha256": plan, "start_row": 0, "rows": len(passages)}
             write_manifest(out_dir, m)
-        return _write_pending(out_dir, m, passages, encoder, batch_size, progress)
+        return _write_pending(out_dir, m, passages, contexts, encoder, batch_size, progress)
 
 
 def _check_appendable(index_dir: Path, m: dict, model: dict) -> None:
@@ -332,16 +369,19 @@ def add_to_index(
         passages, sources = _passages(
             paths, reading, encoder, build["chunk_tokens"], build["overlap"]
         )
+        contexts = _contexts(reading, passages, build)
         if m["status"] == "building":
-            plan = _plan_sha256(model, build, m["pending"]["start_row"], passages)
+            plan = _plan_sha256(model, build, m["pending"]["start_row"], passages, contexts)
             if plan == m["pending"]["plan_sha256"]:
                 list(verify_shards(index_dir, m))
-                return _write_pending(index_dir, m, passages, encoder, batch_size, progress)
+                return _write_pending(
+                    index_dir, m, passages, contexts, encoder, batch_size, progress
+                )
             m = _roll_back(index_dir, m)
         _refuse_changed(index_dir, m, reading)
         list(verify_shards(index_dir, m))
         m["pending"] = {
-            "plan_sha256": _plan_sha256(model, build, m["count"], passages),
+            "plan_sha256": _plan_sha256(model, build, m["count"], passages, contexts),
             "start_row": m["count"],
             "rows": len(passages),
             "base": {
@@ -355,4 +395,4 @@ def add_to_index(
         m["files"] = m.get("files", []) + files
         m["status"] = "building"
         write_manifest(index_dir, m)
-        return _write_pending(index_dir, m, passages, encoder, batch_size, progress)
+        return _write_pending(index_dir, m, passages, contexts, encoder, batch_size, progress)
