@@ -28,7 +28,9 @@ def _check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
     if weights is None:
         return [1.0] * n
     if isinstance(weights, str) or not isinstance(weights, Sequence) or len(weights) != n:
-        raise ValueError(f"weights: got {weights!r}, expected {n} positive numbers (one per ranking)")
+        raise ValueError(
+            f"weights: got {weights!r}, expected {n} positive numbers (one per ranking)"
+        )
     for w in weights:
         ok = isinstance(w, int | float) and not isinstance(w, bool) and math.isfinite(w) and w > 0
         if not ok:
