@@ -38,6 +38,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -312,6 +313,23 @@ def mixed_rankings(encoder, searcher, contexts, texts, depth) -> dict[str, list]
     return out
 
 
+def idf_sum_excerpt(text: str, query: str, idf: dict) -> tuple[int, int]:
+    """The alternative excerpt: the segment with the largest idf sum of its distinct query words
+    (the count not first), cut by ``best_excerpt`` inside it; ``[start, end)`` in ``text``."""
+    from jaxparadigm.retrieval.ranking.excerpt import _weights, best_excerpt, query_words, segments
+
+    weight = _weights(query_words(query), idf)
+    best, score = None, 0.0
+    for a, b in segments(text):
+        words = {w.casefold() for w in re.findall(r"\w+", text[a:b])}
+        got = sum(weight[w] for w in words if w in weight)
+        if words & weight.keys() and (best is None or got > score):
+            best, score = (a, b), got
+    a, b = best if best is not None else (0, len(text))
+    ex = best_excerpt(text[a:b], query, EXCERPT_CHARS, idf=idf)
+    return a + ex.start, a + ex.end
+
+
 def evaluate(encoder, name, spec, questions, files, window, overlap, cache) -> dict:
     """Build (or reuse) the corpus's index (passages encoded alone) and the library's default
     index for one setting; rank its questions every way of :mod:`relevance_variants` and judge
@@ -344,7 +362,7 @@ def evaluate(encoder, name, spec, questions, files, window, overlap, cache) -> d
     )
     root = corpus_root(spec["root"])
     ranks: dict[str, list] = {}
-    shown: dict[str, int] = {"answering": 0, "overlap": 0, "idf": 0, "lead": 0}
+    shown: dict[str, int] = {"answering": 0, "overlap": 0, "idf": 0, "idf_sum": 0, "lead": 0}
     for qi, q in enumerate(questions):
         spans = evidence_spans(root, q["evidence"])
         good = {r for r, p in enumerate(passages) if answers(p, spans)}
@@ -372,8 +390,11 @@ def evaluate(encoder, name, spec, questions, files, window, overlap, cache) -> d
                 shown["answering"] += 1
                 ex = best_excerpt(text, q["question"], EXCERPT_CHARS)
                 shown["overlap"] += answers(passages[row], spans, ex.start, ex.end)
-                ex = best_excerpt(text, q["question"], EXCERPT_CHARS, idf=kw["idf"]["ident/ctx"])
+                idf = kw["idf"]["ident/ctx"]
+                ex = best_excerpt(text, q["question"], EXCERPT_CHARS, idf=idf)
                 shown["idf"] += answers(passages[row], spans, ex.start, ex.end)
+                a, b = idf_sum_excerpt(text, q["question"], idf)
+                shown["idf_sum"] += answers(passages[row], spans, a, b)
                 shown["lead"] += answers(passages[row], spans, 0, LEAD_CHARS)
     return {
         "passages": len(passages),
@@ -508,12 +529,16 @@ def report(results: list[dict], settings: list[tuple[int, int]]) -> None:
             for qid, a, b in zip(r["ids"], before, after, strict=True):
                 mark = "" if b is not None and b <= 3 else "   <- not in the top 3"
                 print(f"  {qid}: {a} -> {b}{mark}")
-        n = sum(r["shown"]["answering"] for r in rows)
-        ov, idf, lead = (sum(r["shown"][k] for r in rows) for k in ("overlap", "idf", "lead"))
-        print(
-            f"\n{w}/{o}: excerpt holds the evidence (answering library-default hits in the top "
-            f"3): IDF-weighted {idf}/{n}, word overlap {ov}/{n}, first {LEAD_CHARS} chars {lead}/{n}"
-        )
+        print(f"\n{w}/{o}: excerpt holds the evidence (answering library-default hits, top 3):")
+        print("| text | hits | count, then idf (default) | count alone | idf sum alone | lead |")
+        print("|---|---|---|---|---|---|")
+        for kind in dict.fromkeys([*(rv.KINDS.get(r["corpus"], r["corpus"]) for r in rows), "all"]):
+            mine = [r for r in rows if kind in ("all", rv.KINDS.get(r["corpus"], r["corpus"]))]
+            c = {k: sum(r["shown"][k] for r in mine) for k in mine[0]["shown"]}
+            print(
+                f"| {kind} | {c['answering']} | {c['idf']} | {c['overlap']} | {c['idf_sum']} | "
+                f"{c['lead']} |"
+            )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,10 @@ directly with another suffix is read as plain text. A file whose bytes (sha256) 
 file's, or a file's in ``known_sha256`` (the index's), is skipped as "duplicate content"
 ("already indexed" when it is the same real path); the document's source is the real path.
 
+**Outline.** A file's document carries its outline (section headings, or class/def for a .py
+file: :func:`~jaxparadigm.retrieval.documents.outline.outline`, read from the file's own text), from
+which each passage's context is made; a JSONL line's has none (``sections`` None).
+
 **Offsets.** Text is decoded from the file's bytes as UTF-8 with no newline translation, so a
 passage's ``[start:end]`` is a span of the file's own characters (``\\r\\n`` stays two characters).
 JSONL is split on ``"\\n"`` only (U+2028, U+2029 and U+0085 inside strings are content).

@@ -6,8 +6,8 @@
     INDEX_DIR/shard_00000-<h>.npy    float32 [rows, dim] unit embeddings (np.load(mmap_mode="r"))
     INDEX_DIR/shard_00000-<h>.jsonl  one passage per line: {"source", "start", "end", "text"}
                                      and, when the build recorded one, its "context" (file name
-                                     and section titles, :mod:`~jaxparadigm.retrieval.documents.outline`;
-                                     a line without it has the context "")
+                                     and section titles: documents.outline; a line without
+                                     it has the context "")
 
 Row ``r`` of the corpus is row ``r % shard_rows`` of shard ``r // shard_rows``: every shard holds
 ``shard_rows`` rows except the last. A shard's files are written under a fresh name (``<h>`` is the

@@ -23,7 +23,7 @@ or in the top 10, and overall it answers more in the top 3, or as many with a hi
   min-max score fusion (alpha 0.3-0.8) over the same rankings none is kept: a heavier dense
   weight costs the HTML manual or the prose guides top-3 answers (RRF 2:1: 10/15 and 10/12
   against 11/15 and 11/12), and min-max at alpha 0.6, level overall (52/70, MRR 0.642), answers
-  two HTML-manual questions fewer in the top 10.
+  one HTML-manual question fewer in the top 10 (13 -> 12 of 15).
 * the context is not encoded: encoding ``context + text`` cost the dense ranking 6 of 70 (45 ->
   39) and the fused one 2 to 4.
 """

@@ -5,10 +5,12 @@ Cormack, Clarke and Buettcher (SIGIR 2009). For rankings ``R_1 .. R_m`` (best fi
 
     RRF(x) = sum over the rankings j that hold x of w_j / (k + r_j(x))      (k = 60)
 
-with a weight ``w_j > 0`` per ranking (all 1 unless given: the paper's RRF); a larger ``w_j`` lets
-ranking ``j`` outvote the others. An item missing from a ranking adds nothing for it. Items are returned by descending ``RRF``;
-equal scores keep the order in which the items were first met reading ``R_1`` best to worst,
-then ``R_2``, and so on (so a tie between a dense and a keyword hit goes to the first ranking).
+with a weight ``w_j > 0`` per ranking (all 1 unless given: the paper's RRF); a larger ``w_j``
+lets ranking ``j`` outvote the others (the hybrid search's weights and why they are equal:
+:mod:`~jaxparadigm.retrieval.ranking.hybrid_search`). An item missing from a ranking adds nothing
+for it. Items are returned by descending ``RRF``; equal scores keep the order in which the items
+were first met reading ``R_1`` best to worst, then ``R_2``, and so on (so a tie between a dense
+and a keyword hit goes to the first ranking).
 """
 
 from __future__ import annotations

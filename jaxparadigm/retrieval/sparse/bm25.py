@@ -24,12 +24,12 @@ builds the statistics once, :func:`bm25_scores` scores one query against all pas
 a word's parts being its pieces between underscores, each cut where a lower-case letter meets an
 upper-case one and before the last capital of a run of capitals followed by a lower-case letter
 (digits stay with their letters; ``__init__`` -> init); a word that is its own one part gives
-nothing more. Identifiers are thus
-matched whole and by their words: a query's "snake case" meets ``snake_case``, its ``CliRunner``
-meets "runner". Words in :data:`~jaxparadigm.retrieval.sparse.keyword.STOPWORDS` (the token-overlap
-ranker's) are dropped. ``identifiers=False`` keeps only the lower-cased ``\\w+`` runs (the words
-before the split; measured against it in benchmarks/RESULTS.md, "Passages that know where they
-are").
+nothing more. Identifiers are thus matched whole and by their words: a query's "snake case" meets
+``snake_case``, its ``CliRunner`` meets "runner". Words in
+:data:`~jaxparadigm.retrieval.sparse.keyword.STOPWORDS` (the token-overlap ranker's) are dropped.
+``identifiers=False`` keeps only the lower-cased ``\\w+`` runs (measured against the split in
+benchmarks/RESULTS.md, "Passages that know where they are": level on every kind's top 3 and top
+10, MRR 0.624 -> 0.629 over 70 questions, so the split is the default).
 """
 
 from __future__ import annotations
