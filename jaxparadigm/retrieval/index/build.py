@@ -178,9 +178,8 @@ def _encode(encoder, texts: list[str], batch_size: int, bar) -> np.ndarray:
 
 def _contexts(reading: Reading, passages: list[Passage], build: dict) -> list[str]:
     """Each passage's context when the build records them (``build["context"]``), else ``""``."""
-    if build.get("context") != CONTEXT:
-        return [""] * len(passages)
-    return passage_contexts(reading.documents, passages)
+    on = build.get("context") == CONTEXT
+    return passage_contexts(reading.documents, passages) if on else [""] * len(passages)
 
 
 def _write_pending(
@@ -278,7 +277,8 @@ def build_index(
     if not isinstance(context, bool):
         raise TypeError(f"context: got {type(context).__name__} {context!r}, expected bool")
     _check_out_dir(out_dir)
-    build = {"chunk_tokens": chunk_tokens, "overlap": overlap, "batch_size": batch_size}
+    build: dict[str, int | str] = {"chunk_tokens": chunk_tokens, "overlap": overlap}
+    build["batch_size"] = batch_size
     if context:
         build["context"] = CONTEXT
     reading = read_documents(paths, strict=strict, skip_folder=holds_index)

@@ -31,7 +31,7 @@ or in the top 10, and overall it answers more in the top 3, or as many with a hi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.documents.outline import with_context
@@ -49,7 +49,7 @@ __all__ = ["keyword_index", "hybrid_search", "FUSION_WEIGHTS"]
 FUSION_WEIGHTS: tuple[float, float] = (1.0, 1.0)
 
 
-def keyword_index(searcher: IndexSearcher, **bm25_params: float | bool) -> BM25Index:
+def keyword_index(searcher: IndexSearcher, **bm25_params: Any) -> BM25Index:
     """The :func:`~jaxparadigm.retrieval.sparse.bm25.bm25_index` of every passage of ``searcher``'s
     index, row order, each with its stored context (file name and section titles; ``""`` for an
     index built without: :func:`~jaxparadigm.retrieval.documents.outline.with_context`), reading
