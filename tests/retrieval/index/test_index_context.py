@@ -169,3 +169,17 @@ def test_a_context_of_the_wrong_type_is_refused(tmp_path, folder, hash_encoder):
     with pytest.raises(InputError, match=r"got \['context', 'end', 'source', 'start', 'texts'\]"):
         _passage("here", b'{"source": "a", "start": 0, "end": 1, "texts": "x", "context": ""}')
     assert _passage("here", line.replace(b"3", b'"f.md > A"'))[1] == "f.md > A"
+
+
+def test_contexts_need_their_documents_and_one_per_row(tmp_path):
+    from jaxparadigm.retrieval.documents.passages import Document, Passage
+    from jaxparadigm.retrieval.index.store import write_shard
+
+    docs = [Document("/d/a.md", "# A\n\nx", ()), Document("/d/r.jsonl:1", "y")]
+    passages = [Passage("/d/a.md", 5, 6, "x"), Passage("/d/r.jsonl:1", 0, 1, "y")]
+    assert passage_contexts(docs, passages) == ["a.md", ""]  # sections () vs None (JSONL)
+    with pytest.raises(ValueError, match="passages: '/d/b.md' is not the source of any of docs"):
+        passage_contexts(docs, [Passage("/d/b.md", 0, 1, "z")])
+    emb = np.eye(2, dtype=np.float32)
+    with pytest.raises(ValueError, match=r"contexts: got 1, expected 2 \(one per row\)"):
+        write_shard(tmp_path, 0, emb, passages, ["a.md"])
