@@ -70,7 +70,9 @@ __all__ = ["build_index", "add_to_index", "DEFAULT_MODEL_NAME"]
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 #: ``build.context`` of an index that stores each passage's context (file name and section
 #: titles, :mod:`~jaxparadigm.retrieval.documents.outline`); absent: no contexts (an index built
-#: before them, or with ``context=False``).
+#: before them, or with ``context=False``). The embedding is always the passage text's alone:
+#: encoding ``context + text`` cost the dense ranking 6 of 70 questions (benchmarks/RESULTS.md,
+#: "Passages that know where they are").
 CONTEXT = "outline"
 ENCODE_CHUNK = 256  # passages per encode call: the progress bar's step
 
@@ -234,6 +236,25 @@ def _roll_back(index_dir: Path, m: dict) -> dict:
     return m
 
 
+def _build_config(encoder, chunk_tokens, overlap, shard_rows, batch_size, context) -> dict:
+    """The manifest's ``build`` entry, every argument checked (:func:`build_index`)."""
+    limit = encoder.max_seq_length - 2
+    chunk_tokens = limit if chunk_tokens is None else chunk_tokens
+    require_int("chunk_tokens", chunk_tokens, 2)
+    if chunk_tokens > limit:
+        raise InputError(
+            f"chunk_tokens: got {chunk_tokens}, expected <= {limit} (max_seq_length "
+            f"{encoder.max_seq_length} minus [CLS] and [SEP]; longer windows would be truncated)"
+        )
+    require_int("overlap", overlap, 0, chunk_tokens - 1)
+    require_int("shard_rows", shard_rows, 1)
+    require_int("batch_size", batch_size, 1)
+    if not isinstance(context, bool):
+        raise TypeError(f"context: got {type(context).__name__} {context!r}, expected bool")
+    build = {"chunk_tokens": chunk_tokens, "overlap": overlap, "batch_size": batch_size}
+    return build | ({"context": CONTEXT} if context else {})
+
+
 def build_index(
     paths: Sequence[str | os.PathLike],
     out_dir: str | os.PathLike,
@@ -253,34 +274,16 @@ def build_index(
     ``chunk_tokens`` defaults to ``encoder.max_seq_length - 2`` (the window plus [CLS]/[SEP] fits
     the model; a longer window would be cut silently, so it is refused). A directory holding an
     interrupted build of the same inputs is resumed; any other non-empty directory is refused.
-    ``context``: each passage's context, its file name and section titles or enclosing
-    class/def (:mod:`~jaxparadigm.retrieval.documents.outline`), is stored beside it, and the
-    keyword ranking reads it with the passage (``hybrid_search``); the embedding is the text's
-    alone (benchmarks/RESULTS.md, "Passages that know where they are": encoding the context
-    cost the dense ranking 6 of 70 questions). The manifest's ``build.context`` says so and
-    ``index add`` follows it.
+    ``context``: each passage's file name and section titles or class/def (``outline``) is
+    stored beside it (``build.context``; ``index add`` follows) for the keyword ranking; the
+    embedding stays the text's (:data:`CONTEXT`).
     Every argument is checked before the folder is created or written.
     """
     out_dir = Path(out_dir)
     model = _model_entry(encoder, model_name)
-    limit = encoder.max_seq_length - 2
-    chunk_tokens = limit if chunk_tokens is None else chunk_tokens
-    require_int("chunk_tokens", chunk_tokens, 2)
-    if chunk_tokens > limit:
-        raise InputError(
-            f"chunk_tokens: got {chunk_tokens}, expected <= {limit} (max_seq_length "
-            f"{encoder.max_seq_length} minus [CLS] and [SEP]; longer windows would be truncated)"
-        )
-    require_int("overlap", overlap, 0, chunk_tokens - 1)
-    require_int("shard_rows", shard_rows, 1)
-    require_int("batch_size", batch_size, 1)
-    if not isinstance(context, bool):
-        raise TypeError(f"context: got {type(context).__name__} {context!r}, expected bool")
+    build = _build_config(encoder, chunk_tokens, overlap, shard_rows, batch_size, context)
+    chunk_tokens = int(build["chunk_tokens"])
     _check_out_dir(out_dir)
-    build: dict[str, int | str] = {"chunk_tokens": chunk_tokens, "overlap": overlap}
-    build["batch_size"] = batch_size
-    if context:
-        build["context"] = CONTEXT
     reading = read_documents(paths, strict=strict, skip_folder=holds_index)
     passages, sources = _passages(paths, reading, encoder, chunk_tokens, overlap)
     contexts = _contexts(reading, passages, build)
@@ -356,9 +359,7 @@ def add_to_index(
     require_int("batch_size", batch_size, 1)
     model = _model_entry(encoder, model_name)
     read_manifest(index_dir)  # an index, before a lock file is created in the folder
-    collect_files(
-        paths, skip_folder=holds_index
-    )  # missing paths are refused before the lock is taken
+    collect_files(paths, skip_folder=holds_index)  # missing paths: refused before the lock
     with index_lock(index_dir, "index add"):
         m = read_manifest(index_dir)
         _check_appendable(index_dir, m, model)
