@@ -267,7 +267,14 @@ def keyword_rankings(passages, contexts, texts: list[str]) -> dict[str, list]:
     from jaxparadigm.retrieval.sparse.bm25 import bm25_index, bm25_scores
 
     out, idf = {}, {}
-    for tok in ("words", "ident", "stem"):
+    try:
+        import snowballstemmer  # noqa: F401  (the stemming experiment only)
+
+        toks = ("words", "ident", "stem")
+    except ImportError:
+        print("note: no snowballstemmer (the docs extra brings it): stemming variants not run")
+        toks = ("words", "ident")
+    for tok in toks:
         for text in ("plain", "ctx"):
             docs = [
                 with_context(c, p.text) if text == "ctx" else p.text
@@ -371,7 +378,7 @@ def evaluate(encoder, name, spec, questions, files, window, overlap, cache) -> d
             ranks.setdefault(variant, []).append(first_rank(ranking, good))
 
         for label, (d, k, f) in rv.CHANGES.items():
-            if f != "{W}":
+            if f != "{W}" and k in kw["lists"]:
                 put(label, rv.fuse(f, dense[d][qi], kw["lists"][k][qi]))
         for f in rv.GRID:  # on 1b+2's rankings
             put(
@@ -516,6 +523,7 @@ def report(results: list[dict], settings: list[tuple[int, int]]) -> None:
             label.replace("{W}", rv.fusion_name(best if label.startswith("1b+2+3") else best3))
             for label in rv.CHANGES
         ]
+        names = [n for n in names if all(n in r["ranks"] for r in rows)]  # variants run
         names.append("library defaults (build_index + hybrid_search)")
         rv.report(rows, names, f"{w}/{o}: answer-bearing passage in the top 3, per kind of text")
         before = names[0]
