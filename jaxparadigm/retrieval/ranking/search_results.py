@@ -12,10 +12,10 @@ and in both modes ``cosine = q . x_row`` (unit vectors: the cosine), so the dens
 always there. The defaults are those benchmarks/relevance_bench.py measured best on installed
 third-party text (RESULTS.md, "Relevance on real documents" and "Passages that know where they
 are"): hybrid put an answering passage in the top 3 for 32 of 38 questions against 28 of 38 for
-dense alone; the excerpt (:func:`~jaxparadigm.retrieval.ranking.excerpt.best_excerpt`) weighs the
-query's words by the keyword index's idf whenever there is one (hybrid mode, or ``keyword``
-given): it held the evidence 37 of 62 times against 35 by word overlap and 10 for a passage's
-first 160 characters.
+dense alone; the excerpt (:func:`~jaxparadigm.retrieval.ranking.excerpt.best_excerpt`) counts
+the query's words and breaks ties by the keyword index's idf whenever there is one (hybrid mode,
+or ``keyword`` given): it held the evidence 38 of 62 times against 35 by the count alone and 10
+for a passage's first 160 characters.
 
 :func:`search_response` is the JSON of ``jaxparadigm serve``'s answer, ``{"hits": [[row, score],
 ...], "passages": [{"source", "start", "end", "text"}, ...]}``, with what a hit adds beside it:
@@ -107,7 +107,7 @@ def search_with_excerpts(
         hits = hybrid_search(
             searcher, encoder, query, k, keyword=keyword, depth=depth, nprobe=nprobe
         )[0]
-    idf = None if keyword is None else keyword.idf  # excerpts weigh words by the corpus's idf
+    idf = None if keyword is None else keyword.idf  # the corpus's idf breaks excerpt ties
     q = np.asarray(encoder.encode([query], normalize=True), np.float32).reshape(-1)
     out = []
     for h in hits:
