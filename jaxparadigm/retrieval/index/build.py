@@ -35,6 +35,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from jaxparadigm.common.progress import Progress
+from jaxparadigm.common.quoting import plural, quote
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.documents.passages import (
     Passage,
@@ -46,12 +48,10 @@ from jaxparadigm.retrieval.documents.reading import (
     Reading,
     collect_files,
     describe_skipped,
-    plural,
     read_documents,
     shown_name,
 )
 from jaxparadigm.retrieval.index.owned_files import holds_index
-from jaxparadigm.retrieval.index.progress import PassageProgress
 from jaxparadigm.retrieval.index.store import (
     LOCK,
     MANIFEST,
@@ -168,13 +168,12 @@ def _check_out_dir(out_dir: Path) -> None:
             raise InputError(f"{out_dir}: exists and is not an empty folder; choose a new --out")
 
 
-def _encode(encoder, texts: list[str], batch_size: int, bar) -> np.ndarray:
+def _encode(encoder, texts: list[str], batch_size: int, bar: Progress) -> np.ndarray:
     parts = []
     for i in range(0, len(texts), ENCODE_CHUNK):
         chunk = texts[i : i + ENCODE_CHUNK]
         parts.append(np.asarray(encoder.encode(chunk, batch_size=batch_size, normalize=True)))
-        if bar is not None:
-            bar.update(len(chunk))
+        bar.update(len(chunk))
     return np.concatenate(parts).astype(np.float32, copy=False)
 
 
@@ -196,10 +195,12 @@ def _write_pending(
     """Encode and write (:func:`~jaxparadigm.retrieval.index.writer.write_rows`) the passages the
     manifest's ``pending`` plan has not written yet (each encoded from its text alone, stored
     with its context), with progress when ``progress`` (a bar on a terminal, plain lines
-    otherwise: :class:`~jaxparadigm.retrieval.index.progress.PassageProgress`)."""
-    start = m["pending"]["start_row"]
+    otherwise: :class:`~jaxparadigm.common.progress.Progress`)."""
+    done = m["count"] - m["pending"]["start_row"]
     desc = "index add" if "base" in m["pending"] else "index build"
-    bar = PassageProgress(len(passages), m["count"] - start, desc) if progress else None
+    bar = Progress(
+        len(passages), desc, initial=done, unit="passage", enabled=progress, compiles=True
+    )
 
     def embed(row: int, take: list[Passage]) -> np.ndarray:
         del row  # encoded from their text
@@ -208,8 +209,7 @@ def _write_pending(
     try:
         return write_rows(index_dir, m, passages, embed, contexts=contexts)
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
 
 
 def _resume_or_refuse(index_dir: Path, m: dict, plan: str, verb: str) -> None:
@@ -236,23 +236,26 @@ def _roll_back(index_dir: Path, m: dict) -> dict:
     return m
 
 
-def _build_config(encoder, chunk_tokens, overlap, shard_rows, batch_size, context) -> dict:
-    """The manifest's ``build`` entry, every argument checked (:func:`build_index`)."""
+def _build_config(
+    encoder, chunk_tokens, overlap, shard_rows, batch_size, context
+) -> tuple[dict, int]:
+    """The manifest's ``build`` entry and ``shard_rows``, every argument checked (a NumPy integer
+    kept as the int it equals; :func:`build_index`)."""
     limit = encoder.max_seq_length - 2
     chunk_tokens = limit if chunk_tokens is None else chunk_tokens
-    require_int("chunk_tokens", chunk_tokens, 2)
+    chunk_tokens = require_int("chunk_tokens", chunk_tokens, 2)
     if chunk_tokens > limit:
         raise InputError(
             f"chunk_tokens: got {chunk_tokens}, expected <= {limit} (max_seq_length "
             f"{encoder.max_seq_length} minus [CLS] and [SEP]; longer windows would be truncated)"
         )
-    require_int("overlap", overlap, 0, chunk_tokens - 1)
-    require_int("shard_rows", shard_rows, 1)
-    require_int("batch_size", batch_size, 1)
+    overlap = require_int("overlap", overlap, 0, chunk_tokens - 1)
+    shard_rows = require_int("shard_rows", shard_rows, 1)
+    batch_size = require_int("batch_size", batch_size, 1)
     if not isinstance(context, bool):
-        raise TypeError(f"context: got {type(context).__name__} {context!r}, expected bool")
+        raise TypeError(f"context: got {quote(context)}, expected True or False")
     build = {"chunk_tokens": chunk_tokens, "overlap": overlap, "batch_size": batch_size}
-    return build | ({"context": CONTEXT} if context else {})
+    return build | ({"context": CONTEXT} if context else {}), shard_rows
 
 
 def build_index(
@@ -281,8 +284,10 @@ def build_index(
     """
     out_dir = Path(out_dir)
     model = _model_entry(encoder, model_name)
-    build = _build_config(encoder, chunk_tokens, overlap, shard_rows, batch_size, context)
-    chunk_tokens = int(build["chunk_tokens"])
+    build, shard_rows = _build_config(
+        encoder, chunk_tokens, overlap, shard_rows, batch_size, context
+    )
+    chunk_tokens, overlap, batch_size = build["chunk_tokens"], build["overlap"], build["batch_size"]
     _check_out_dir(out_dir)
     reading = read_documents(paths, strict=strict, skip_folder=holds_index)
     passages, sources = _passages(paths, reading, encoder, chunk_tokens, overlap)
@@ -356,7 +361,7 @@ def add_to_index(
     bytes of an indexed file at another path is skipped ("duplicate content").
     """
     index_dir = Path(index_dir)
-    require_int("batch_size", batch_size, 1)
+    batch_size = require_int("batch_size", batch_size, 1)
     model = _model_entry(encoder, model_name)
     read_manifest(index_dir)  # an index, before a lock file is created in the folder
     collect_files(paths, skip_folder=holds_index)  # missing paths: refused before the lock

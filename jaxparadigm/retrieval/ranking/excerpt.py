@@ -119,7 +119,7 @@ def best_excerpt(
     if not isinstance(passage, str):
         raise TypeError(f"passage: got {type(passage).__name__}, expected str")
     weight = _weights(query_words(query), idf)
-    require_int("max_chars", max_chars, 1)
+    max_chars = require_int("max_chars", max_chars, 1)
     hits = [m.span() for m in _WORD.finditer(passage) if m.group().casefold() in weight]
     best: tuple[int, int] | None = None
     best_score = (0, 0.0)

@@ -15,10 +15,11 @@ and a keyword hit goes to the first ranking).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Sequence
 from typing import TypeVar
 
+from jaxparadigm.common.numbers import check_float
+from jaxparadigm.common.quoting import quote
 from jaxparadigm.errors import require_int
 
 __all__ = ["reciprocal_rank_fusion"]
@@ -31,13 +32,12 @@ def _check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
         return [1.0] * n
     if isinstance(weights, str) or not isinstance(weights, Sequence) or len(weights) != n:
         raise ValueError(
-            f"weights: got {weights!r}, expected {n} positive numbers (one per ranking)"
+            f"weights: got {quote(weights)}, expected {n} numbers > 0 (one per ranking)"
         )
-    for w in weights:
-        ok = isinstance(w, int | float) and not isinstance(w, bool) and math.isfinite(w) and w > 0
-        if not ok:
-            raise ValueError(f"weights: got {weights!r}, expected finite numbers > 0")
-    return [float(w) for w in weights]
+    return [
+        check_float(f"weights[{j}]", w, 0.0, lo_open=True, error=ValueError)
+        for j, w in enumerate(weights)
+    ]
 
 
 def reciprocal_rank_fusion(
@@ -53,9 +53,9 @@ def reciprocal_rank_fusion(
         raise TypeError(f"rankings: got {type(rankings).__name__}, expected a list of rankings")
     if len(rankings) == 0:
         raise ValueError("rankings: got an empty list, expected at least one ranking")
-    require_int("k", k, 0)
+    k = require_int("k", k, 0)
     if top is not None:
-        require_int("top", top, 1)
+        top = require_int("top", top, 1)
     w = _check_weights(weights, len(rankings))
     score: dict[T, float] = {}
     for j, ranking in enumerate(rankings):
