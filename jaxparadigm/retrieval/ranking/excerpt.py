@@ -2,18 +2,21 @@
 
 A passage (about 1,000 characters at the default window) is cut into segments: sentences (a
 ``.``, ``!`` or ``?`` followed by whitespace ends one), lines that start a list item or a code
-line, and paragraphs (a blank line). Each segment is scored by the *distinct* query words it
+line, and paragraphs (a blank line; a line ends with LF, CRLF or a lone CR, so a file gives the
+same segments whatever its line ends). Each segment is scored by the *distinct* query words it
 holds, a word being a ``\\w+`` run compared case-insensitively (``str.casefold``) with the query's
-words minus :data:`~jaxparadigm.retrieval.sparse.keyword.STOPWORDS` (all of its words when every
-one is a stopword); between segments holding as many, the corpus's inverse document frequencies
-decide when ``idf`` is given (the index's BM25 ``idf``, :mod:`~jaxparadigm.retrieval.sparse.bm25`;
-a word it lacks weighs its largest value, a negative one 0):
+content words: its words minus :data:`FILLER_WORDS` (function words such as "the", "without",
+"not"; all of its words when every one is a function word), so a function word is neither
+scored nor marked while the query holds a content word; between segments holding as many, the
+corpus's inverse document frequencies decide when ``idf`` is given (the index's BM25 ``idf``,
+:mod:`~jaxparadigm.retrieval.sparse.bm25`; a word it lacks weighs its largest value, a negative
+one 0):
 
     best = argmax_segment ( |W(query) & W(segment)|, sum over those words of idf(w) )
            (compared in that order; ties: the earlier segment)
 
 so of two sentences holding one query word each, the one holding "password" beats the one holding
-"without" when "password" is rarer in the corpus. A segment longer than ``max_chars`` is cut to a
+"reset" when "password" is rarer in the corpus. A segment longer than ``max_chars`` is cut to a
 window of at most ``max_chars`` characters that starts a quarter of ``max_chars`` before its
 heaviest query word (the first of equal weight; at a word boundary). Measured by
 benchmarks/relevance_bench.py (RESULTS.md, "Passages that know where they are") on the answering
@@ -34,14 +37,29 @@ import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from jaxparadigm.common.quoting import quote
 from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.sparse.keyword import STOPWORDS
 
-__all__ = ["Excerpt", "query_words", "segments", "best_excerpt", "mark_text"]
+__all__ = ["Excerpt", "FILLER_WORDS", "query_words", "segments", "best_excerpt", "mark_text"]
 
 _WORD = re.compile(r"\w+")
+# a line end: LF, CRLF or a lone CR
+_EOL = r"(?:\r\n?|\n)"
 # a segment ends after . ! ? + whitespace, at a blank line, or before a line starting a list item
-_BREAK = re.compile(r"(?<=[.!?])\s+|\n[ \t]*\n\s*|\n(?=[ \t]*(?:[-*+#>]|\d+[.)])\s)")
+_BREAK = re.compile(rf"(?<=[.!?])\s+|{_EOL}[ \t]*{_EOL}\s*|{_EOL}(?=[ \t]*(?:[-*+#>]|\d+[.)])\s)")
+
+#: English function words an excerpt neither scores nor marks while the query holds another word:
+#: :data:`~jaxparadigm.retrieval.sparse.keyword.STOPWORDS` and the prepositions, conjunctions,
+#: pronouns, determiners and auxiliaries it leaves out ("without", "about", "not", "has", ...).
+FILLER_WORDS = STOPWORDS | frozenset(
+    "about above after again against all also am any because been before being below between "
+    "both but could did down during each either else even ever every few further had has have "
+    "having he her here hers him his however just may me might more most much must neither no "
+    "nor not now off once only other our out over own same she so some such than then there "
+    "these they those though through too under unless until up upon us very via was we were "
+    "whether while who whom whose will within without would yet".split()
+)
 
 
 class Excerpt(NamedTuple):
@@ -54,11 +72,12 @@ class Excerpt(NamedTuple):
 
 
 def query_words(query: str) -> frozenset[str]:
-    """The casefolded ``\\w+`` words of ``query`` minus stopwords (all of them if none is left)."""
+    """The casefolded ``\\w+`` words of ``query`` minus :data:`FILLER_WORDS` (all of them if none
+    is left)."""
     if not isinstance(query, str):
-        raise TypeError(f"query: got {type(query).__name__} {query!r}, expected str")
+        raise TypeError(f"query: got {type(query).__name__} {quote(query)}, expected str")
     words = frozenset(w.casefold() for w in _WORD.findall(query))
-    kept = frozenset(w for w in words if w not in STOPWORDS)
+    kept = frozenset(w for w in words if w not in FILLER_WORDS)
     return kept or words
 
 
@@ -86,11 +105,21 @@ def _cut(
     text: str, start: int, end: int, anchor: tuple[int, int], max_chars: int
 ) -> tuple[int, int]:
     """At most ``max_chars`` of ``[start, end)`` holding the word ``anchor``, beginning about
-    ``max_chars // 4`` before it, never inside a word; trailing whitespace dropped."""
+    ``max_chars // 4`` before it at the start of the word it falls in, or after that word when the
+    word is too long to show with the anchor (a base64 run, a URL); trailing whitespace
+    dropped."""
     if end - start > max_chars:
         lo = max(start, min(anchor[0] - max_chars // 4, end - max_chars))
-        while lo > start and _is_word(text[lo - 1]) and _is_word(text[lo]):
-            lo -= 1  # back to the start of the word it fell in
+        back = lo
+        while back > start and _is_word(text[back - 1]) and _is_word(text[back]):
+            back -= 1  # back to the start of the word it fell in
+        if anchor[1] <= back + max_chars:
+            lo = back
+        else:  # that word is too long to show with the anchor: start after it
+            while lo < anchor[0] and _is_word(text[lo]):
+                lo += 1
+            while lo < anchor[0] and text[lo].isspace():
+                lo += 1
         hi = min(end, lo + max_chars)
         if hi < end and _is_word(text[hi - 1]) and _is_word(text[hi]):
             space = text.rfind(" ", anchor[1], hi)  # end at a space, keeping the anchor word
