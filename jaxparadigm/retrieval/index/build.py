@@ -236,9 +236,7 @@ def _roll_back(index_dir: Path, m: dict) -> dict:
     return m
 
 
-def _build_config(
-    encoder, chunk_tokens, overlap, shard_rows, batch_size, context
-) -> tuple[dict, int]:
+def _config(encoder, chunk_tokens, overlap, shard_rows, batch_size, context) -> tuple[dict, int]:
     """The manifest's ``build`` entry and ``shard_rows``, every argument checked (a NumPy integer
     kept as the int it equals; :func:`build_index`)."""
     limit = encoder.max_seq_length - 2
@@ -284,9 +282,7 @@ def build_index(
     """
     out_dir = Path(out_dir)
     model = _model_entry(encoder, model_name)
-    build, shard_rows = _build_config(
-        encoder, chunk_tokens, overlap, shard_rows, batch_size, context
-    )
+    build, shard_rows = _config(encoder, chunk_tokens, overlap, shard_rows, batch_size, context)
     chunk_tokens, overlap, batch_size = build["chunk_tokens"], build["overlap"], build["batch_size"]
     _check_out_dir(out_dir)
     reading = read_documents(paths, strict=strict, skip_folder=holds_index)
