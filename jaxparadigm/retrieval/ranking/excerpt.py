@@ -6,7 +6,7 @@ line, and paragraphs (a blank line; a line ends with LF, CRLF or a lone CR, so a
 same segments whatever its line ends). Each segment is scored by the *distinct* query words it
 holds, a word being a ``\\w+`` run compared case-insensitively (``str.casefold``) with the query's
 content words: its words minus :data:`FILLER_WORDS` (function words such as "the", "without",
-"not"; all of its words when every one is a function word), so a function word is neither
+"about"; all of its words when every one is a function word), so a function word is neither
 scored nor marked while the query holds a content word; between segments holding as many, the
 corpus's inverse document frequencies decide when ``idf`` is given (the index's BM25 ``idf``,
 :mod:`~jaxparadigm.retrieval.sparse.bm25`; a word it lacks weighs its largest value, a negative
@@ -51,14 +51,15 @@ _BREAK = re.compile(rf"(?<=[.!?])\s+|{_EOL}[ \t]*{_EOL}\s*|{_EOL}(?=[ \t]*(?:[-*
 
 #: English function words an excerpt neither scores nor marks while the query holds another word:
 #: :data:`~jaxparadigm.retrieval.sparse.keyword.STOPWORDS` and the prepositions, conjunctions,
-#: pronouns, determiners and auxiliaries it leaves out ("without", "about", "not", "has", ...).
+#: pronouns and auxiliaries it leaves out ("without", "about", "has", ...). Particles and
+#: quantifiers ("out" in "find out", "only", "each") and negations ("yes or no") carry meaning in
+#: a question and stay content words.
 FILLER_WORDS = STOPWORDS | frozenset(
-    "about above after again against all also am any because been before being below between "
-    "both but could did down during each either else even ever every few further had has have "
-    "having he her here hers him his however just may me might more most much must neither no "
-    "nor not now off once only other our out over own same she so some such than then there "
-    "these they those though through too under unless until up upon us very via was we were "
-    "whether while who whom whose will within without would yet".split()
+    "about above after again against also am because been before being below between both but "
+    "could did during either else even ever had has have having he her here hers him his however "
+    "just may me might must once our she so such than then there these they those though through "
+    "too under unless until upon us very via was we were whether while who whom whose will within "
+    "without would yet".split()
 )
 
 

@@ -120,6 +120,9 @@ def test_function_words_are_neither_scored_nor_marked_beside_content_words():
     ex = best_excerpt(p, "password without about")
     assert ex.text == "The password is stored about here." and spans_text(p, ex) == ["password"]
     assert query_words("login without a password") == {"login", "password"}
+    # negations, particles and quantifiers carry meaning in a question: content words
+    assert query_words("ask yes or no before continuing") == {"ask", "yes", "no", "continuing"}
+    assert query_words("find out only some") == {"find", "out", "only", "some"}
     # a query of function words only keeps them all
     assert query_words("with or without") == {"with", "or", "without"}
     ex = best_excerpt(p, "without")
