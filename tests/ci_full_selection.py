@@ -35,6 +35,11 @@ CI_FULL = (
         "top 80); the decision rules stay in the default run on stored evidence (test_rules)",
     ),
     (
+        "tests/retrieval/dense/test_ivf_search.py::test_list_major_equals_row_major_equals_exact",
+        "hypothesis over tile widths, scans and devices (a compile per shape); the fixed case "
+        "test_list_major_in_two_scans_equals_row_major_and_exact_on_shared_lists stays",
+    ),
+    (
         "tests/claims/test_evidence_fixture.py::test_fixture_matches_a_fresh_measurement*",
         "re-measures the stored evidence (12 s for C1.2 alone)",
     ),
@@ -66,6 +71,12 @@ CI_FULL = (
     (
         "tests/autodiff/test_port_lax_autodiff.py::test_scatter_max_min[1-min]",
         "11 s; test_scatter_max_min[2-max] stays",
+    ),
+    (
+        "tests/optim/test_lion.py::LionVariantsTest::test_five_steps_equal_optax_bit_for_bit_mask_*"
+        "__with_jit",
+        "1.8 s each (two more jitted chains); the __without_jit variants of the masked lion "
+        "stay, and test_lion_mask_leaves_the_unselected_leaves_undecayed",
     ),
     (
         "tests/train/test_checkpoint_kill_matrix.py::*",
@@ -117,6 +128,19 @@ CI_FULL = (
         "test_hybrid_over_an_in_memory_index_fuses_its_documents_bm25",
         "MiniLM encodes (~5 s); serve's hybrid fusion stays checked in the default run over the "
         "hash encoder's folder index (test_serve_ranks_hybrid_by_default_...)",
+    ),
+    (
+        "tests/retrieval/service/test_search_page_browser.py::"
+        "test_marks_count_code_points_and_file_names_are_bidi_isolated",
+        "Chromium (its start plus a service over its own index: ~13 s on 2 cores); the page's "
+        "other browser tests run in the same selection",
+    ),
+    (
+        "tests/retrieval/service/test_service_resets.py::"
+        "test_clients_that_reset_leave_no_traceback_and_service_keeps_answering",
+        "40 resetting clients against a started service (~3.5 s with its index build); the "
+        "server's rule (a ConnectionError is quiet, any other exception keeps its traceback) "
+        "stays in the default run (test_only_a_client_gone_away_is_quiet_...)",
     ),
 )
 

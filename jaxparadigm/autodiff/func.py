@@ -43,8 +43,10 @@ def _with_holomorphy_check(
     if not check:
         return transform
 
+    @functools.wraps(func)  # errors of an enclosing transform name the user's function
     def checked(*args, **kwargs):
-        check_holomorphic(lambda *a: func(*a, **kwargs), *args, argnums=argnums)
+        bound = functools.partial(func, **kwargs) if kwargs else func  # named as the user's
+        check_holomorphic(bound, *args, argnums=argnums)
         return transform(*args, **kwargs)
 
     return checked
@@ -100,14 +102,14 @@ def grad_and_value(
 
 
 def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
-    """torch.func.vjp: ``(out, vjp_fn[, aux])``; ``vjp_fn(ct)`` returns one cotangent per primal. C3.2."""
+    """torch.func.vjp: ``(out, vjp_fn[, aux])``, ``vjp_fn(ct)`` one cotangent per primal. C3.2."""
     return reverse_mode.vjp(func, *primals, has_aux=has_aux)
 
 
 def jvp(
     func: Callable, primals: tuple[Any, ...], tangents: tuple[Any, ...], *, has_aux: bool = False
 ) -> tuple[Any, ...]:
-    """torch.func.jvp: ``(out, J @ tangents[, aux])`` by our forward mode (``forward_mode.jvp``). C3.3."""
+    """torch.func.jvp: ``(out, J @ tangents[, aux])`` by ``forward_mode.jvp``. C3.3."""
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise TypeError(
             f"jvp: primals and tangents must be tuples; got {type(primals).__name__} and "
@@ -150,6 +152,7 @@ def jacrev(
     argnums = normalize_argnums(argnums, "jacrev")
     chunk_size = check_chunk_size(chunk_size, "jacrev")
 
+    @functools.wraps(func)  # errors of an enclosing transform (hessian) name the user's function
     def jac_fn(*args):
         nums, rebuild = _select(args, argnums)
         reverse_mode.wrt_mask(args, nums, "jacrev", holomorphic)  # inexact inputs only
@@ -217,6 +220,7 @@ def hessian(
     inner = jacrev(func, argnums, chunk_size=chunk_size, holomorphic=holomorphic)
     outer = forward_mode.jacfwd(inner, argnums, chunk_size=chunk_size, holomorphic=holomorphic)
 
+    @functools.wraps(func)
     def hessian_f(*args):
         resolve_argnums(argnums, len(args), "hessian")  # errors name hessian, not its parts
         return outer(*args)
@@ -225,7 +229,7 @@ def hessian(
 
 
 def hvp(f: Callable, primals: tuple, tangents: tuple) -> Any:
-    """Hessian-vector product ``H(primals) @ tangents`` = ``jvp(grad(f), primals, tangents)[1]``. C3.3.
+    """Hessian-vector product ``H(primals) @ tangents = jvp(grad(f), primals, tangents)[1]``. C3.3.
 
     Forward-over-reverse (JAX docs' convention), our forward mode over our ``grad``. One primal
     gives an array, several give a tuple (one block row of H @ v per primal).

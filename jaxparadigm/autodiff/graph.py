@@ -12,7 +12,8 @@ VJP registry and calls the rule; cotangents of a variable used by several equati
 An equation whose primitive has a forward rule (``registry.register_forward``: ``jit``,
 ``custom_vjp_call``, ``scan``) keeps residuals in the environment under its ``Node``; the reverse
 sweep hands them to the VJP rule (``residuals=``) instead of recomputing the inner forward. A call's
-residuals are a ``saved.Saved`` environment: the inner graph plus the values its reverse sweep reads.
+residuals are a ``saved.Saved`` environment: the inner graph plus the values its reverse sweep
+reads.
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ import numpy as np
 from jax.core import ShapedArray
 from jax.extend import core as jcore
 
-from jaxparadigm.autodiff.registry import get_forward, get_vjp, has_forward
+from jaxparadigm.autodiff.registry import (
+    apply_vjp,
+    get_forward,
+    has_forward,
+    has_zero_derivative,
+)
 from jaxparadigm.autodiff.tape.control_flow_error import (
     CONCRETIZATION_ERRORS,
     value_control_flow_error,
@@ -113,7 +119,7 @@ def _read(env: dict, atom):
 
 
 def count_equations(jaxpr: jcore.Jaxpr | jcore.ClosedJaxpr) -> int:
-    """Number of equations in a jaxpr, counting those inside nested jaxprs (jit, custom calls). C3.3."""
+    """Number of equations in a jaxpr, those inside nested jaxprs (jit, custom calls) too. C3.3."""
     jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
     total = 0
     for eqn in jaxpr.eqns:
@@ -151,7 +157,10 @@ class Graph:
         self.nodes = topological_order(self.jaxpr)
 
     def __repr__(self) -> str:
-        return f"Graph({len(self.inputs)} inputs, {len(self.nodes)} nodes, {len(self.outputs)} outputs)"
+        return (
+            f"Graph({len(self.inputs)} inputs, {len(self.nodes)} nodes, "
+            f"{len(self.outputs)} outputs)"
+        )
 
     def __call__(self, *args):
         """Run the graph on pytree ``args`` (same structure as the example args)."""
@@ -194,9 +203,12 @@ class Graph:
         return [_read(env, v) for v in self.outputs]
 
     def active_vars(self, wrt: Sequence[bool]) -> set:
-        """Float variables that depend on the inputs flagged in ``wrt`` (activity analysis)."""
+        """Float variables that depend on the inputs flagged in ``wrt`` (activity analysis),
+        other than through a primitive of zero derivative (``stop_gradient``, ``floor``)."""
         active = {v for v, w in zip(self.inputs, wrt, strict=True) if w and _is_float(v.aval)}
         for node in self.nodes:
+            if has_zero_derivative(node.name):
+                continue
             if any(isinstance(v, jcore.Var) and v in active for v in node.inputs):
                 active.update(
                     v
@@ -209,7 +221,8 @@ class Graph:
         """Reverse sweep: input cotangents (``None`` = zero) given output cotangents. C3.2.
 
         Visits ``nodes`` in reverse topological order; each node's rule comes from the registry
-        (``MissingVJPRule`` if absent); cotangents of a fanned-out variable are summed.
+        (``MissingVJPRule`` if absent); cotangents of a fanned-out variable are summed. A rule's
+        ``NoDerivative`` for a differentiated operand raises ``NotDifferentiable``.
         """
         wrt = [True] * len(self.inputs) if wrt is None else list(wrt)
         active = self.active_vars(wrt)
@@ -235,18 +248,11 @@ class Graph:
             cts = [ct_env.pop(v, None) for v in node.outputs]
             if all(c is None for c in cts):
                 continue
-            rule = get_vjp(node.name)
             primals = [_read(env, v) for v in node.inputs]
             ct = cts if node.eqn.primitive.multiple_results else cts[0]
-            if node in env:  # residuals kept by the primitive's forward rule
-                in_cts = rule(ct, *primals, residuals=env[node], **node.params)
-            else:
-                in_cts = rule(ct, *primals, **node.params)
-            if len(in_cts) != len(node.inputs):
-                raise TypeError(
-                    f"VJP rule for {node.name!r} returned {len(in_cts)} cotangents "
-                    f"for {len(node.inputs)} primals"
-                )
+            kw = dict(node.params, residuals=env[node]) if node in env else dict(node.params)
+            differentiated = [isinstance(v, jcore.Var) and v in active for v in node.inputs]
+            in_cts = apply_vjp("reverse mode", node.name, ct, primals, differentiated, **kw)
             for v, c in zip(node.inputs, in_cts, strict=True):
                 if c is not None and isinstance(v, jcore.Var) and v in active:
                     if tuple(jnp.shape(c)) != tuple(_shaped(v).shape):

@@ -1,9 +1,9 @@
-"""jaxparadigm.optim: optimisers rebuilt as optax ``GradientTransformation`` (init, update) pairs (C4.1-C4.4).
+"""Optimisers as optax ``GradientTransformation`` (init, update) pairs (C4.1-C4.4).
 
 Every stateful transformation counts with ``safe_increment``; schedules live in
 ``jaxparadigm.optim.schedules``, the optimisers ``optim.name`` selects in the registry
-``jaxparadigm.optim.optimisers`` (:data:`OPTIMISERS`), clipping paradigms in ``jaxparadigm.optim.clipping``, live
-(state-held) hyper-parameters in ``jaxparadigm.optim.inject``.
+``jaxparadigm.optim.optimisers`` (:data:`OPTIMISERS`), clipping paradigms in
+``jaxparadigm.optim.clipping``, live (state-held) hyper-parameters in ``jaxparadigm.optim.inject``.
 """
 
 from jaxparadigm.optim import schedules
@@ -30,6 +30,7 @@ from jaxparadigm.optim.lion import ScaleByLionState, lion, scale_by_lion
 from jaxparadigm.optim.loss_scale import DynamicLossScale, LossScaleState, dynamic_loss_scale
 from jaxparadigm.optim.optimisers import OPTIMISERS
 from jaxparadigm.optim.sgd import sgd, trace
+from jaxparadigm.optim.update_step import update_step
 from jaxparadigm.optim.weight_decay import add_decayed_weights
 
 __all__ = [
@@ -68,4 +69,5 @@ __all__ = [
     "set_hyperparams",
     "sgd",
     "trace",
+    "update_step",
 ]

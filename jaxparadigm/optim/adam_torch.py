@@ -16,12 +16,16 @@ import jax.numpy as jnp
 import optax
 
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparam_checks import check_learning_rate, check_torch_range
+from jaxparadigm.optim.hyperparam_checks import (
+    check_learning_rate,
+    check_torch_range,
+    warn_value,
+)
 from jaxparadigm.optim.param_dtypes import require_inexact
 
 
 class AdamTorchState(NamedTuple):
-    """Torch-style Adam state: int32 ``count`` (torch's ``step``), ``mu`` (exp_avg), ``nu`` (exp_avg_sq)."""
+    """Torch-style Adam state: int32 ``count`` (``step``), ``mu`` (exp_avg), ``nu`` (exp_avg_sq)."""
 
     count: jax.Array  # type: ignore[assignment]  # field shadows tuple.count, as in optax states
     mu: Any
@@ -128,22 +132,26 @@ def adam_torch_style(
     eps: float = 1e-8,
     weight_decay: float = 0.0,
 ) -> optax.GradientTransformation:
-    """``torch.optim.Adam`` (C4.2): ``g += wd p``; ``m <- b1 m + (1-b1) g``; ``v <- b2 v + (1-b2) g^2``;
-    ``u = -(lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``.
+    """``torch.optim.Adam`` (C4.2): ``g += wd p``; ``m <- b1 m + (1-b1) g``;
+    ``v <- b2 v + (1-b2) g^2``; ``u = -(lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``.
 
     ``learning_rate`` may be a schedule evaluated at the pre-increment count (as torch's scheduler
     sets the lr before the step). Returns the full update (already multiplied by ``-lr``).
 
     Arguments are checked as ``torch.optim.Adam`` checks them (this is torch's optimiser, and torch
     is its oracle), not as optax: ``0 <= lr``, ``0 <= eps``, ``0 <= b1, b2 < 1``,
-    ``0 <= weight_decay`` (NaN refused, ``inf`` taken where torch takes it); anything torch
-    refuses raises ``ValueError`` naming the argument.
+    ``0 <= weight_decay`` (NaN refused, ``inf`` taken where torch takes it: an infinite
+    ``learning_rate`` or ``weight_decay`` with a ``UserWarning``); anything torch refuses raises
+    ``ValueError`` naming the argument.
     """
     learning_rate = check_learning_rate("learning_rate", learning_rate, torch_rules=True)
     b1 = check_torch_range("b1", b1, low=0.0, high=1.0, high_open=True)
     b2 = check_torch_range("b2", b2, low=0.0, high=1.0, high_open=True)
     eps = check_torch_range("eps", eps, low=0.0)
     wd = check_torch_range("weight_decay", weight_decay, low=0.0)
+    for name, value in (("learning_rate", learning_rate), ("weight_decay", wd)):
+        if not callable(value) and math.isinf(value):
+            warn_value(name, value, "torch takes it too, but every step is infinite or NaN")
 
     def update_fn(
         updates: Any, state: AdamTorchState, params: Any = None

@@ -100,8 +100,12 @@ def trace(
     complex params keeping the real part). As ``optax.trace``, any real ``decay`` is taken
     (outside ``[0, 1)``: a ``UserWarning``). Integer params or updates raise ``TypeError``.
     """
-    check_momentum("momentum", decay)
-    nesterov = check_nesterov(nesterov)
+    check_momentum("decay", decay)
+    return _trace(decay, check_nesterov(nesterov), accumulator_dtype)
+
+
+def _trace(decay: Any, nesterov: bool, accumulator_dtype: Any) -> optax.GradientTransformation:
+    """``trace`` with ``decay`` and ``nesterov`` already checked (under the caller's names)."""
     accumulator_dtype = storage_dtype("accumulator_dtype", accumulator_dtype)
 
     def init_fn(params):
@@ -138,11 +142,11 @@ def sgd(
 
     With ``nesterov`` the step uses ``g' + momentum * b``. ``momentum`` None or 0 is plain
     ``p <- p - lr * (g + wd * p)``. Matches ``torch.optim.SGD`` (dampening 0) and, for
-    ``weight_decay=0``, ``optax.sgd`` (``accumulator_dtype``: the momentum buffer's storage
-    dtype, as optax's; unused without momentum). Positional arguments are optax's, in optax's
-    order; ``weight_decay`` (torch's L2 term, not in ``optax.sgd``) is keyword-only. As optax, any real ``momentum`` and
-    ``weight_decay`` are taken (a negative one, or a momentum >= 1, warns), and ``nesterov=True``
-    without momentum is plain SGD (with a ``UserWarning``: it has no effect).
+    ``weight_decay=0``, ``optax.sgd`` (``accumulator_dtype``: the momentum buffer's storage dtype,
+    as optax's; unused without momentum). Positional arguments are optax's, in optax's order;
+    ``weight_decay`` (torch's L2 term, not in ``optax.sgd``) is keyword-only. As optax, any real
+    ``momentum`` and ``weight_decay`` are taken (a negative one, or a momentum >= 1, warns), and
+    ``nesterov=True`` without momentum is plain SGD (with a ``UserWarning``: it has no effect).
     """
     with_momentum = uses_momentum(momentum)
     nesterov = check_nesterov(nesterov)
@@ -155,11 +159,11 @@ def sgd(
         parts.append(add_decayed_weights(weight_decay))  # checks (and warns about) the value
     elif weight_decay is not None:
         check_weight_decay("weight_decay", weight_decay)
+    if momentum is not None:
+        check_momentum("momentum", momentum)
     if with_momentum:
-        parts.append(trace(momentum, nesterov, accumulator_dtype))  # checks the momentum
+        parts.append(_trace(momentum, nesterov, accumulator_dtype))
     else:
-        if momentum is not None:
-            check_momentum("momentum", momentum)
         storage_dtype("accumulator_dtype", accumulator_dtype)
     parts.append(scale_by_learning_rate(learning_rate))
     return optax.chain(*parts)

@@ -1,13 +1,15 @@
 """Rules for hyperbolic, inverse trigonometric and special functions, and ``rem`` (C3.2).
 
 Each JVP rule is jax's own formula (``jax/_src/lax/lax.py``, ``special.py``), ``t * f'(x)``; each
-VJP rule is the same formula read as a VJP (``ct * f'(x)``), written with differentiable ``lax`` ops so it can be differentiated again (C3.3):
+VJP rule is the same formula read as a VJP (``ct * f'(x)``), written with differentiable ``lax`` ops
+so it can be differentiated again (C3.3)::
 
     sinh' = cosh         cosh' = sinh          asin' = 1/sqrt(1 - x^2)   acos' = -1/sqrt(1 - x^2)
     atan' = 1/(1 + x^2)  asinh' = 1/sqrt(x^2 + 1)  acosh' = 1/sqrt(x^2 - 1)  atanh' = 1/((1+x)(1-x))
     atan2(x, y): d/dx = y/(x^2 + y^2), d/dy = -x/(x^2 + y^2)
     erf_inv' = sqrt(pi)/2 * exp(erf_inv(x)^2)       lgamma' = digamma    digamma' = polygamma(1, .)
-    bessel_i0e' = i1e(x) - sign(x) i0e(x)      bessel_i1e' = i0e(x) - i1e(x) (sign(x) + 1/x) (0.5 at 0)
+    bessel_i0e' = i1e(x) - sign(x) i0e(x)
+    bessel_i1e' = i0e(x) - i1e(x) (sign(x) + 1/x) (0.5 at 0)
     rem(x, y) = x - y trunc(x/y): d/dx = 1, d/dy = -trunc(x/y)"""
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import jax.extend.core.primitives as P
 import jax.numpy as jnp
 from jax import lax
 
-from jaxparadigm.autodiff.registry import register_jvp, register_vjp
+from jaxparadigm.autodiff.registry import NoDerivative, register_jvp, register_vjp
 from jaxparadigm.autodiff.rules.tangents import partials_rule, unary_rule
 from jaxparadigm.autodiff.unbroadcast import unbroadcast
 
@@ -94,8 +96,8 @@ def _digamma_vjp(ct, x, **params):
 
 @register_vjp(P.polygamma_p)
 def _polygamma_vjp(ct, m, x, **params):
-    """d/dx polygamma(m, x) = polygamma(m + 1, x); the order m gets none."""
-    return None, ct * lax.polygamma(m + 1.0, x)
+    """d/dx polygamma(m, x) = polygamma(m + 1, x); none in the order m (jax refuses it too)."""
+    return NoDerivative("m"), ct * lax.polygamma(m + 1.0, x)
 
 
 @register_vjp(P.bessel_i0e_p)
@@ -105,7 +107,7 @@ def _bessel_i0e_vjp(ct, x, **params):
 
 @register_vjp(P.bessel_i1e_p)
 def _bessel_i1e_vjp(ct, x, **params):
-    """jax's form: the 1/x term is evaluated away from 0 and the limit 0.5 is used at |x| <= eps."""
+    """jax's form: the 1/x term is evaluated away from 0, the limit 0.5 used at ``|x| <= eps``."""
     eps = jnp.finfo(jnp.result_type(x)).eps
     not_tiny = jnp.abs(x) > eps
     safe_x = jnp.where(not_tiny, x, jnp.full_like(x, eps))
@@ -141,7 +143,7 @@ for _p, _d in _UNARY.items():
 
 @register_jvp(P.bessel_i1e_p)
 def _bessel_i1e_jvp(primals, tangents, **params):
-    """i1e' = i0e(x) - y (sign(x) + 1/x), and 1/2 at |x| <= eps (jax's safe form)."""
+    """i1e' = i0e(x) - y (sign(x) + 1/x), and 1/2 at ``|x| <= eps`` (jax's safe form)."""
     (x,), (t,) = primals, tangents
     y = P.bessel_i1e_p.bind(x, **params)
     eps = jnp.finfo(jnp.result_type(x)).eps
@@ -151,7 +153,7 @@ def _bessel_i1e_jvp(primals, tangents, **params):
     return y, t * jnp.where(not_tiny, d, 0.5)
 
 
-_PARTIALS: dict[Any, tuple[Callable[..., Any] | None, ...]] = {
+_PARTIALS: dict[Any, tuple[Callable[..., Any] | NoDerivative, ...]] = {
     P.atan2_p: (
         lambda t, x, y, o: t * y / (x * x + y * y),
         lambda t, x, y, o: -t * x / (x * x + y * y),
@@ -160,7 +162,7 @@ _PARTIALS: dict[Any, tuple[Callable[..., Any] | None, ...]] = {
         lambda t, x, y, o: jnp.broadcast_to(t, jnp.shape(o)),
         lambda t, x, y, o: -t * jnp.sign(x / y) * jnp.floor(jnp.abs(x / y)),
     ),
-    P.polygamma_p: (None, lambda t, m, x, o: t * lax.polygamma(m + 1.0, x)),
+    P.polygamma_p: (NoDerivative("m"), lambda t, m, x, o: t * lax.polygamma(m + 1.0, x)),
 }
 for _p, _ds in _PARTIALS.items():
     register_jvp(_p)(partials_rule(_p, *_ds))
