@@ -24,8 +24,6 @@ inputs first rolls the interrupted one back (its new shards are deleted), and th
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import os
 import time
 import warnings
@@ -36,14 +34,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from jaxparadigm.common.progress import Progress
-from jaxparadigm.common.quoting import plural, quote
+from jaxparadigm.common.quoting import plural
 from jaxparadigm.errors import InputError, require_int
-from jaxparadigm.retrieval.documents.passages import (
-    Passage,
-    passage_contexts,
-    split_passages,
-    splitting_tokenizer,
-)
+from jaxparadigm.retrieval.documents.passages import Passage, split_passages, splitting_tokenizer
 from jaxparadigm.retrieval.documents.reading import (
     Reading,
     Skipped,
@@ -51,6 +44,11 @@ from jaxparadigm.retrieval.documents.reading import (
     describe_skipped,
     read_documents,
     shown_name,
+)
+from jaxparadigm.retrieval.index.build_settings import (
+    build_settings,
+    passage_contexts_for,
+    plan_sha256,
 )
 from jaxparadigm.retrieval.index.owned_files import holds_index
 from jaxparadigm.retrieval.index.store import (
@@ -69,12 +67,6 @@ from jaxparadigm.retrieval.index.writer import write_rows
 __all__ = ["build_index", "add_to_index", "DEFAULT_MODEL_NAME", "NothingToAdd"]
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
-#: ``build.context`` of an index that stores each passage's context (file name and section
-#: titles, :mod:`~jaxparadigm.retrieval.documents.outline`); absent: no contexts (an index built
-#: before them, or with ``context=False``). The embedding is always the passage text's alone:
-#: encoding ``context + text`` cost the dense ranking 6 of 70 questions (benchmarks/RESULTS.md,
-#: "Passages that know where they are").
-CONTEXT = "outline"
 ENCODE_CHUNK = 256  # passages per encode call: the progress bar's step
 
 
@@ -130,20 +122,12 @@ def _model_entry(encoder, model_name: str) -> dict:
     return {"name": model_name, "dim": encoder.dim, "max_seq_length": encoder.max_seq_length}
 
 
-def _plan_sha256(
-    model: dict, build: dict, start_row: int, passages: list[Passage], contexts: list[str]
-) -> str:
-    h = hashlib.sha256(json.dumps([model, build, start_row], sort_keys=True).encode())
-    for p, context in zip(passages, contexts, strict=True):
-        h.update(json.dumps([*p, context] if context else p, ensure_ascii=False).encode("utf-8"))
-    return h.hexdigest()
-
-
-def _passages(
-    paths, reading: Reading, encoder, chunk_tokens: int, overlap: int
-) -> tuple[list[Passage], list]:
+def _passages(paths, reading: Reading, encoder, build: dict) -> tuple[list[Passage], list, list]:
+    """The passages of ``reading``'s documents cut by ``build``, the manifest's ``sources`` and
+    each passage's context (``""`` each when the build stores none)."""
     tokenizer = splitting_tokenizer(encoder.tokenizer)
-    passages = split_passages(reading.documents, tokenizer, chunk_tokens, overlap)
+    cut = (build["chunk_tokens"], build["overlap"])
+    passages = split_passages(reading.documents, tokenizer, *cut)
     if not passages:
         raise InputError(
             "\n".join(
@@ -156,7 +140,8 @@ def _passages(
     counts: dict[str, int] = {}
     for p in passages:
         counts[p.source] = counts.get(p.source, 0) + 1
-    return passages, [{"source": s, "passages": n} for s, n in counts.items()]
+    sources = [{"source": s, "passages": n} for s, n in counts.items()]
+    return passages, sources, passage_contexts_for(reading, passages, build)
 
 
 def _record(reading: Reading) -> tuple[list[dict], list[dict]]:
@@ -202,12 +187,6 @@ def _encode(encoder, texts: list[str], batch_size: int, bar: Progress) -> np.nda
         parts.append(np.asarray(encoder.encode(chunk, batch_size=batch_size, normalize=True)))
         bar.update(len(chunk))
     return np.concatenate(parts).astype(np.float32, copy=False)
-
-
-def _contexts(reading: Reading, passages: list[Passage], build: dict) -> list[str]:
-    """Each passage's context when the build records them (``build["context"]``), else ``""``."""
-    on = build.get("context") == CONTEXT
-    return passage_contexts(reading.documents, passages) if on else [""] * len(passages)
 
 
 def _write_pending(
@@ -263,26 +242,6 @@ def _roll_back(index_dir: Path, m: dict) -> dict:
     return m
 
 
-def _config(encoder, chunk_tokens, overlap, shard_rows, batch_size, context) -> tuple[dict, int]:
-    """The manifest's ``build`` entry and ``shard_rows``, every argument checked (a NumPy integer
-    kept as the int it equals; :func:`build_index`)."""
-    limit = encoder.max_seq_length - 2
-    chunk_tokens = limit if chunk_tokens is None else chunk_tokens
-    chunk_tokens = require_int("chunk_tokens", chunk_tokens, 2)
-    if chunk_tokens > limit:
-        raise InputError(
-            f"chunk_tokens: got {chunk_tokens}, expected <= {limit} (max_seq_length "
-            f"{encoder.max_seq_length} minus [CLS] and [SEP]; longer windows would be truncated)"
-        )
-    overlap = require_int("overlap", overlap, 0, chunk_tokens - 1)
-    shard_rows = require_int("shard_rows", shard_rows, 1)
-    batch_size = require_int("batch_size", batch_size, 1)
-    if not isinstance(context, bool):
-        raise TypeError(f"context: got {quote(context)}, expected True or False")
-    build = {"chunk_tokens": chunk_tokens, "overlap": overlap, "batch_size": batch_size}
-    return build | ({"context": CONTEXT} if context else {}), shard_rows
-
-
 def build_index(
     paths: Sequence[str | os.PathLike],
     out_dir: str | os.PathLike,
@@ -304,18 +263,19 @@ def build_index(
     interrupted build of the same inputs is resumed; any other non-empty directory is refused.
     ``context``: each passage's file name and section titles or class/def (``outline``) is
     stored beside it (``build.context``; ``index add`` follows) for the keyword ranking; the
-    embedding stays the text's (:data:`CONTEXT`).
+    embedding stays the text's (:data:`~jaxparadigm.retrieval.index.build_settings.CONTEXT`).
     Every argument is checked before the folder is created or written.
     """
     out_dir = Path(out_dir)
     model = _model_entry(encoder, model_name)
-    build, shard_rows = _config(encoder, chunk_tokens, overlap, shard_rows, batch_size, context)
-    chunk_tokens, overlap, batch_size = build["chunk_tokens"], build["overlap"], build["batch_size"]
+    build, shard_rows = build_settings(
+        encoder, chunk_tokens, overlap, shard_rows, batch_size, context
+    )
+    batch_size = build["batch_size"]
     _check_out_dir(out_dir)
     reading = read_documents(paths, strict=strict, skip_folder=holds_index)
-    passages, sources = _passages(paths, reading, encoder, chunk_tokens, overlap)
-    contexts = _contexts(reading, passages, build)
-    plan = _plan_sha256(model, build, 0, passages, contexts)
+    passages, sources, contexts = _passages(paths, reading, encoder, build)
+    plan = plan_sha256(model, build, 0, passages, contexts)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -397,12 +357,9 @@ def add_to_index(
         reading = read_documents(paths, strict=strict, known_sha256=known, skip_folder=holds_index)
         _refuse_nothing_new(reading)
         build = m["build"]
-        passages, sources = _passages(
-            paths, reading, encoder, build["chunk_tokens"], build["overlap"]
-        )
-        contexts = _contexts(reading, passages, build)
+        passages, sources, contexts = _passages(paths, reading, encoder, build)
         if m["status"] == "building":
-            plan = _plan_sha256(model, build, m["pending"]["start_row"], passages, contexts)
+            plan = plan_sha256(model, build, m["pending"]["start_row"], passages, contexts)
             if plan == m["pending"]["plan_sha256"]:
                 list(verify_shards(index_dir, m))
                 return _write_pending(
@@ -412,7 +369,7 @@ def add_to_index(
         _refuse_changed(index_dir, m, reading)
         list(verify_shards(index_dir, m))
         m["pending"] = {
-            "plan_sha256": _plan_sha256(model, build, m["count"], passages, contexts),
+            "plan_sha256": plan_sha256(model, build, m["count"], passages, contexts),
             "start_row": m["count"],
             "rows": len(passages),
             "base": {
