@@ -6,15 +6,13 @@ former aliases alone. JAX arrays are immutable, so here:
 
 * a ``Memory`` is an immutable tuple of flat storages (``jax.Array``), registered as a pytree so it
   can cross ``jax.jit`` boundaries and be carried through ``lax.scan``;
-* a ``Handle`` is a static value: a storage id and a ``View`` (hashable, closed over by jitted
-  code);
+* a ``Handle`` is a static value: a storage id and a ``View`` (hashable, closed over by jit);
 * every in-place op (``copy_``, ``add_``, ``fill_``, ``setitem_``) returns a *new* ``Memory`` whose
   storage has the written elements replaced, so every handle on that storage reads the write; the
   old ``Memory`` is unchanged;
 * ``set_`` returns a new handle bound to the source storage; rebinding the Python name
   (``mem, b = mem.set_(b, src)``) is the analogue of PyTorch's in-place rebind, and every other
-  handle keeps the old storage, as in PyTorch (``a = [1,2,3]; b = a.view(-1);
-  b.set_([9,8,7])`` leaves ``a == [1,2,3]``).
+  handle keeps the old storage (``b = a.view(-1); b.set_([9,8,7])`` leaves ``a`` as it was).
 
 Every storage gets a process-unique id when it is allocated (``tensor``, ``set_`` with values); the
 ids are the static part of the ``Memory`` pytree and a ``Handle`` carries the id of its storage, so

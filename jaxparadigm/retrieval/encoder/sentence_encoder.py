@@ -55,6 +55,7 @@ from jaxparadigm.retrieval.encoder.model_files import (
     read_max_seq_length,
 )
 from jaxparadigm.retrieval.encoder.sequence_packing import pack_rows, packed_arrays
+from jaxparadigm.retrieval.encoder.word_pieces import check_utf8_texts, checked_ids
 
 __all__ = [
     "SentenceEncoder",
@@ -177,42 +178,9 @@ class SentenceEncoder:
         :meth:`encode_token_ids` takes them): a serving thread tokenizes its own query, so a
         batch's encode runs only the model. ``TypeError``/:class:`InputError` naming ``name[i]``
         for a text that is not a str or not UTF-8."""
-        if isinstance(sentences, str) or not isinstance(sentences, Sequence):
-            raise TypeError(f"{name}: got {type(sentences).__name__}, expected a list of str")
-        for i, s in enumerate(sentences):
-            if not isinstance(s, str):
-                raise TypeError(f"{name}[{i}]: got {type(s).__name__} {s!r}, expected str")
-            try:
-                s.encode("utf-8")
-            except UnicodeEncodeError as exc:  # lone surrogates: a non-UTF-8 argv decodes to them
-                code = ord(s[exc.start])  # U+DC80..U+DCFF is byte 0x80..0xFF (surrogateescape)
-                what = (
-                    f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
-                )
-                raise InputError(
-                    f"{name}[{i}] {quote(s)}: not UTF-8 text ({what} at character "
-                    f"{exc.start}); expected UTF-8"
-                ) from None
+        check_utf8_texts(sentences, name)
         encodings = self.tokenizer.encode_batch([s.strip() for s in sentences])
         return [e.ids for e in encodings]
-
-    def _checked_ids(self, ids: Sequence[Sequence[int]]) -> list[list[int]]:
-        """``ids`` as lists of ints, each row 1 to ``max_seq_length`` ids in the vocabulary;
-        else one :class:`InputError` naming ``ids[i]`` (an id out of range would be gathered
-        clamped by XLA: a silently wrong embedding)."""
-        vocab, out = self.tokenizer.get_vocab_size(), []
-        for i, row in enumerate(ids):
-            values = np.asarray(row)
-            ok = values.ndim == 1 and 1 <= values.size <= self.max_seq_length
-            if not (
-                ok and values.dtype.kind in "iu" and values.min() >= 0 and values.max() < vocab
-            ):
-                raise InputError(
-                    f"ids[{i}]: got {quote(row)}, expected 1 to {self.max_seq_length} word-piece "
-                    f"ids in [0, {vocab}) (SentenceEncoder.token_ids)"
-                )
-            out.append(values.tolist())
-        return out
 
     def check_texts(self, texts: Sequence[str], name: str) -> None:
         """Refuse texts the model would see as nothing; warn about texts it sees only as [UNK].
@@ -360,7 +328,7 @@ class SentenceEncoder:
         dtype, pack = _check_options(
             self.compute_dtype if dtype is None else dtype, self.pack if pack is None else pack
         )
-        ids = self._checked_ids(ids)
+        ids = checked_ids(ids, self.tokenizer.get_vocab_size(), self.max_seq_length)
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         step = min(batch_size, self.micro_batch)
         make = self._packed_batches if pack else self._padded_batches
