@@ -79,7 +79,7 @@ BENCHES = {
     "train": "train-step throughput; --sharding modes; --num-processes groups; --cpu-devices",
     "index": "persistent-index search vs FAISS (faiss-cpu if installed), build and encode rates",
     "search": "exact search per dtype as fractions of measured read bandwidth and peak FLOP/s",
-    "relevance": "recall@1/3/10, MRR per window and dense vs hybrid on installed third-party docs",
+    "relevance": "top 3, MRR, recall@10 per kind of third-party text; each ranking change",
     "ivf": "IVF recall@10 vs q/s over nprobe against exact search and FAISS IndexIVFFlat",
     "serve": "serve under 1-32 clients: q/s, p50/p99 ms, trace completeness; vs ST + FAISS flat",
 }

@@ -23,21 +23,26 @@ from typing import NamedTuple
 from tokenizers import Tokenizer
 
 from jaxparadigm.errors import require_int
+from jaxparadigm.retrieval.documents.outline import Section, context_at
 
 __all__ = [
     "Document",
     "Passage",
     "PassageFields",
+    "passage_contexts",
     "split_passages",
     "splitting_tokenizer",
 ]
 
 
 class Document(NamedTuple):
-    """One document: where it came from (``path`` or ``path:LINE`` for JSONL) and its text."""
+    """One document: where it came from (``path`` or ``path:LINE`` for JSONL), its text and its
+    outline (:func:`~jaxparadigm.retrieval.documents.outline.outline`; ``None``: not a file's, no
+    context)."""
 
     source: str
     text: str
+    sections: tuple[Section, ...] | None = None
 
 
 class Passage(NamedTuple):
@@ -123,4 +128,19 @@ def split_passages(
             last = min(first + chunk_tokens, n) - 1
             start, end = offsets[first][0], offsets[last][1]
             out.append(Passage(doc.source, start, end, doc.text[start:end]))
+    return out
+
+
+def passage_contexts(docs: Sequence[Document], passages: Sequence[Passage]) -> list[str]:
+    """Each passage's context (:func:`~jaxparadigm.retrieval.documents.outline.context_at`: file
+    name and the titles of the sections holding its first character), from its document's
+    outline; ``""`` for a document without one (``sections`` None: a JSONL line)."""
+    by_source = {d.source: d for d in docs}
+    out = []
+    for p in passages:
+        doc = by_source.get(p.source)
+        if doc is None:
+            raise ValueError(f"passages: {p.source!r} is not the source of any of docs")
+        known = doc.sections is not None
+        out.append(context_at(p.source, list(doc.sections or ()), p.start) if known else "")
     return out

@@ -16,6 +16,10 @@ directly with another suffix is read as plain text. A file whose bytes (sha256) 
 file's, or a file's in ``known_sha256`` (the index's), is skipped as "duplicate content"
 ("already indexed" when it is the same real path); the document's source is the real path.
 
+**Outline.** A file's document carries its outline (section headings, or class/def for a .py
+file: :func:`~jaxparadigm.retrieval.documents.outline.outline`, read from the file's own text), from
+which each passage's context is made; a JSONL line's has none (``sections`` None).
+
 **Offsets.** Text is decoded from the file's bytes as UTF-8 with no newline translation, so a
 passage's ``[start:end]`` is a span of the file's own characters (``\\r\\n`` stays two characters).
 JSONL is split on ``"\\n"`` only (U+2028, U+2029 and U+0085 inside strings are content).
@@ -53,6 +57,7 @@ from jaxparadigm.common.bounded_reading import (
 from jaxparadigm.common.quoting import byte_at, plural
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval.documents.file_kinds import FILE_TYPES, GzipSkip, file_kind, gunzip_file
+from jaxparadigm.retrieval.documents.outline import outline
 from jaxparadigm.retrieval.documents.passages import Document
 from jaxparadigm.retrieval.documents.readable_text import html_readable, markup_boilerplate
 from jaxparadigm.retrieval.documents.skipped import (
@@ -154,13 +159,15 @@ def _jsonl(path: str, text: str) -> tuple[list[Document], list[Skipped]]:
 def _documents(path: str, kind: str, text: str) -> tuple[list[Document], list[Skipped]]:
     if kind == "jsonl":
         return _jsonl(path, text)
+    python = path.lower().removesuffix(".gz").endswith(".py")
+    sections = tuple(outline("python" if python else kind, text))
     if kind == "html":
         text = html_readable(text)
     elif kind == "markup":
         text = markup_boilerplate(text)
     if not text.strip():
         return [], [Skipped(path, "empty", "no text once markup and link lists are removed")]
-    return [Document(path, text)], []
+    return [Document(path, text, sections)], []
 
 
 def _new_bytes(real: Path, path: str, known: dict[str, str]) -> tuple[bytes, str]:

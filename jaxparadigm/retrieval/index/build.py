@@ -24,8 +24,6 @@ inputs first rolls the interrupted one back (its new shards are deleted), and th
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import os
 import time
 import warnings
@@ -46,6 +44,11 @@ from jaxparadigm.retrieval.documents.reading import (
     describe_skipped,
     read_documents,
     shown_name,
+)
+from jaxparadigm.retrieval.index.build_settings import (
+    build_settings,
+    passage_contexts_for,
+    plan_sha256,
 )
 from jaxparadigm.retrieval.index.owned_files import holds_index
 from jaxparadigm.retrieval.index.store import (
@@ -119,18 +122,12 @@ def _model_entry(encoder, model_name: str) -> dict:
     return {"name": model_name, "dim": encoder.dim, "max_seq_length": encoder.max_seq_length}
 
 
-def _plan_sha256(model: dict, build: dict, start_row: int, passages: list[Passage]) -> str:
-    h = hashlib.sha256(json.dumps([model, build, start_row], sort_keys=True).encode())
-    for p in passages:
-        h.update(json.dumps(p, ensure_ascii=False).encode("utf-8"))
-    return h.hexdigest()
-
-
-def _passages(
-    paths, reading: Reading, encoder, chunk_tokens: int, overlap: int
-) -> tuple[list[Passage], list]:
+def _passages(paths, reading: Reading, encoder, build: dict) -> tuple[list[Passage], list, list]:
+    """The passages of ``reading``'s documents cut by ``build``, the manifest's ``sources`` and
+    each passage's context (``""`` each when the build stores none)."""
     tokenizer = splitting_tokenizer(encoder.tokenizer)
-    passages = split_passages(reading.documents, tokenizer, chunk_tokens, overlap)
+    cut = (build["chunk_tokens"], build["overlap"])
+    passages = split_passages(reading.documents, tokenizer, *cut)
     if not passages:
         raise InputError(
             "\n".join(
@@ -143,7 +140,8 @@ def _passages(
     counts: dict[str, int] = {}
     for p in passages:
         counts[p.source] = counts.get(p.source, 0) + 1
-    return passages, [{"source": s, "passages": n} for s, n in counts.items()]
+    sources = [{"source": s, "passages": n} for s, n in counts.items()]
+    return passages, sources, passage_contexts_for(reading, passages, build)
 
 
 def _record(reading: Reading) -> tuple[list[dict], list[dict]]:
@@ -192,11 +190,18 @@ def _encode(encoder, texts: list[str], batch_size: int, bar: Progress) -> np.nda
 
 
 def _write_pending(
-    index_dir: Path, m: dict, passages: list[Passage], encoder, batch_size: int, progress: bool
+    index_dir: Path,
+    m: dict,
+    passages: list[Passage],
+    contexts: list[str],
+    encoder,
+    batch_size: int,
+    progress: bool,
 ) -> dict:
     """Encode and write (:func:`~jaxparadigm.retrieval.index.writer.write_rows`) the passages the
-    manifest's ``pending`` plan has not written yet, with progress when ``progress`` (a bar on a
-    terminal, plain lines otherwise: :class:`~jaxparadigm.common.progress.Progress`)."""
+    manifest's ``pending`` plan has not written yet (each encoded from its text alone, stored
+    with its context), with progress when ``progress`` (a bar on a terminal, plain lines
+    otherwise: :class:`~jaxparadigm.common.progress.Progress`)."""
     done = m["count"] - m["pending"]["start_row"]
     desc = "index add" if "base" in m["pending"] else "index build"
     bar = Progress(
@@ -208,7 +213,7 @@ def _write_pending(
         return _encode(encoder, [p.text for p in take], batch_size, bar)
 
     try:
-        return write_rows(index_dir, m, passages, embed)
+        return write_rows(index_dir, m, passages, embed, contexts=contexts)
     finally:
         bar.close()
 
@@ -249,32 +254,28 @@ def build_index(
     model_name: str = DEFAULT_MODEL_NAME,
     progress: bool = False,
     strict: bool = False,
+    context: bool = True,
 ) -> dict:
     """Index the documents under ``paths`` into ``out_dir``; returns the manifest (C1.1).
 
     ``chunk_tokens`` defaults to ``encoder.max_seq_length - 2`` (the window plus [CLS]/[SEP] fits
     the model; a longer window would be cut silently, so it is refused). A directory holding an
     interrupted build of the same inputs is resumed; any other non-empty directory is refused.
+    ``context``: each passage's file name and section titles or class/def (``outline``) is
+    stored beside it (``build.context``; ``index add`` follows) for the keyword ranking; the
+    embedding stays the text's (:data:`~jaxparadigm.retrieval.index.build_settings.CONTEXT`).
     Every argument is checked before the folder is created or written.
     """
     out_dir = Path(out_dir)
     model = _model_entry(encoder, model_name)
-    limit = encoder.max_seq_length - 2
-    chunk_tokens = limit if chunk_tokens is None else chunk_tokens
-    chunk_tokens = require_int("chunk_tokens", chunk_tokens, 2)
-    if chunk_tokens > limit:
-        raise InputError(
-            f"chunk_tokens: got {chunk_tokens}, expected <= {limit} (max_seq_length "
-            f"{encoder.max_seq_length} minus [CLS] and [SEP]; longer windows would be truncated)"
-        )
-    overlap = require_int("overlap", overlap, 0, chunk_tokens - 1)
-    shard_rows = require_int("shard_rows", shard_rows, 1)
-    batch_size = require_int("batch_size", batch_size, 1)
+    build, shard_rows = build_settings(
+        encoder, chunk_tokens, overlap, shard_rows, batch_size, context
+    )
+    batch_size = build["batch_size"]
     _check_out_dir(out_dir)
-    build = {"chunk_tokens": chunk_tokens, "overlap": overlap, "batch_size": batch_size}
     reading = read_documents(paths, strict=strict, skip_folder=holds_index)
-    passages, sources = _passages(paths, reading, encoder, chunk_tokens, overlap)
-    plan = _plan_sha256(model, build, 0, passages)
+    passages, sources, contexts = _passages(paths, reading, encoder, build)
+    plan = plan_sha256(model, build, 0, passages, contexts)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -296,7 +297,7 @@ def build_index(
             m["history"] = [_history_entry("build", paths, reading, sources)]
             m["pending"] = {"plan_sha256": plan, "start_row": 0, "rows": len(passages)}
             write_manifest(out_dir, m)
-        return _write_pending(out_dir, m, passages, encoder, batch_size, progress)
+        return _write_pending(out_dir, m, passages, contexts, encoder, batch_size, progress)
 
 
 def _check_appendable(index_dir: Path, m: dict, model: dict) -> None:
@@ -347,9 +348,7 @@ def add_to_index(
     batch_size = require_int("batch_size", batch_size, 1)
     model = _model_entry(encoder, model_name)
     read_manifest(index_dir)  # an index, before a lock file is created in the folder
-    collect_files(
-        paths, skip_folder=holds_index
-    )  # missing paths are refused before the lock is taken
+    collect_files(paths, skip_folder=holds_index)  # missing paths: refused before the lock
     with index_lock(index_dir, "index add"):
         m = read_manifest(index_dir)
         _check_appendable(index_dir, m, model)
@@ -358,19 +357,19 @@ def add_to_index(
         reading = read_documents(paths, strict=strict, known_sha256=known, skip_folder=holds_index)
         _refuse_nothing_new(reading)
         build = m["build"]
-        passages, sources = _passages(
-            paths, reading, encoder, build["chunk_tokens"], build["overlap"]
-        )
+        passages, sources, contexts = _passages(paths, reading, encoder, build)
         if m["status"] == "building":
-            plan = _plan_sha256(model, build, m["pending"]["start_row"], passages)
+            plan = plan_sha256(model, build, m["pending"]["start_row"], passages, contexts)
             if plan == m["pending"]["plan_sha256"]:
                 list(verify_shards(index_dir, m))
-                return _write_pending(index_dir, m, passages, encoder, batch_size, progress)
+                return _write_pending(
+                    index_dir, m, passages, contexts, encoder, batch_size, progress
+                )
             m = _roll_back(index_dir, m)
         _refuse_changed(index_dir, m, reading)
         list(verify_shards(index_dir, m))
         m["pending"] = {
-            "plan_sha256": _plan_sha256(model, build, m["count"], passages),
+            "plan_sha256": plan_sha256(model, build, m["count"], passages, contexts),
             "start_row": m["count"],
             "rows": len(passages),
             "base": {
@@ -384,4 +383,4 @@ def add_to_index(
         m["files"] = m.get("files", []) + files
         m["status"] = "building"
         write_manifest(index_dir, m)
-        return _write_pending(index_dir, m, passages, encoder, batch_size, progress)
+        return _write_pending(index_dir, m, passages, contexts, encoder, batch_size, progress)

@@ -13,7 +13,9 @@ index folder (``../outside/secret`` or an absolute path is refused before any fi
     pending                         {plan_sha256: 64 hex, start_row: int, rows: int,
                                      base: optional {count, shards, sources, files}}
     build                           {chunk_tokens: int >= 2, overlap: int in [0, chunk_tokens - 1],
-                                     batch_size: int >= 1}
+                                     batch_size: int >= 1, context (optional): "outline" (each
+                                     passage encoded with its context, stored in its shard line;
+                                     absent in indexes built before contexts or without them)}
     sources                         [{source: str, passages: int >= 1}]
     files (optional)                [{path: str, sha256: 64 hex}]
     skipped (optional)              [{path: str, reason: str, detail: str}] (the last build/add's)
@@ -42,6 +44,7 @@ __all__ = ["check_manifest", "SHARD_NAME"]
 SHARD_NAME = re.compile(r"shard_\d{5}-[0-9a-f]{10}")
 IVF_NAME = re.compile(r"ivf-[0-9a-f]{10}")
 HEX64 = re.compile(r"[0-9a-f]{64}")
+BUILD_CONTEXT = re.compile(r"outline")
 
 
 class _Checker:
@@ -168,6 +171,8 @@ def check_manifest(m: object, path: Path, fmt: str = "jaxparadigm-index", versio
     chunk = c.integer("build.chunk_tokens", build["chunk_tokens"], 2)
     c.integer("build.overlap", build["overlap"], 0, chunk - 1)
     c.integer("build.batch_size", build["batch_size"], 1)
+    if "context" in build:
+        c.text("build.context", build["context"], BUILD_CONTEXT, "'outline'")
     c.records("sources", m["sources"], SOURCE_FIELDS)
     c.records("files", m.get("files", []), FILE_FIELDS)
     c.records("skipped", m.get("skipped", []), SKIPPED_FIELDS)

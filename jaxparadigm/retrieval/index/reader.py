@@ -46,6 +46,7 @@ from jaxparadigm.retrieval.index.store import (
     read_manifest,
     shard_embeddings,
     shard_passages,
+    shard_records,
     verify_shards,
 )
 
@@ -94,7 +95,8 @@ class Index:
 
     ``manifest`` (the committed one), ``model`` (``{name, dim, max_seq_length}``), ``dim``,
     ``len(index)`` rows, ``shard_arrays`` (read-only float32 ``[rows, dim]`` per shard),
-    ``embeddings()`` (all rows, one float32 copy), ``passage(row)`` and ``passages()``.
+    ``embeddings()`` (all rows, one float32 copy), ``passage(row)``, ``context(row)`` and
+    ``passages()``.
 
     ``part=(p, n)``: open only the shards process ``p`` of ``n`` holds (:func:`shard_range`;
     ``held``, ``first_row``), for a search split over processes (issue 37): only their files are
@@ -162,6 +164,7 @@ class Index:
         self.first_row: int = held.start * m["shard_rows"]
         self.shard_arrays: list[np.ndarray] = arrays
         self._passages: dict[int, list[Passage]] = {}
+        self._contexts: dict[int, list[str]] = {}
         self.ivf: IVFLists | None = ivf
 
     def _held(self, m: dict) -> range:
@@ -212,11 +215,19 @@ class Index:
                 f"{self.first_row + len(self) - 1})"
             )
         if j not in self._passages:
-            self._passages[j] = shard_passages(
+            self._passages[j], self._contexts[j] = shard_records(
                 self.path, self._shards[j], verify=self._verify, opened=self._files[j]
             )
             _close([self._files[j]])  # read once: the passages are held from here on
         return self._passages[j][row % size]
+
+    def context(self, row: int) -> str:
+        """The context stored with corpus ``row``'s passage (file name and section titles,
+        :mod:`~jaxparadigm.retrieval.documents.outline`); ``""`` for an index built without
+        contexts."""
+        self.passage(row)  # checks the row, reads its shard once
+        size = self.manifest["shard_rows"]
+        return self._contexts[row // size][row % size]
 
     def passages(self) -> list[Passage]:
         """Every passage held, in row order."""

@@ -5,6 +5,9 @@
                                      sha256 of each file)
     INDEX_DIR/shard_00000-<h>.npy    float32 [rows, dim] unit embeddings (np.load(mmap_mode="r"))
     INDEX_DIR/shard_00000-<h>.jsonl  one passage per line: {"source", "start", "end", "text"}
+                                     and, when the build recorded one, its "context" (file name
+                                     and section titles: documents.outline; a line without
+                                     it has the context "")
 
 Row ``r`` of the corpus is row ``r % shard_rows`` of shard ``r // shard_rows``: every shard holds
 ``shard_rows`` rows except the last. A shard's files are written under a fresh name (``<h>`` is the
@@ -66,6 +69,7 @@ __all__ = [
     "write_shard",
     "shard_embeddings",
     "shard_passages",
+    "shard_records",
     "open_passages",
     "verify_shards",
     "remove_unreferenced",
@@ -197,14 +201,22 @@ def _save_npy(path: Path, embeddings: np.ndarray) -> None:
 
 
 def write_shard(
-    index_dir: Path, number: int, embeddings: np.ndarray, passages: Sequence[Passage]
+    index_dir: Path,
+    number: int,
+    embeddings: np.ndarray,
+    passages: Sequence[Passage],
+    contexts: Sequence[str] | None = None,
 ) -> dict:
-    """Write shard ``number`` (float32 ``[rows, dim]`` + its passages); returns its manifest entry."""
+    """Write shard ``number`` (float32 ``[rows, dim]`` + its passages, each line with its
+    ``contexts`` entry when that is not empty); returns its manifest entry."""
     embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
     if embeddings.ndim != 2 or embeddings.shape[0] != len(passages):
         raise ValueError(
             f"embeddings: got shape {embeddings.shape}, expected ({len(passages)}, dim)"
         )
+    contexts = [""] * len(passages) if contexts is None else list(contexts)
+    if len(contexts) != len(passages):
+        raise ValueError(f"contexts: got {len(contexts)}, expected {len(passages)} (one per row)")
     if not np.all(np.isfinite(embeddings)):
         raise ValueError(f"shard {number}: embeddings hold NaN or inf; refusing to write them")
     unique = f"{os.getpid()}.{secrets.token_hex(4)}"
@@ -212,8 +224,9 @@ def write_shard(
     tmp_jsonl = index_dir / f"shard_{number:05d}.{unique}.jsonl.tmp"
     _save_npy(tmp_npy, embeddings)
     with create_new(tmp_jsonl, text=True) as fh:
-        for p in passages:
-            fh.write(json.dumps(p._asdict(), ensure_ascii=False) + "\n")
+        for p, context in zip(passages, contexts, strict=True):
+            record = p._asdict() | ({"context": context} if context else {})
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
     digests = {"embeddings": sha256_file(tmp_npy), "passages": sha256_file(tmp_jsonl)}
@@ -291,15 +304,23 @@ def shard_embeddings(index_dir: Path, shard: dict, dim: int, *, verify: bool = T
     return emb
 
 
-def _passage(where: str, line: bytes) -> Passage:
+_FIELDS = {"source": str, "start": int, "end": int, "text": str}
+
+
+def _passage(where: str, line: bytes) -> tuple[Passage, str]:
     try:
         record = read_json(line)
     except JsonLineError as exc:
         raise InputError(f"{where}: not a JSON line ({exc}); the index is damaged") from None
-    fields = {"source": str, "start": int, "end": int, "text": str}
+    fields = _FIELDS | (
+        {"context": str} if isinstance(record, dict) and "context" in record else {}
+    )
     if not isinstance(record, dict) or set(record) != set(fields):
         got = sorted(record) if isinstance(record, dict) else type(record).__name__
-        raise InputError(f"{where}: got {got}, expected an object with keys {sorted(fields)}")
+        raise InputError(
+            f"{where}: got {got}, expected an object with keys {sorted(_FIELDS)} (and "
+            "optionally 'context')"
+        )
     for key, kind in fields.items():
         if isinstance(record[key], bool) or not isinstance(record[key], kind):
             raise InputError(
@@ -309,14 +330,23 @@ def _passage(where: str, line: bytes) -> Passage:
         raise InputError(
             f"{where}: offsets [{record['start']}:{record['end']}], expected 0 <= start <= end"
         )
-    return Passage(**record)
+    context = record.pop("context", "")
+    return Passage(**record), context
 
 
 def shard_passages(
     index_dir: Path, shard: dict, *, verify: bool = True, opened: mmap.mmap | bytes | None = None
 ) -> list[Passage]:
-    """The shard's passages, in row order (checksum first; each line checked: keys and types),
-    read from ``opened`` (:func:`open_passages`) when given, else from the file's name.
+    """The shard's passages, in row order (:func:`shard_records` without the contexts)."""
+    return shard_records(index_dir, shard, verify=verify, opened=opened)[0]
+
+
+def shard_records(
+    index_dir: Path, shard: dict, *, verify: bool = True, opened: mmap.mmap | bytes | None = None
+) -> tuple[list[Passage], list[str]]:
+    """The shard's passages and their contexts (``""`` where a line has none), in row order
+    (checksum first; each line checked: keys and types), read from ``opened``
+    (:func:`open_passages`) when given, else from the file's name.
 
     Lines are split on ``"\\n"`` only: a passage's text may hold U+2028/U+2029/U+0085."""
     path, what = _shard_file(index_dir, shard, ".jsonl")
@@ -339,7 +369,7 @@ def shard_passages(
         raise InputError(
             f"{index_dir}: shard {shard['name']}: {len(out)} passages, expected {shard['rows']}"
         )
-    return out
+    return [p for p, _ in out], [c for _, c in out]
 
 
 def verify_shards(

@@ -36,7 +36,7 @@ from jaxparadigm.retrieval.index.store import (
     read_manifest,
     remove_unreferenced,
     shard_embeddings,
-    shard_passages,
+    shard_records,
     write_manifest,
     write_shard,
 )
@@ -48,27 +48,42 @@ Embed = Callable[[int, list[Passage]], np.ndarray]
 
 
 def write_rows(
-    index_dir: Path, m: dict, passages: list[Passage], embed: Embed, *, checkpoint: bool = True
+    index_dir: Path,
+    m: dict,
+    passages: list[Passage],
+    embed: Embed,
+    *,
+    checkpoint: bool = True,
+    contexts: list[str] | None = None,
 ) -> dict:
-    """Write the ``passages`` (all of ``m["pending"]``'s plan) from row ``m["count"]`` on; returns
-    ``m``, complete (module docstring)."""
+    """Write the ``passages`` (all of ``m["pending"]``'s plan; ``contexts``: one per passage,
+    stored beside it when not empty) from row ``m["count"]`` on; returns ``m``, complete (module
+    docstring)."""
     start = m["pending"]["start_row"]
+    contexts = [""] * len(passages) if contexts is None else contexts
     todo = passages[m["count"] - start :]
+    todo_contexts = contexts[m["count"] - start :]
     while todo:
         size, last = m["shard_rows"], m["shards"][-1] if m["shards"] else None
         partial = last if last is not None and last["rows"] < size else None
         room = size - partial["rows"] if partial is not None else size
         take, todo = todo[:room], todo[room:]
+        take_contexts, todo_contexts = todo_contexts[:room], todo_contexts[room:]
         emb = embed(m["count"], take)
         if partial is not None:
             old_emb = shard_embeddings(index_dir, partial, m["model"]["dim"])
-            old = shard_passages(index_dir, partial)
+            old, old_contexts = shard_records(index_dir, partial)
             entry = write_shard(
-                index_dir, len(m["shards"]) - 1, np.concatenate([old_emb, emb]), old + take
+                index_dir,
+                len(m["shards"]) - 1,
+                np.concatenate([old_emb, emb]),
+                old + take,
+                old_contexts + take_contexts,
             )
             m["shards"][-1] = entry
         else:
-            m["shards"].append(write_shard(index_dir, len(m["shards"]), emb, take))
+            entry = write_shard(index_dir, len(m["shards"]), emb, take, take_contexts)
+            m["shards"].append(entry)
         m["count"] += len(take)
         if checkpoint:
             write_manifest(index_dir, m)  # from here on this shard is never re-encoded

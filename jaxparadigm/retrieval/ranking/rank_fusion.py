@@ -3,11 +3,14 @@
 Cormack, Clarke and Buettcher (SIGIR 2009). For rankings ``R_1 .. R_m`` (best first) and an item
 ``x`` at 1-based rank ``r_j(x)`` in ``R_j``:
 
-    RRF(x) = sum over the rankings j that hold x of 1 / (k + r_j(x))          (k = 60)
+    RRF(x) = sum over the rankings j that hold x of w_j / (k + r_j(x))      (k = 60)
 
-An item missing from a ranking adds nothing for it. Items are returned by descending ``RRF``;
-equal scores keep the order in which the items were first met reading ``R_1`` best to worst,
-then ``R_2``, and so on (so a tie between a dense and a keyword hit goes to the first ranking).
+with a weight ``w_j > 0`` per ranking (all 1 unless given: the paper's RRF); a larger ``w_j``
+lets ranking ``j`` outvote the others (the hybrid search's weights and why they are equal:
+:mod:`~jaxparadigm.retrieval.ranking.hybrid_search`). An item missing from a ranking adds nothing
+for it. Items are returned by descending ``RRF``; equal scores keep the order in which the items
+were first met reading ``R_1`` best to worst, then ``R_2``, and so on (so a tie between a dense
+and a keyword hit goes to the first ranking).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import TypeVar
 
+from jaxparadigm.common.numbers import check_float
+from jaxparadigm.common.quoting import quote
 from jaxparadigm.errors import require_int
 
 __all__ = ["reciprocal_rank_fusion"]
@@ -22,11 +27,28 @@ __all__ = ["reciprocal_rank_fusion"]
 T = TypeVar("T", bound=Hashable)
 
 
+def _check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
+    if weights is None:
+        return [1.0] * n
+    if isinstance(weights, str) or not isinstance(weights, Sequence) or len(weights) != n:
+        raise ValueError(
+            f"weights: got {quote(weights)}, expected {n} numbers > 0 (one per ranking)"
+        )
+    return [
+        check_float(f"weights[{j}]", w, 0.0, lo_open=True, error=ValueError)
+        for j, w in enumerate(weights)
+    ]
+
+
 def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[T]], k: int = 60, top: int | None = None
+    rankings: Sequence[Sequence[T]],
+    k: int = 60,
+    top: int | None = None,
+    weights: Sequence[float] | None = None,
 ) -> list[tuple[T, float]]:
     """``[(item, RRF score)]`` best first over the union of ``rankings`` (module docstring); at most
-    ``top`` of them when given. An item may appear at most once in each ranking."""
+    ``top`` of them when given; ``weights``: one ``w_j > 0`` per ranking (``None``: all 1). An
+    item may appear at most once in each ranking."""
     if isinstance(rankings, str) or not isinstance(rankings, Sequence):
         raise TypeError(f"rankings: got {type(rankings).__name__}, expected a list of rankings")
     if len(rankings) == 0:
@@ -34,6 +56,7 @@ def reciprocal_rank_fusion(
     k = require_int("k", k, 0)
     if top is not None:
         top = require_int("top", top, 1)
+    w = _check_weights(weights, len(rankings))
     score: dict[T, float] = {}
     for j, ranking in enumerate(rankings):
         if isinstance(ranking, str) or not isinstance(ranking, Sequence):
@@ -46,6 +69,6 @@ def reciprocal_rank_fusion(
                 f"rankings[{j}]: item {dup!r} appears twice, expected each at most once"
             )
         for rank, item in enumerate(ranking, start=1):
-            score[item] = score.get(item, 0.0) + 1.0 / (k + rank)
+            score[item] = score.get(item, 0.0) + w[j] / (k + rank)
     fused = sorted(score.items(), key=lambda pair: -pair[1])  # stable: ties keep first-met order
     return fused if top is None else fused[:top]

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxparadigm.errors import InputError
+from jaxparadigm.retrieval.documents.outline import Section
 from jaxparadigm.retrieval.documents.passages import Document, split_passages, splitting_tokenizer
 from jaxparadigm.retrieval.documents.reading import collect_files, read_documents
 
@@ -64,8 +65,8 @@ def test_read_documents_text_and_jsonl(tmp_path):
     reading = read_documents([tmp_path])
     src = tmp_path.resolve().as_posix()
     assert reading.documents == [
-        Document(f"{src}/a.md", "# Title\nbody"),
-        Document(f"{src}/r.jsonl:1", "first"),
+        Document(f"{src}/a.md", "# Title\nbody", (Section(0, 12, 1, "Title"),)),  # its outline
+        Document(f"{src}/r.jsonl:1", "first"),  # a JSONL line: no outline (sections None)
         Document(f"{src}/r.jsonl:3", "second"),
     ]
     assert [f.path for f in reading.files] == [f"{src}/a.md", f"{src}/r.jsonl"]

@@ -58,7 +58,12 @@ def test_build_writes_manifest_fixed_shards_and_passages(tmp_path, docs, hash_en
         "max_seq_length": 64,
     }
     assert [s["rows"] for s in m["shards"][:-1]] == [8] * (len(m["shards"]) - 1)
-    assert m["build"] == {"chunk_tokens": 24, "overlap": 4, "batch_size": 32}
+    assert m["build"] == {
+        "chunk_tokens": 24,
+        "overlap": 4,
+        "batch_size": 32,
+        "context": "outline",  # contexts stored (tests/retrieval/index/test_index_context.py)
+    }
     assert sum(s["passages"] for s in m["sources"]) == m["count"]
     searcher = IndexSearcher(out)
     assert [searcher.passage(r) for r in range(m["count"])] == want

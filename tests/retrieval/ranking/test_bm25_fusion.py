@@ -66,7 +66,7 @@ def test_bm25_matches_rank_bm25_formula_on_a_corpus():
 
 
 def test_bm25_words_and_top():
-    assert bm25_words("How do I Copy_Tree a folder?") == ["copy_tree", "folder"]
+    assert bm25_words("How do I Copy_Tree a folder?", identifiers=False) == ["copy_tree", "folder"]
     index = bm25_index(["the cat sat", "a dog", "dog dog cat", "nothing here", "bird"])
     # "a dog" (1 word) beats "dog dog cat" (3 words, dog twice) by length normalisation:
     # 2.5 / (1 + 1.5(.25 + .75 / 1.6)) = 1.203 > 5 / (2 + 1.5(.25 + 2.25 / 1.6)) = 1.115;
@@ -116,9 +116,41 @@ def test_rrf_ties_keep_first_met_order_and_k():
     assert reciprocal_rank_fusion([[1, 2, 3], [3]], top=2) == [(3, 1 / 63 + 1 / 61), (1, 1 / 61)]
 
 
+def test_weighted_rrf_by_hand():
+    # dense ["a", "b", "c"], keyword ["c", "b", "d"] with weights 2 : 1 and k = 60:
+    # a 2/61 = .03279; b 2/62 + 1/62 = .04839; c 2/63 + 1/61 = .04814; d 1/63 = .01587
+    fused = reciprocal_rank_fusion([["a", "b", "c"], ["c", "b", "d"]], weights=(2, 1))
+    assert fused == [
+        ("b", pytest.approx(3 / 62)),
+        ("c", pytest.approx(2 / 63 + 1 / 61)),
+        ("a", pytest.approx(2 / 61)),
+        ("d", pytest.approx(1 / 63)),
+    ]
+    # equal weights are plain RRF, scaled: same order, scores times w
+    plain = reciprocal_rank_fusion([["a", "b", "c"], ["c", "b", "d"]])
+    scaled = reciprocal_rank_fusion([["a", "b", "c"], ["c", "b", "d"]], weights=[0.5, 0.5])
+    assert [x for x, _ in scaled] == [x for x, _ in plain]
+    assert [s for _, s in scaled] == pytest.approx([s / 2 for _, s in plain])
+    # each ranking's first item alone: a tie at 1:1 (the first ranking's wins), the heavier wins
+    assert reciprocal_rank_fusion([["x"], ["y"]]) == [("x", 1 / 61), ("y", 1 / 61)]
+    assert reciprocal_rank_fusion([["x"], ["y"]], weights=(1, 3)) == [("y", 3 / 61), ("x", 1 / 61)]
+    # w 1st by dense only, x 2nd by dense and 9th by keyword, y 1st by keyword only (3 : 1)
+    fused = reciprocal_rank_fusion([["w", "x"], ["y", *"abcdefg", "x"]], weights=(3, 1))
+    assert [i for i, _ in fused[:3]] == ["x", "w", "y"]  # 3/62 + 1/69 > 3/61 > 1/61
+
+
 @pytest.mark.parametrize(
     "rankings, kw, match",
     [
+        ([["a"], ["b"]], {"weights": (1.0,)}, r"weights: got \(1.0,\), expected 2 numbers > 0"),
+        ([["a"]], {"weights": (0,)}, r"weights\[0\]: got 0, expected a finite number > 0"),
+        (
+            [["a"]],
+            {"weights": (float("inf"),)},
+            r"weights\[0\]: got inf, expected a finite number > 0",
+        ),
+        ([["a"]], {"weights": (True,)}, r"weights\[0\]: got True, expected a finite number > 0"),
+        ([["a"]], {"weights": "1"}, "weights: got '1'"),
         ([], {}, "rankings: got an empty list"),
         ([["a", "a"]], {}, r"rankings\[0\]: item 'a' appears twice"),
         (["ab"], {}, r"rankings\[0\]: got str"),

@@ -93,3 +93,82 @@ def test_list_items_and_paragraphs_are_segments():
 def test_bad_input(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+def test_idf_breaks_ties_so_reset_does_not_beat_password():
+    # one query word per sentence: by position "reset" (the first) wins, by idf "password"
+    p = "Reset it by hand first. The password is stored hashed."
+    q = "reset my password by email"
+    assert best_excerpt(p, q).text == "Reset it by hand first."
+    idf = {"reset": 0.4, "user": 0.3, "password": 5.0, "email": 2.0}
+    ex = best_excerpt(p, q, idf=idf)
+    assert ex.text == "The password is stored hashed." and spans_text(p, ex) == ["password"]
+    # equal weights: the first segment again
+    assert best_excerpt(p, q, idf=dict.fromkeys(idf, 1.0)) == best_excerpt(p, q)
+    # more distinct query words come first: "reset" + "user" beat "password" (measured:
+    # the count first holds the evidence 38 of 62 times, the idf sum alone 37)
+    p2 = "Reset a user name first. The password is stored hashed."
+    q2 = "user password reset"
+    assert best_excerpt(p2, q2, idf=idf).text == "Reset a user name first."
+
+
+def test_function_words_are_neither_scored_nor_marked_beside_content_words():
+    # "without" and "about" are function words: the one content word decides, and is the only mark
+    p = "Run it without a cache and without a lock. The password is stored about here."
+    ex = best_excerpt(p, "password without lock")
+    assert ex.text == "Run it without a cache and without a lock." and spans_text(p, ex) == ["lock"]
+    ex = best_excerpt(p, "password without about")
+    assert ex.text == "The password is stored about here." and spans_text(p, ex) == ["password"]
+    assert query_words("login without a password") == {"login", "password"}
+    # negations, particles and quantifiers carry meaning in a question: content words
+    assert query_words("ask yes or no before continuing") == {"ask", "yes", "no", "continuing"}
+    assert query_words("find out only some") == {"find", "out", "only", "some"}
+    # a query of function words only keeps them all
+    assert query_words("with or without") == {"with", "or", "without"}
+    ex = best_excerpt(p, "without")
+    assert spans_text(p, ex) == ["without", "without"]
+
+
+def test_a_long_word_before_the_query_word_does_not_push_it_out():
+    blob = "QUJD" * 75  # a 300-character base64 run, longer than max_chars
+    p = f"Token {blob} password reset link"
+    ex = best_excerpt(p, "password", max_chars=240)
+    assert ex.text == "password reset link" and spans_text(p, ex) == ["password"]
+    url = "https://example.org/" + "a" * 200 + "/x"
+    p = f"See {url} then the password field"
+    ex = best_excerpt(p, "password", max_chars=60)
+    assert spans_text(p, ex) == ["password"] and ex.text == p[ex.start : ex.end]
+    assert len(ex.text) <= 60 and ex.text.endswith("then the password field")
+    # a long word that fits with the query word is still kept whole from its start
+    p = "Intro words here " + "b" * 30 + " password and a longer end of the sentence"
+    ex = best_excerpt(p, "password", max_chars=45)
+    assert ex.start == 17 and ex.text == "b" * 30 + " password and a"
+
+
+@pytest.mark.parametrize("eol", ["\r\n", "\r"])
+def test_crlf_and_cr_blank_lines_break_paragraphs_like_lf(eol):
+    lf = "Configuration\n\nSet the password in the config file\n\nNotes about logging\n- a cache item"
+    other = lf.replace("\n", eol)
+    for q in ["password", "logging", "cache"]:
+        a, b = best_excerpt(lf, q), best_excerpt(other, q)
+        assert b.text == a.text and b.text == other[b.start : b.end], q
+        assert [other[s:e] for s, e in b.marks] == [lf[s:e] for s, e in a.marks]
+    assert best_excerpt(other, "password").text == "Set the password in the config file"
+    assert best_excerpt(other, "cache").text == "- a cache item"
+
+
+def test_idf_missing_word_weighs_the_largest_and_anchor_is_the_heaviest():
+    p = "Alpha here. Gamma."
+    # "gamma" is not in the mapping: it weighs max(idf) = 2.0 > alpha 1.5
+    assert best_excerpt(p, "alpha gamma", idf={"alpha": 1.5, "z": 2.0}).text == "Gamma."
+    assert best_excerpt(p, "alpha gamma", idf={"alpha": 2.5, "z": 2.0}).text == "Alpha here."
+    # a long segment is cut around its heaviest word, not its first query word
+    words = " ".join(f"w{i:03d}" for i in range(100))
+    ex = best_excerpt(words, "w005 w080", max_chars=40, idf={"w005": 1.0, "w080": 3.0})
+    assert "w080" in ex.text and "w005" not in ex.text
+    ex = best_excerpt(words, "w005 w080", max_chars=40)  # equal weights: the first one
+    assert "w005" in ex.text and "w080" not in ex.text
+    # a negative weight counts 0: the segment holding the word still beats none
+    assert best_excerpt("No. Yes here.", "yes", idf={"yes": -1.0}).text == "Yes here."
+    with pytest.raises(TypeError, match="idf: got list"):
+        best_excerpt(p, "alpha", idf=[1.0])

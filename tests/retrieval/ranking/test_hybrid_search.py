@@ -6,7 +6,11 @@ from __future__ import annotations
 import pytest
 
 from jaxparadigm.retrieval import IndexSearcher, build_index
-from jaxparadigm.retrieval.ranking.hybrid_search import hybrid_search, keyword_index
+from jaxparadigm.retrieval.ranking.hybrid_search import (
+    FUSION_WEIGHTS,
+    hybrid_search,
+    keyword_index,
+)
 from jaxparadigm.retrieval.ranking.rank_fusion import reciprocal_rank_fusion
 from jaxparadigm.retrieval.sparse.bm25 import bm25_index, bm25_top
 
@@ -34,11 +38,16 @@ def test_hybrid_equals_rrf_of_dense_and_bm25(searcher, hash_encoder):
     keyword = keyword_index(searcher)
     texts = [searcher.passage(r).text for r in range(len(searcher))]
     assert sorted(texts) == sorted(TEXTS)
+    # the keyword side reads each passage with its context: here the file name (plain text)
+    contexts = [searcher.index.context(r) for r in range(len(searcher))]
+    assert sorted(contexts) == [f"d{i}.txt" for i in range(6)]
+    indexed = [f"{c}\n{t}" for c, t in zip(contexts, texts, strict=True)]
     queries = ["kestrel", "water for the heron", "nothing matches zzz"]
     got = hybrid_search(searcher, hash_encoder, queries, k=4, keyword=keyword, depth=5)
     dense = searcher.search(hash_encoder, queries, k=5)
     for q, hits, d in zip(queries, got, dense, strict=True):
-        want = reciprocal_rank_fusion([[h.row for h in d], bm25_top(bm25_index(texts), q, 5)])[:4]
+        keyword_top = bm25_top(bm25_index(indexed), q, 5)
+        want = reciprocal_rank_fusion([[h.row for h in d], keyword_top])[:4]
         assert [(h.row, h.score) for h in hits] == want
         for h in hits:
             assert (h.source, h.start, h.end, h.text) == tuple(searcher.passage(h.row))
@@ -57,3 +66,29 @@ def test_hybrid_bad_input(searcher, hash_encoder):
         hybrid_search(searcher, hash_encoder, "kestrel", depth=0)
     with pytest.raises(ValueError, match="keyword: got a BM25 index of 2 passages, expected 6"):
         hybrid_search(searcher, hash_encoder, "kestrel", keyword=bm25_index(["a", "b"]))
+
+
+def test_hybrid_weights_are_those_of_the_fusion(searcher, hash_encoder):
+    keyword = keyword_index(searcher)
+    d = [h.row for h in searcher.search(hash_encoder, "kestrel heron", k=5)[0]]
+    b = bm25_top(keyword, "kestrel heron", 5)
+    for weights in [(1.0, 1.0), (3.0, 1.0), (1.0, 2.5)]:
+        got = hybrid_search(
+            searcher, hash_encoder, "kestrel heron", k=5, keyword=keyword, depth=5, weights=weights
+        )[0]
+        want = reciprocal_rank_fusion([d, b], weights=weights)[:5]
+        assert [(h.row, h.score) for h in got] == want
+    assert (
+        hybrid_search(searcher, hash_encoder, "kestrel heron", k=5, keyword=keyword, depth=5)[0]
+        == hybrid_search(
+            searcher,
+            hash_encoder,
+            "kestrel heron",
+            k=5,
+            keyword=keyword,
+            depth=5,
+            weights=FUSION_WEIGHTS,
+        )[0]
+    )
+    with pytest.raises(ValueError, match=r"weights\[1\]: got 0.0, expected a finite number > 0"):
+        hybrid_search(searcher, hash_encoder, "kestrel", weights=(1.0, 0.0))
