@@ -84,6 +84,20 @@ _TMP_SUFFIX = ".orbax-checkpoint-tmp"  # orbax writes a step here, then renames 
 _REQUIRED = ("meta/metadata", "state/_METADATA", "state/manifest.ocdbt")  # a complete step's files
 
 
+def _mesh_text(t_pairs) -> str:
+    """The meshes a template's arrays lie on, as ``mesh fsdp 4 x tensor 2`` (``one device`` for
+    single-device arrays, ``host arrays`` without any)."""
+    meshes = []
+    for _, x in t_pairs:
+        mesh = getattr(getattr(x, "sharding", None), "mesh", None)
+        if mesh is not None and mesh.shape not in meshes:
+            meshes.append(mesh.shape)
+    if meshes:
+        return "; ".join("mesh " + " x ".join(f"{k} {v}" for k, v in m.items()) for m in meshes)
+    on_device = any(isinstance(x, jax.Array) for _, x in t_pairs)
+    return "one device" if on_device else "host arrays"
+
+
 class Checkpointer:
     """``save(state)`` / ``restore(template)`` signed checkpoints under ``directory`` (C5.1).
 
@@ -331,9 +345,15 @@ class Checkpointer:
                 for i, (_, x) in enumerate(t_pairs)
             ]
         except Exception as exc:  # orbax/tensorstore read errors of a damaged step
+            reason = _read_failure(exc, self.directory)
+            if "file '" not in reason:  # no damaged file: the layout is what failed
+                raise CheckpointError(
+                    f"checkpoint step {step} in {self.directory}: cannot be read into this "
+                    f"run's layout ({_mesh_text(t_pairs)}): {reason}"
+                ) from exc
             raise CheckpointError(
                 f"checkpoint step {step} in {self.directory}: its state is unreadable "
-                f"({_read_failure(exc, self.directory)}). {self._what_to_do(step)}"
+                f"({reason}). {self._what_to_do(step)}"
             ) from exc
 
     def _what_to_do(self, step: int) -> str:

@@ -12,11 +12,15 @@ counted once. A single-device array whose buffer is no shard of a multi-device a
 *copy* (:attr:`Sample.copies` lists those of at least ``min_copy_bytes``): on a sharded run, an
 unsharded copy of a parameter or a moment held beside the layout.
 
-:class:`LiveBufferSampler` takes samples (a) from a background thread every ``interval_s`` and
-(b), with ``package`` set, at every return of a Python function of that package in the thread that
-started it (deterministic points: each stage of the loop, each checkpoint save, each evaluation).
-It keeps the peak of each device and the sample of the busiest device's peak. Intermediate
-buffers of a compiled program (activations) are XLA's and not ``jax.Array`` s: not counted.
+:class:`LiveBufferSampler` takes samples (a) with ``packages`` set, at every return of a Python
+function of those packages (e.g. ``("jaxparadigm", "orbax")``: each stage of the loop, each
+checkpoint save and its writer threads, each evaluation), in the thread that entered it and in
+threads started inside it: deterministic points; and (b) from a background thread every
+``interval_s``, which also sees the middle of a jitted call, but races with it: an array donated
+while a sample reads the live list leaves its single-device views behind, listed as copies for
+that one sample. It keeps the peak of each device and the sample of the busiest device's peak.
+Intermediate buffers of a compiled program (activations) are XLA's and not ``jax.Array`` s: not
+counted.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ def _buffers(arrays: Iterable[jax.Array]) -> tuple[dict, list]:
             if a.is_deleted():
                 continue
             if len(a.sharding.device_set) == 1:
-                (device,) = a.sharding.device_set
+                device: Any = next(iter(a.sharding.device_set))
                 single.append(
                     (a.unsafe_buffer_pointer(), device.id, a.nbytes, a.shape, str(a.dtype))
                 )
@@ -84,11 +88,36 @@ def live_sample(where: str = "", min_copy_bytes: int = 1024) -> Sample:
     return Sample(per_device, sorted(copies), where)
 
 
+def _within(module: str, packages: tuple[str, ...], function: str | None = None) -> bool:
+    """Whether ``module`` is one of ``packages`` or inside one; an entry ``"module:name"`` takes
+    only the functions called ``name`` of that module (``function`` None: any)."""
+    for p in packages:
+        where, _, name = p.partition(":")
+        if (module == where or module.startswith(f"{where}.")) and (
+            not name or function is None or name == function
+        ):
+            return True
+    return False
+
+
+def _running(thread: int, packages: tuple[str, ...]) -> str:
+    """The innermost function ``thread`` runs (of ``packages`` when one is on its stack)."""
+    frame = sys._current_frames().get(thread)
+    first = frame
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if _within(module, packages):
+            return f"{module}.{frame.f_code.co_name}"
+        frame = frame.f_back
+    return "?" if first is None else f"{first.f_globals.get('__name__', '')}.{first.f_code.co_name}"
+
+
 class LiveBufferSampler:
     """Samples live buffers during a block (``with LiveBufferSampler(...) as s:``) (C4.1).
 
-    ``interval_s``: the background thread's period (None: no thread); ``package``: sample at
-    every return of a function whose module is this package or below it (None: no hook). After
+    ``interval_s``: the background thread's period (None: no thread); ``packages``: sample at
+    every return of a function whose module is one of these packages or below, or, for an entry
+    ``"module:name"``, of the functions ``name`` of that module (``()``: no hook). After
     the block: :attr:`peak` (``{device: largest bytes}``), :attr:`busiest` (the sample holding
     the largest single-device figure), :attr:`samples` (how many were taken) and
     :attr:`copies` (every distinct copy ``(device, shape, dtype)`` seen, with the first place).
@@ -96,17 +125,20 @@ class LiveBufferSampler:
 
     def __init__(
         self,
-        interval_s: float | None = 0.005,
-        package: str | None = None,
+        interval_s: float | None = None,
+        packages: tuple[str, ...] = ("jaxparadigm",),
         min_copy_bytes: int = 1024,
     ) -> None:
         if interval_s is not None and not interval_s > 0:
             raise ValueError(f"interval_s: got {interval_s!r}, expected None or a time > 0")
-        self.interval_s, self.package, self.min_copy_bytes = interval_s, package, min_copy_bytes
+        if isinstance(packages, str) or not all(isinstance(p, str) for p in packages):
+            raise TypeError(f"packages: got {packages!r}, expected a tuple of package names")
+        self.interval_s, self.packages, self.min_copy_bytes = interval_s, packages, min_copy_bytes
         self.peak: dict[int, int] = {}
         self.busiest = Sample({}, [], "")
         self.copies: dict[tuple[int, tuple[int, ...], str], str] = {}
         self.samples = 0
+        self.places: dict[str, int] = {}  # samples taken per place
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -117,6 +149,7 @@ class LiveBufferSampler:
         sample = live_sample(where, self.min_copy_bytes)
         with self._lock:
             self.samples += 1
+            self.places[where] = self.places.get(where, 0) + 1
             for device, nbytes in sample.per_device.items():
                 self.peak[device] = max(self.peak.get(device, 0), nbytes)
             if sample.busiest > self.busiest.busiest:
@@ -125,15 +158,15 @@ class LiveBufferSampler:
                 self.copies.setdefault(copy, where)
         return sample
 
-    def _loop(self) -> None:
+    def _loop(self, main: int) -> None:
         while not self._stop.wait(self.interval_s):
-            self.take("thread")
+            self.take(f"thread during {_running(main, self.packages)}")
 
     def _profile(self, frame: Any, event: str, arg: Any) -> None:
         if event != "return" or getattr(self._inside, "busy", False):
             return
         module = frame.f_globals.get("__name__", "")
-        if module != self.package and not module.startswith(f"{self.package}."):
+        if not _within(module, self.packages, frame.f_code.co_name):
             return
         self._inside.busy = True  # no samples of the sampler's own calls
         try:
@@ -142,16 +175,19 @@ class LiveBufferSampler:
             self._inside.busy = False
 
     def __enter__(self) -> LiveBufferSampler:
-        if self.package is not None:
+        if self.packages:
             sys.setprofile(self._profile)
+            threading.setprofile(self._profile)
         if self.interval_s is not None:
-            self._thread = threading.Thread(target=self._loop, daemon=True)
+            main = threading.get_ident()
+            self._thread = threading.Thread(target=self._loop, args=(main,), daemon=True)
             self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.package is not None:
+        if self.packages:
             sys.setprofile(None)
+            threading.setprofile(None)
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

@@ -1,8 +1,10 @@
-"""Where the train state and the batch live: ``data``, ``zero1`` and ``fsdp`` placement (C4.1, C5.2).
+"""Where the train state and the batch live: ``data``, ``zero1``, ``fsdp`` and ``fsdp_tensor``
+placement (C4.1, C5.2).
 
-A 1-D mesh ``Mesh(devices, ("data",))`` over every device of every process (ordered by process,
-so process ``p`` holds rows ``[p B/P, (p+1) B/P)`` of each global batch ``B``). The batch is always
-split along its leading axis (``PartitionSpec("data")``); the modes differ in what else is split::
+``data``, ``zero1`` and ``fsdp`` use a 1-D mesh ``Mesh(devices, ("data",))`` over every device of
+every process (ordered by process, so process ``p`` holds rows ``[p B/P, (p+1) B/P)`` of each
+global batch ``B``). The batch is always split along its leading axis (``PartitionSpec("data")``);
+the modes differ in what else is split::
 
     mode    params        optimiser state (Adam mu, nu)    gradients        collectives XLA inserts
     data    replicated    replicated                       replicated       all-reduce(grads)
@@ -22,12 +24,25 @@ is split (``PartitionSpec(None, .., "data", .., None)`` with ``"data"`` at ``d``
 (counters, RNG, scales, guard) are always replicated. The rule depends on the shape only, so Adam's
 ``mu``/``nu`` are split exactly like their parameter.
 
+``fsdp_tensor`` uses a 2-D mesh ``(fsdp, tensor)`` of ``F x T`` devices (``T`` =
+``train.sharding.tensor``, ``F = n / T``; a tensor group is ``T`` consecutive devices, so it lies
+within one process when ``T`` divides a process's device count). A parameter with logical axis
+names (:mod:`jaxparadigm.models.partitioning`) is laid out by the rules table ``RULES`` (model
+width over ``fsdp``; attention heads, MLP hidden units and the vocabulary over ``tensor``); one
+without names by the rule above over all ``n`` devices (its dimension split over both axes,
+``PartitionSpec(("fsdp", "tensor"))``); a leaf under ``min_size`` elements is replicated. The
+optimiser state keeps its parameters' shardings: every subtree of the optimiser state shaped like
+the parameters (``mu``, ``nu``) gets the parameters' shardings, its other leaves the rule. The
+forward pass gathers the parameters over ``fsdp`` only (they stay split over ``tensor``: each
+device computes its heads and hidden units); the gradients are reduce-scattered back to the
+parameters' layout; the batch is split over ``fsdp``, and activations are laid out by their names
+(``models.partitioning.constrain`` under the step's rules).
+
 We only *declare* shardings (``NamedSharding`` for the jitted step's outputs, and
 ``with_sharding_constraint`` on the parameters used by the forward pass and on the gradients); the
 communication is XLA's SPMD partitioner's, on JAX's own runtime (``jax.distributed`` across
-processes). Per-device memory is measured from each array's ``addressable_shards``
-(:func:`bytes_per_device`) and the compiled step's collectives are counted in its HLO text
-(:func:`collective_stats`).
+processes). Per-device memory is computed from each array's sharding (:func:`bytes_per_device`)
+and the compiled step's collectives are counted in its HLO text (:func:`collective_stats`).
 """
 
 from __future__ import annotations
@@ -41,16 +56,21 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from jaxparadigm.models.partitioning import RULES, logical_spec
+
 __all__ = [
     "COLLECTIVES",
     "DATA_AXIS",
+    "FSDP_AXIS",
     "MODES",
+    "TENSOR_AXIS",
     "StepLayout",
     "bytes_per_device",
     "collective_stats",
     "data_mesh",
     "layout_figures",
     "leaf_spec",
+    "mesh_for",
     "place",
     "replicate",
     "shard_batch",
@@ -59,31 +79,60 @@ __all__ = [
     "tree_shardings",
 ]
 
-#: The one mesh axis: batch rows, and the split dimension of sharded leaves, lie along it.
+#: The 1-D mesh's axis: batch rows, and the split dimension of sharded leaves, lie along it.
 DATA_AXIS = "data"
-#: ``train.sharding.mode`` values: one device, replicated state, + split optimiser state, + split params.
-MODES = ("none", "data", "zero1", "fsdp")
+#: The 2-D mesh's axes (``fsdp_tensor``): batch rows and the model width / heads and hidden units.
+FSDP_AXIS, TENSOR_AXIS = "fsdp", "tensor"
+#: ``train.sharding.mode`` values: one device, replicated state, + split optimiser state, + split
+#: params, + a second (tensor) axis.
+MODES = ("none", "data", "zero1", "fsdp", "fsdp_tensor")
 #: HLO collective ops counted in a compiled step (``collective_stats``).
 COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "collective-permute", "all-to-all")
 
 
-def data_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
-    """A 1-D mesh with axis ``"data"`` over ``devices`` (default: all devices of all processes,
-    ordered by process index, then device id) (C5.2)."""
+def _ordered(devices: Sequence[jax.Device] | None) -> list[jax.Device]:
+    """``devices`` (default: all devices of all processes) ordered by process index, then id."""
     if devices is None:
         devices = sorted(jax.devices(), key=lambda d: (d.process_index, d.id))
     devices = list(devices)
     if not devices:
         raise ValueError("devices: got an empty list, expected at least one device")
-    return Mesh(np.array(devices), (DATA_AXIS,))
+    return devices
 
 
-def leaf_spec(shape: Sequence[int], n: int, min_size: int = 1) -> PartitionSpec:
+def data_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
+    """A 1-D mesh with axis ``"data"`` over ``devices`` (default: all devices of all processes,
+    ordered by process index, then device id) (C5.2)."""
+    return Mesh(np.array(_ordered(devices)), (DATA_AXIS,))
+
+
+def mesh_for(mode: str, tensor: int = 1, devices: Sequence[jax.Device] | None = None) -> Mesh:
+    """The mesh of ``mode``: :func:`data_mesh` for ``data``/``zero1``/``fsdp``; for
+    ``fsdp_tensor`` ``Mesh(devices.reshape(n / tensor, tensor), ("fsdp", "tensor"))`` (devices
+    ordered as :func:`data_mesh`'s). ``ValueError`` naming ``tensor`` when it does not divide the
+    device count (C5.2)."""
+    if mode not in MODES[1:]:
+        raise ValueError(f"mode: got {mode!r}, expected one of {', '.join(MODES[1:])}")
+    if mode != "fsdp_tensor":
+        return data_mesh(devices)
+    found = _ordered(devices)
+    if isinstance(tensor, bool) or not isinstance(tensor, int) or tensor < 1 or len(found) % tensor:
+        raise ValueError(
+            f"train.sharding.tensor: got {tensor!r}, expected a divisor of the {len(found)} "
+            "devices (the fsdp axis takes the remaining devices / tensor)"
+        )
+    grid = np.array(found).reshape(len(found) // tensor, tensor)
+    return Mesh(grid, (FSDP_AXIS, TENSOR_AXIS))
+
+
+def leaf_spec(
+    shape: Sequence[int], n: int, min_size: int = 1, axis: str | tuple[str, ...] = DATA_AXIS
+) -> PartitionSpec:
     """The sharding rule for one leaf (see the module docstring) (C4.1).
 
     ``PartitionSpec()`` (replicated) when the leaf has fewer than ``min_size`` elements or no
-    dimension divisible by ``n``; else ``"data"`` on the largest divisible dimension (the first
-    among equals).
+    dimension divisible by ``n``; else ``axis`` (``"data"``, or a tuple of mesh axes whose sizes
+    multiply to ``n``) on the largest divisible dimension (the first among equals).
     """
     shape = tuple(int(s) for s in shape)
     if n < 1:
@@ -94,7 +143,7 @@ def leaf_spec(shape: Sequence[int], n: int, min_size: int = 1) -> PartitionSpec:
     if not divisible:
         return PartitionSpec()
     d = max(divisible, key=lambda i: (shape[i], -i))
-    return PartitionSpec(*([None] * d), DATA_AXIS)
+    return PartitionSpec(*([None] * d), axis)
 
 
 def tree_shardings(tree: Any, mesh: Mesh, min_size: int = 1) -> Any:
@@ -109,9 +158,11 @@ class StepLayout(NamedTuple):
     """The shardings a sharded train step declares (C4.1, C5.2).
 
     ``state``: per leaf of the train state (the step's input and output); ``gathered``: the
-    parameters as the forward pass uses them (replicated: an all-gather when they are split);
-    ``grads``: the gradients before the optimiser (split like the optimiser state, or replicated);
-    ``batch``: the batch (split on axis 0); ``replicated``: scalars and metrics.
+    parameters as the forward pass uses them (replicated, or split over ``tensor`` only: an
+    all-gather when they are split); ``grads``: the gradients before the optimiser (split like
+    the optimiser state, or replicated); ``batch``: the batch (split on axis 0);
+    ``replicated``: scalars and metrics; ``rules``: the logical axis rules activations are laid
+    out by (``fsdp_tensor``), or None.
     """
 
     mode: str
@@ -121,17 +172,25 @@ class StepLayout(NamedTuple):
     grads: Any
     batch: NamedSharding
     replicated: NamedSharding
+    rules: tuple | None = None
 
 
-def step_layout(state: Any, mesh: Mesh, mode: str, min_size: int = 1024) -> StepLayout:
-    """The :class:`StepLayout` of ``mode`` (``data``, ``zero1`` or ``fsdp``) for a ``TrainState``.
+def step_layout(
+    state: Any, mesh: Mesh, mode: str, min_size: int = 1024, names: Any = None
+) -> StepLayout:
+    """The :class:`StepLayout` of ``mode`` (``data``, ``zero1``, ``fsdp`` on a :func:`data_mesh`;
+    ``fsdp_tensor`` on a :func:`mesh_for` 2-D mesh) for a ``TrainState`` (of arrays or
+    ``ShapeDtypeStruct`` s). ``names``: the parameters' logical axis names
+    (``models.partitioning.logical_names``; read by ``fsdp_tensor`` only, None: no names).
 
-    See the module docstring's table; ``min_size`` is the rule's replication threshold (C4.1).
+    See the module docstring; ``min_size`` is the rule's replication threshold (C4.1).
     """
     if mode not in MODES[1:]:
         raise ValueError(f"mode: got {mode!r}, expected one of {', '.join(MODES[1:])}")
     rep = NamedSharding(mesh, PartitionSpec())
     replicated = lambda tree: jax.tree_util.tree_map(lambda _: rep, tree)
+    if mode == "fsdp_tensor":
+        return _fsdp_tensor_layout(state, mesh, min_size, names)
     split = lambda tree: tree_shardings(tree, mesh, min_size)
     params = split(state.params) if mode == "fsdp" else replicated(state.params)
     opt_state = replicated(state.opt_state) if mode == "data" else split(state.opt_state)
@@ -148,17 +207,81 @@ def step_layout(state: Any, mesh: Mesh, mode: str, min_size: int = 1024) -> Step
     )
 
 
+def _fsdp_tensor_layout(state: Any, mesh: Mesh, min_size: int, names: Any) -> StepLayout:
+    """``fsdp_tensor``'s :class:`StepLayout` (module docstring): parameters by their names (the
+    rule over both axes without names), the optimiser state like its parameters."""
+    if tuple(mesh.axis_names) != (FSDP_AXIS, TENSOR_AXIS):
+        raise ValueError(
+            f"mesh: got axes {tuple(mesh.axis_names)}, expected {(FSDP_AXIS, TENSOR_AXIS)} for "
+            "mode 'fsdp_tensor' (mesh_for)"
+        )
+    both = (FSDP_AXIS, TENSOR_AXIS)
+    rule = lambda x: NamedSharding(mesh, leaf_spec(np.shape(x), mesh.size, min_size, both))
+    pairs, treedef = jax.tree_util.tree_flatten_with_path(state.params)
+    found = _names_per_leaf(names, len(pairs))
+    specs = []
+    for (path, x), leaf_names in zip(pairs, found, strict=True):
+        if leaf_names is None or int(np.prod(np.shape(x))) < min_size:
+            specs.append(rule(x).spec)
+            continue
+        where = f"params{jax.tree_util.keystr(path)}"
+        specs.append(logical_spec(leaf_names, np.shape(x), RULES, dict(mesh.shape), where))
+    unflatten = lambda leaves: jax.tree_util.tree_unflatten(treedef, leaves)
+    params = unflatten([NamedSharding(mesh, p) for p in specs])
+    gathered = unflatten([NamedSharding(mesh, _without_fsdp(p)) for p in specs])
+    structure: Any = treedef  # (jaxlib's PyTreeDef has no type information)
+    is_params = lambda x: jax.tree_util.tree_structure(x) == structure
+    opt_state = jax.tree_util.tree_map(
+        lambda x: params if is_params(x) else rule(x), state.opt_state, is_leaf=is_params
+    )
+    rep = NamedSharding(mesh, PartitionSpec())
+    state_sh = jax.tree_util.tree_map(lambda _: rep, state)
+    return StepLayout(
+        mode="fsdp_tensor",
+        mesh=mesh,
+        state=state_sh._replace(params=params, opt_state=opt_state),
+        gathered=gathered,
+        grads=params,
+        batch=NamedSharding(mesh, PartitionSpec(FSDP_AXIS)),
+        replicated=rep,
+        rules=RULES,
+    )
+
+
+def _names_per_leaf(names: Any, count: int) -> list:
+    """The parameters' logical names (a tree of tuples / None shaped like the parameters) as one
+    entry per parameter leaf, in leaf order; ``[None] * count`` without names."""
+    if names is None:
+        return [None] * count
+    found = jax.tree_util.tree_leaves(names, is_leaf=lambda x: x is None or isinstance(x, tuple))
+    if len(found) != count:
+        raise ValueError(
+            f"names: got {len(found)} entries, expected one per parameter ({count}): the "
+            "logical names of the model these parameters come from (logical_names)"
+        )
+    return found
+
+
+def _without_fsdp(spec: PartitionSpec) -> PartitionSpec:
+    """``spec`` with its ``fsdp`` entries (and any entry over both axes) unsplit: the parameter
+    as the forward pass of ``fsdp_tensor`` uses it (still split over ``tensor``)."""
+    return PartitionSpec(*(a if a == TENSOR_AXIS else None for a in spec))
+
+
 def to_host(tree: Any) -> Any:
-    """Every leaf as a numpy array of its *global* value (C5.2).
+    """Every leaf as a numpy array of its *global* value, a copy of its own (C5.2).
 
     A leaf this process cannot see whole (split over other processes' devices) is gathered with
     ``multihost_utils.process_allgather`` -- a collective: every process must call this together.
+    The result never aliases device memory (on the CPU backend ``jax.device_get`` of a leaf on
+    one device may return a view of its buffer: kept, e.g. as a rollback snapshot, it would hold
+    a device's copy of that leaf alive after the state moved on).
     """
 
     def one(x):
         if isinstance(x, jax.Array) and not x.is_fully_addressable and not x.is_fully_replicated:
-            return np.asarray(multihost_utils.process_allgather(x, tiled=True))
-        return np.asarray(jax.device_get(x))
+            return np.array(multihost_utils.process_allgather(x, tiled=True))
+        return np.array(jax.device_get(x))
 
     return jax.tree_util.tree_map(one, tree)
 
@@ -181,19 +304,30 @@ def replicate(tree: Any, mesh: Mesh) -> Any:
 
 
 def shard_batch(batch: Any, mesh: Mesh) -> Any:
-    """This process's rows of a global batch, split along axis 0 over ``mesh`` (C5.2).
+    """This process's rows of a global batch, split along axis 0 over ``mesh``'s batch axis
+    (``"data"``, or ``"fsdp"`` of the 2-D mesh: devices of one tensor group hold the same rows)
+    (C5.2).
 
     Each leaf of ``batch`` holds this process's ``B / P`` rows (all ``B`` rows in a single
     process); the result is the global ``[B, ...]`` array. Raises ``ValueError`` when the rows
-    cannot be split evenly over this process's devices.
+    cannot be split evenly over this process's parts of the batch axis.
     """
-    sharding = NamedSharding(mesh, PartitionSpec(DATA_AXIS))
-    local = sum(d.process_index == jax.process_index() for d in mesh.devices.flat)
+    axis = DATA_AXIS if DATA_AXIS in mesh.axis_names else FSDP_AXIS
+    sharding = NamedSharding(mesh, PartitionSpec(axis))
+    along = list(mesh.axis_names).index(axis)
+    local = len(
+        {
+            index[along]
+            for index, d in np.ndenumerate(mesh.devices)
+            if d.process_index == jax.process_index()
+        }
+    )
     for path, leaf in jax.tree_util.tree_flatten_with_path(batch)[0]:
         if np.ndim(leaf) == 0 or np.shape(leaf)[0] % local:
             raise ValueError(
                 f"batch{jax.tree_util.keystr(path)}: got shape {np.shape(leaf)}, expected a "
-                f"leading (batch) dimension divisible by this process's {local} devices of the mesh"
+                f"leading (batch) dimension divisible by this process's {local} part(s) of the "
+                f"mesh's {axis!r} axis"
             )
     return jax.tree_util.tree_map(
         lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)), batch
@@ -201,12 +335,15 @@ def shard_batch(batch: Any, mesh: Mesh) -> Any:
 
 
 def bytes_per_device(tree: Any) -> dict[int, int]:
-    """``{device id: bytes}`` held by this process's devices for the leaves of ``tree``, summed
-    over each array's ``addressable_shards`` (C4.1: what a device really stores)."""
+    """``{device id: bytes}`` held by this process's devices for the leaves of ``tree``: each
+    addressable device of a leaf's sharding stores one shard of ``sharding.shard_shape`` (C4.1:
+    what a device really stores). Computed from the shardings: no buffer is touched (a shard
+    view kept alive would stop the step from donating the buffer)."""
     out: dict[int, int] = {}
     for x in jax.tree_util.tree_leaves(tree):
-        for shard in x.addressable_shards:
-            out[shard.device.id] = out.get(shard.device.id, 0) + shard.data.nbytes
+        nbytes = int(np.prod(x.sharding.shard_shape(x.shape))) * x.dtype.itemsize
+        for device in x.sharding.addressable_devices:
+            out[device.id] = out.get(device.id, 0) + nbytes
     return out
 
 
@@ -243,7 +380,8 @@ def collective_stats(hlo_text: str) -> dict[str, dict[str, int]]:
 
 
 def layout_figures(layout: StepLayout, state: Any, hlo_text: str) -> dict:
-    """What a sharded run measured (C4.1, C5.2): mode, devices, processes, the largest per-device
+    """What a sharded run measured (C4.1, C5.2): mode, devices, the mesh (axis -> size),
+    processes, the largest per-device
     bytes of ``params`` and ``opt_state`` over this process's devices (from ``addressable_shards``)
     next to their unsplit totals, and :func:`collective_stats` of the compiled step."""
     per_device = lambda tree: max(bytes_per_device(tree).values(), default=0)
@@ -251,6 +389,7 @@ def layout_figures(layout: StepLayout, state: Any, hlo_text: str) -> dict:
     return {
         "mode": layout.mode,
         "devices": int(layout.mesh.size),
+        "mesh": {str(k): int(v) for k, v in layout.mesh.shape.items()},
         "processes": jax.process_count(),
         "params_bytes_per_device": per_device(state.params),
         "opt_state_bytes_per_device": per_device(state.opt_state),

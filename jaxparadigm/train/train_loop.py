@@ -45,19 +45,13 @@ from jaxparadigm.optim import DynamicLossScale
 from jaxparadigm.train.checkpoint import Checkpointer, CheckpointSignatureError
 from jaxparadigm.train.data import Dataset, validate_batch
 from jaxparadigm.train.distributed import on_primary, process_shard
+from jaxparadigm.train.initial_state import initial_state
 from jaxparadigm.train.metrics import MetricsWriter, read_metrics
 from jaxparadigm.train.objectives import eval_metrics, loss_for
 from jaxparadigm.train.progress import StepProgress
 from jaxparadigm.train.run_folder import RunInterrupted
 from jaxparadigm.train.settings import TrainSettings
-from jaxparadigm.train.sharding import (
-    data_mesh,
-    layout_figures,
-    place,
-    shard_batch,
-    step_layout,
-    to_host,
-)
+from jaxparadigm.train.sharding import layout_figures, shard_batch, to_host
 from jaxparadigm.train.step_stages import (
     EventLog,
     LoopState,
@@ -67,12 +61,7 @@ from jaxparadigm.train.step_stages import (
     final_checkpoint,
     one_step,
 )
-from jaxparadigm.train.train_step import (
-    TrainState,
-    init_train_state,
-    make_eval_step,
-    make_train_step,
-)
+from jaxparadigm.train.train_step import TrainState, make_eval_step, make_train_step
 
 __all__ = ["TrainResult", "check_run_arguments", "check_train_arguments", "train"]
 
@@ -155,6 +144,10 @@ def train(
     """Train ``model`` on ``dataset`` with the optax chain ``tx`` for ``settings.steps`` steps
     (C5.1, C5.2).
 
+    ``model`` is trained in place (flax NNX's convention): its parameters become the state's (no
+    copy of them is kept: during the call the model holds only their shapes), and when the call
+    returns or stops (an abort, Ctrl-C) they are the last state's parameters, the arrays of
+    ``TrainResult.state.params``, laid out as ``settings.sharding`` says.
     ``lr_fn(opt_steps)`` is the schedule (logged as ``lr``); ``loss_scale`` a
     ``DynamicLossScale`` or None. ``stop_at`` ends the call early at that data step, like a crash
     (no final checkpoint); a later call resumes from the newest checkpoint.
@@ -171,13 +164,14 @@ def train(
     _check_data(dataset)
     state, steps, placement = _setup(model, dataset, tx, settings, lr_fn, loss_scale)
     ckpt = _open_checkpoints(settings)
-    bar = None
+    bar, loop = None, None
     try:
         state, resumed_from, log = _resume(ckpt, state, settings)
         start = int(state.step)
         end = max(start, settings.steps if stop_at is None else min(settings.steps, stop_at))
         run = Run(settings, dataset, steps, ckpt, log, batch_transform, end)
         loop = LoopState(state, snapshot=to_host(state))  # rollback target without checkpoints
+        del state  # the loop holds the state: the first step can take (donate) its buffers
         bar = StepProgress(start, end, settings.name, enabled=progress and _primary(), t0=t0)
         try:
             for step in range(start, end):
@@ -194,12 +188,19 @@ def train(
             bar.close()
         if ckpt is not None:
             ckpt.close()
+        if loop is not None and not _deleted(loop.state.params):
+            _point_model(model, None, loop.state.params)  # the model holds the last state's
     plots = write_plots if write_plots is not None else settings.plots
     return _result(run, loop, final_eval, resumed_from, placement, plot if plots else None)
 
 
 def _primary() -> bool:
     return jax.process_index() == 0
+
+
+def _deleted(tree: Any) -> bool:
+    """Whether a leaf of ``tree`` was donated to a step that did not return (an interrupt)."""
+    return any(x.is_deleted() for x in jax.tree_util.tree_leaves(tree))
 
 
 def _result(run: Run, loop: LoopState, final_eval, resumed_from, placement, plot):
@@ -238,11 +239,15 @@ def _check_data(dataset: Dataset) -> None:
 
 
 def _setup(model, dataset: Dataset, tx, settings: TrainSettings, lr_fn, loss_scale):
-    """``(state, steps, placement)``: fresh state laid out, the jitted train and eval steps, and
-    (sharded runs) the placement figures of the compiled step."""
+    """``(state, steps, placement)``: fresh state laid out (:mod:`jaxparadigm.train.initial_state`;
+    ``model`` is pointed at its parameters), the jitted train and eval steps, and (sharded runs)
+    the placement figures of the compiled step."""
     graphdef, variables = nnx.split(model)
-    state = init_train_state(nnx.to_pure_dict(variables), tx, settings.seed, loss_scale)
-    state, place_batch, layout = _place(settings, state)
+    state, layout = initial_state(variables, tx, settings, loss_scale)
+    _point_model(model, variables, jax.eval_shape(lambda: state.params))  # released
+    del variables
+    mesh = layout.mesh if layout is not None else None
+    place_batch = jax.device_put if mesh is None else (lambda b: shard_batch(b, mesh))
     step_fn = make_train_step(
         graphdef,
         loss_for(dataset.kind),
@@ -268,15 +273,13 @@ def _setup(model, dataset: Dataset, tx, settings: TrainSettings, lr_fn, loss_sca
     return state, Steps(step_fn, eval_fn, place_batch), placement
 
 
-def _place(settings: TrainSettings, state: TrainState):
-    """``(state, place_batch, layout)``: the state on one device (mode ``none``, layout None) or
-    laid out over all devices by ``settings.sharding`` (C5.2)."""
-    sh = settings.sharding
-    if sh.mode == "none":
-        return jax.device_put(state), jax.device_put, None
-    mesh = data_mesh()
-    layout = step_layout(state, mesh, sh.mode, sh.min_size)
-    return place(to_host(state), layout.state), lambda b: shard_batch(b, mesh), layout
+def _point_model(model: nnx.Module, variables: nnx.State | None, params: Any) -> None:
+    """Make ``model``'s parameters ``params`` (no copy): during the run their shapes
+    (``jax.ShapeDtypeStruct``: the model's own first copy is released, and it holds no array the
+    steps take), at the end the last state's arrays (C4.1)."""
+    variables = nnx.split(model)[1] if variables is None else variables
+    nnx.replace_by_pure_dict(variables, params)
+    nnx.update(model, variables)
 
 
 def _open_checkpoints(settings: TrainSettings) -> Checkpointer | None:

@@ -6,8 +6,9 @@ Run as a script in a fresh process with the devices in ``XLA_FLAGS``::
         CONFIG.yaml [key=value ...]
 
 It calls ``jaxparadigm.cli.main(["run", CONFIG, "--no-progress", *overrides])`` inside a
-:class:`~jaxparadigm.train.live_buffers.LiveBufferSampler` (a thread every 5 ms and every return
-of a ``jaxparadigm`` function), then prints one JSON line: the sampler's figures, the device
+:class:`~jaxparadigm.train.live_buffers.LiveBufferSampler` (a sample at every return of a
+function of the run's code or of orbax's array serialization (:data:`PACKAGES`); with ``PROBE_THREAD_S=0.005`` also a background thread's,
+which races with donation: see the sampler), then prints one JSON line: the sampler's figures, the device
 count, the exit status and ``params_bytes`` (the model's parameters, from ``nnx.eval_shape``:
 no array of them is made here). :func:`run_probe` is the same from a test (a subprocess).
 """
@@ -21,6 +22,20 @@ import sys
 from pathlib import Path
 
 ROOT = str(Path(__file__).resolve().parents[2])
+#: Where samples are taken: every return of a function of the modules that run a training run
+#: from the command line (set-up, each stage of a step, rollback, checkpoint save and restore,
+#: evaluation, the report) and of orbax's transfer of each replica slice to the host (where a
+#: checkpoint's arrays are staged for writing). Not the models' and optimisers' functions: they run inside the traced step.
+PACKAGES = (
+    "jaxparadigm.app.train_task",
+    "jaxparadigm.build",
+    "jaxparadigm.train.checkpoint",
+    "jaxparadigm.train.initial_state",
+    "jaxparadigm.train.rollback",
+    "jaxparadigm.train.step_stages",
+    "jaxparadigm.train.train_loop",
+    "orbax.checkpoint._src.serialization.replica_slices:async_transfer_slice",
+)
 
 
 def params_bytes(config: str, overrides: list[str]) -> int:
@@ -46,7 +61,8 @@ def main(argv: list[str]) -> None:
     from jaxparadigm.train.live_buffers import LiveBufferSampler
 
     config, overrides = argv[0], argv[1:]
-    with LiveBufferSampler(interval_s=0.005, package="jaxparadigm") as sampler:
+    interval = float(os.environ.get("PROBE_THREAD_S", "0")) or None  # the racy thread: off
+    with LiveBufferSampler(interval, packages=PACKAGES) as sampler:
         status = cli_main(["run", config, "--no-progress", *overrides])
     out = sampler.figures()
     out.update(
