@@ -8,8 +8,9 @@ for the matmuls, the output is returned in float32 so the loss is always compute
 The layers name their dimensions as Megatron's MLP blocks alternate (:mod:`jaxparadigm.models.
 partitioning`): layer ``i`` has kernel ``(embed, mlp)`` and bias ``(mlp,)`` for even ``i``,
 ``(mlp, embed)`` and ``(embed,)`` for odd ``i``; the head's kernel is ``(<its input's name>,
-vocab)``, its bias ``(vocab,)``; the hidden activations are ``(batch, mlp)`` after an even layer
-and ``(batch, None)`` after an odd one. Outside a layout with logical rules this changes nothing.
+None)``, its bias ``(None,)`` (the few outputs stay whole: naming them ``vocab`` would put
+``tensor`` twice on a kernel whose input is ``mlp``); the hidden activations are ``(batch, mlp)``
+after an even layer and ``(batch, None)`` after an odd one. Outside a layout with logical rules this changes nothing.
 """
 
 from __future__ import annotations
@@ -82,8 +83,8 @@ class MLP(nnx.Module):
             dtype=self.compute_dtype,
             param_dtype=jnp.float32,
             rngs=rngs,
-            kernel_metadata=axes(last, "vocab"),
-            bias_metadata=axes("vocab"),
+            kernel_metadata=axes(last, None),
+            bias_metadata=axes(None),
         )
 
     def __call__(self, x: jax.Array) -> jax.Array:

@@ -93,9 +93,9 @@ def test_mlp_layers_alternate_like_megatron():
     kernels = [names["layers"][i]["kernel"] for i in range(3)]
     assert kernels == [("embed", "mlp"), ("mlp", "embed"), ("embed", "mlp")]
     assert [names["layers"][i]["bias"] for i in range(3)] == [("mlp",), ("embed",), ("mlp",)]
-    assert names["head"] == {"kernel": ("mlp", "vocab"), "bias": ("vocab",)}
+    assert names["head"] == {"kernel": ("mlp", None), "bias": (None,)}
     even = logical_names(nnx.split(MLP(2, [8, 8], 2, rngs=nnx.Rngs(0)))[1])
-    assert even["head"]["kernel"] == ("embed", "vocab")
+    assert even["head"]["kernel"] == ("embed", None)
     unnamed = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
     assert logical_names(nnx.split(unnamed)[1]) == {"kernel": None, "bias": None}
 

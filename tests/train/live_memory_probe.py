@@ -9,8 +9,8 @@ It calls ``jaxparadigm.cli.main(["run", CONFIG, "--no-progress", *overrides])`` 
 :class:`~jaxparadigm.train.live_buffers.LiveBufferSampler` (a sample at every return of a
 function of the run's code or of orbax's array serialization (:data:`PACKAGES`); with ``PROBE_THREAD_S=0.005`` also a background thread's,
 which races with donation: see the sampler), then prints one JSON line: the sampler's figures, the device
-count, the exit status and ``params_bytes`` (the model's parameters, from ``nnx.eval_shape``:
-no array of them is made here). :func:`run_probe` is the same from a test (a subprocess).
+count, the exit status, ``params_bytes`` and ``shapes`` (the model's parameters, from
+``nnx.eval_shape``: no array of them is made here). :func:`run_probe` is the same from a test (a subprocess).
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ PACKAGES = (
 )
 
 
-def params_bytes(config: str, overrides: list[str]) -> int:
-    """Bytes of the parameters of the model ``config`` describes (abstract: no device array)."""
+def model_params(config: str, overrides: list[str]) -> tuple[int, list[list[int]]]:
+    """``(bytes, shapes)`` of the parameters of the model ``config`` describes (from
+    ``nnx.eval_shape``: no array of them is made)."""
     import jax
     from flax import nnx
 
@@ -50,8 +51,9 @@ def params_bytes(config: str, overrides: list[str]) -> int:
     cfg = load_config(config, overrides)
     dataset = build_dataset(cfg.data, shard=(0, 1))
     abstract = nnx.eval_shape(lambda: build_model(cfg.model, dataset, cfg.train.seed))
-    params = nnx.to_pure_dict(nnx.split(abstract)[1])
-    return sum(x.size * x.dtype.itemsize for x in jax.tree_util.tree_leaves(params))
+    leaves = jax.tree_util.tree_leaves(nnx.to_pure_dict(nnx.split(abstract)[1]))
+    shapes = sorted({tuple(x.shape) for x in leaves})
+    return sum(x.size * x.dtype.itemsize for x in leaves), [list(s) for s in shapes]
 
 
 def main(argv: list[str]) -> None:
@@ -65,9 +67,8 @@ def main(argv: list[str]) -> None:
     with LiveBufferSampler(interval, packages=PACKAGES) as sampler:
         status = cli_main(["run", config, "--no-progress", *overrides])
     out = sampler.figures()
-    out.update(
-        status=status, devices=jax.device_count(), params_bytes=params_bytes(config, overrides)
-    )
+    nbytes, shapes = model_params(config, overrides)
+    out.update(status=status, devices=jax.device_count(), params_bytes=nbytes, shapes=shapes)
     print(json.dumps(out))
 
 

@@ -101,6 +101,24 @@ def test_parameters_follow_their_names_and_the_optimiser_state_keeps_them(tmp_pa
         step_layout(state, mesh_for("fsdp"), "fsdp_tensor", names=names)
 
 
+def test_an_mlp_is_laid_out_megatron_style(tmp_path):
+    _needs_four()
+    cfg = config_from_dict(tiny_raw(tmp_path, "m", model={"hidden": [16, 16, 16]}))
+    dataset = dataset_for(cfg)
+    variables = nnx.split(nnx.eval_shape(lambda: build_model(cfg.model, dataset, 0)))[1]
+    params = nnx.to_pure_dict(variables)
+    state = jax.eval_shape(lambda p: init_train_state(p, chain_for(cfg.optim), 0), params)
+    mesh = mesh_for("fsdp_tensor", 2)
+    lay = step_layout(state, mesh, "fsdp_tensor", min_size=1, names=logical_names(variables))
+    specs = jax.tree_util.tree_map(lambda s: s.spec, lay.state.params)
+    assert [specs["layers"][i]["kernel"] for i in range(3)] == [
+        P("fsdp", "tensor"),  # (embed, mlp): the 2 input features over fsdp's 2 parts
+        P("tensor", "fsdp"),
+        P("fsdp", "tensor"),
+    ]
+    assert specs["head"] == {"kernel": P("tensor", None), "bias": P(None)}
+
+
 def test_the_batch_is_split_over_fsdp_and_shared_within_a_tensor_group():
     _needs_four()
     mesh = mesh_for("fsdp_tensor", 2)
