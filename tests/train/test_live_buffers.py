@@ -34,14 +34,13 @@ def test_views_are_counted_once_and_a_copy_is_listed():
     for d in mesh.devices.flat:  # each device: its 16x32 shard + the replicated 16x16, once
         assert grew[d.id] == 16 * 32 * 4 + 16 * 16 * 4, (d.id, grew)
     assert after.copies == base.copies  # views are no copies
-    copy = jax.device_put(np.zeros((32, 32), np.float32), mesh.devices.flat[1])
+    second = mesh.devices.flat[1]
+    copy = jax.device_put(np.zeros((32, 32), np.float32), second)
     with_copy = live_sample(min_copy_bytes=1024)
-    assert (mesh.devices.flat[1].id, (32, 32), "float32") in with_copy.copies
-    assert with_copy.per_device[mesh.devices.flat[1].id] - after.per_device[
-        mesh.devices.flat[1].id
-    ] == 32 * 32 * 4
+    assert (second.id, (32, 32), "float32") in with_copy.copies
+    assert with_copy.per_device[second.id] - after.per_device[second.id] == 32 * 32 * 4
     small = live_sample(min_copy_bytes=32 * 32 * 4 + 1)
-    assert (mesh.devices.flat[1].id, (32, 32), "float32") not in small.copies
+    assert (second.id, (32, 32), "float32") not in small.copies
     del views, copy
 
 
