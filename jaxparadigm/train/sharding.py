@@ -72,7 +72,9 @@ __all__ = [
     "leaf_spec",
     "mesh_for",
     "place",
+    "release",
     "replicate",
+    "shapes_of",
     "shard_batch",
     "step_layout",
     "to_host",
@@ -284,6 +286,22 @@ def to_host(tree: Any) -> Any:
         return np.array(jax.device_get(x))
 
     return jax.tree_util.tree_map(one, tree)
+
+
+def shapes_of(tree: Any) -> Any:
+    """Each array leaf of ``tree`` as a ``jax.ShapeDtypeStruct`` with its sharding: a template
+    that holds no memory (a checkpoint restore or a placement reads into it) (C4.1)."""
+    return jax.tree_util.tree_map(
+        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), tree
+    )
+
+
+def release(tree: Any) -> None:
+    """Free the device buffers of every array leaf of ``tree`` now (``jax.Array.delete``): the
+    state a rollback or a resume replaces, so that the two never coexist on a device (C4.1)."""
+    for x in jax.tree_util.tree_leaves(tree):
+        if isinstance(x, jax.Array) and not x.is_deleted():
+            x.delete()
 
 
 def place(tree: Any, shardings: Any) -> Any:

@@ -42,7 +42,11 @@ from flax import nnx
 
 from jaxparadigm.errors import ConfigError
 from jaxparadigm.optim import DynamicLossScale
-from jaxparadigm.train.checkpoint import Checkpointer, CheckpointSignatureError
+from jaxparadigm.train.checkpoint import (
+    Checkpointer,
+    CheckpointLayoutError,
+    CheckpointSignatureError,
+)
 from jaxparadigm.train.data import Dataset, validate_batch
 from jaxparadigm.train.distributed import on_primary, process_shard
 from jaxparadigm.train.initial_state import initial_state
@@ -51,7 +55,7 @@ from jaxparadigm.train.objectives import eval_metrics, loss_for
 from jaxparadigm.train.progress import StepProgress
 from jaxparadigm.train.run_folder import RunInterrupted
 from jaxparadigm.train.settings import TrainSettings
-from jaxparadigm.train.sharding import layout_figures, shard_batch, to_host
+from jaxparadigm.train.sharding import layout_figures, release, shapes_of, shard_batch, to_host
 from jaxparadigm.train.step_stages import (
     EventLog,
     LoopState,
@@ -303,8 +307,17 @@ def _resume(ckpt: Checkpointer | None, state: TrainState, settings: TrainSetting
             "(or another name to start a separate one)"
         )
     if ckpt is not None and latest is not None:
+        template = shapes_of(state)
+        release(state)  # replaced by the checkpoint: freed before it is read into the layout
         try:
-            state = ckpt.restore(state)
+            state = ckpt.restore(template)
+        except CheckpointLayoutError as err:
+            sh = settings.sharding
+            raise CheckpointLayoutError(
+                f"{err} (the config's layout: train.sharding.mode={sh.mode!r}"
+                + (f", train.sharding.tensor={sh.tensor}" if sh.mode == "fsdp_tensor" else "")
+                + "); resume it with another train.sharding.mode / train.sharding.tensor"
+            ) from err
         except CheckpointSignatureError as err:
             raise CheckpointSignatureError(
                 f"{err} The checkpoints are left untouched: to resume them, run with the "
