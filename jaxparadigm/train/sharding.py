@@ -41,13 +41,13 @@ parameters' layout; the batch is split over ``fsdp``, and activations are laid o
 We only *declare* shardings (``NamedSharding`` for the jitted step's outputs, and
 ``with_sharding_constraint`` on the parameters used by the forward pass and on the gradients); the
 communication is XLA's SPMD partitioner's, on JAX's own runtime (``jax.distributed`` across
-processes). Per-device memory is computed from each array's sharding (:func:`bytes_per_device`)
-and the compiled step's collectives are counted in its HLO text (:func:`collective_stats`).
+processes). Per-device memory is computed from each array's sharding (``bytes_per_device``) and
+the compiled step's collectives are counted in its HLO text (``collective_stats``): both in
+:mod:`jaxparadigm.train.placement_figures`, re-exported here.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -57,6 +57,12 @@ from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxparadigm.models.partitioning import RULES, logical_spec
+from jaxparadigm.train.placement_figures import (  # noqa: F401 (re-exported: the placement's names)
+    COLLECTIVES,
+    bytes_per_device,
+    collective_stats,
+    layout_figures,
+)
 
 __all__ = [
     "COLLECTIVES",
@@ -88,8 +94,6 @@ FSDP_AXIS, TENSOR_AXIS = "fsdp", "tensor"
 #: ``train.sharding.mode`` values: one device, replicated state, + split optimiser state, + split
 #: params, + a second (tensor) axis.
 MODES = ("none", "data", "zero1", "fsdp", "fsdp_tensor")
-#: HLO collective ops counted in a compiled step (``collective_stats``).
-COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "collective-permute", "all-to-all")
 
 
 def _ordered(devices: Sequence[jax.Device] | None) -> list[jax.Device]:
@@ -350,68 +354,3 @@ def shard_batch(batch: Any, mesh: Mesh) -> Any:
     return jax.tree_util.tree_map(
         lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)), batch
     )
-
-
-def bytes_per_device(tree: Any) -> dict[int, int]:
-    """``{device id: bytes}`` held by this process's devices for the leaves of ``tree``: each
-    addressable device of a leaf's sharding stores one shard of ``sharding.shard_shape`` (C4.1:
-    what a device really stores). Computed from the shardings: no buffer is touched (a shard
-    view kept alive would stop the step from donating the buffer)."""
-    out: dict[int, int] = {}
-    for x in jax.tree_util.tree_leaves(tree):
-        nbytes = int(np.prod(x.sharding.shard_shape(x.shape))) * x.dtype.itemsize
-        for device in x.sharding.addressable_devices:
-            out[device.id] = out.get(device.id, 0) + nbytes
-    return out
-
-
-_COLLECTIVE_RE = re.compile(r"\s(?P<op>" + "|".join(COLLECTIVES) + r")(?P<start>-start)?\(")
-_ARRAY_RE = re.compile(r"\b(pred|[suf]\d+|bf16)\[([\d,]*)\]")
-_ITEMSIZE = {"pred": 1, "bf16": 2}
-
-
-def _shape_bytes(shape_text: str) -> int:
-    """Bytes of an HLO result shape such as ``f32[256,32]{1,0}`` or a tuple of them."""
-    total = 0
-    for dtype, dims in _ARRAY_RE.findall(shape_text):
-        itemsize = _ITEMSIZE.get(dtype) or int(dtype[1:]) // 8
-        total += itemsize * int(np.prod([int(d) for d in dims.split(",") if d]))
-    return total
-
-
-def collective_stats(hlo_text: str) -> dict[str, dict[str, int]]:
-    """``{op: {"count": n, "bytes": b}}`` for each collective (``all-gather``, ``reduce-scatter``,
-    ``all-reduce``, ``collective-permute``, ``all-to-all``) in a compiled module's HLO text: the
-    number of instructions (an async ``-start``/``-done`` pair counts once; a combined tuple
-    all-reduce counts once) and the bytes of their results per device (not counted for async
-    starts, whose result tuple also holds the operands) (C5.2)."""
-    stats = {op: {"count": 0, "bytes": 0} for op in COLLECTIVES}
-    for line in hlo_text.splitlines():
-        match = _COLLECTIVE_RE.search(line)
-        if match is None:
-            continue
-        stats[match["op"]]["count"] += 1
-        head = line[: match.start()]
-        if " = " in head and not match["start"]:  # an async start's tuple also holds operands
-            stats[match["op"]]["bytes"] += _shape_bytes(head.split(" = ", 1)[1])
-    return stats
-
-
-def layout_figures(layout: StepLayout, state: Any, hlo_text: str) -> dict:
-    """What a sharded run measured (C4.1, C5.2): mode, devices, the mesh (axis -> size),
-    processes, the largest per-device
-    bytes of ``params`` and ``opt_state`` over this process's devices (from ``addressable_shards``)
-    next to their unsplit totals, and :func:`collective_stats` of the compiled step."""
-    per_device = lambda tree: max(bytes_per_device(tree).values(), default=0)
-    total = lambda tree: sum(x.nbytes for x in jax.tree_util.tree_leaves(tree))
-    return {
-        "mode": layout.mode,
-        "devices": int(layout.mesh.size),
-        "mesh": {str(k): int(v) for k, v in layout.mesh.shape.items()},
-        "processes": jax.process_count(),
-        "params_bytes_per_device": per_device(state.params),
-        "opt_state_bytes_per_device": per_device(state.opt_state),
-        "params_bytes_total": total(state.params),
-        "opt_state_bytes_total": total(state.opt_state),
-        "collectives": collective_stats(hlo_text),
-    }

@@ -145,13 +145,10 @@ def train(
     write_plots: bool | None = None,
     plot: Callable | None = None,
 ) -> TrainResult:
-    """Train ``model`` on ``dataset`` with the optax chain ``tx`` for ``settings.steps`` steps
-    (C5.1, C5.2).
+    """Train ``model`` (in place, flax NNX's way: during the call it holds only its parameters'
+    shapes, then the last state's, laid out, also after an abort or Ctrl-C) on ``dataset`` with
+    the optax chain ``tx`` for ``settings.steps`` steps (C5.1, C5.2).
 
-    ``model`` is trained in place (flax NNX's convention): its parameters become the state's (no
-    copy of them is kept: during the call the model holds only their shapes), and when the call
-    returns or stops (an abort, Ctrl-C) they are the last state's parameters, the arrays of
-    ``TrainResult.state.params``, laid out as ``settings.sharding`` says.
     ``lr_fn(opt_steps)`` is the schedule (logged as ``lr``); ``loss_scale`` a
     ``DynamicLossScale`` or None. ``stop_at`` ends the call early at that data step, like a crash
     (no final checkpoint); a later call resumes from the newest checkpoint.
@@ -174,8 +171,7 @@ def train(
         start = int(state.step)
         end = max(start, settings.steps if stop_at is None else min(settings.steps, stop_at))
         run = Run(settings, dataset, steps, ckpt, log, batch_transform, end)
-        loop = LoopState(state, snapshot=to_host(state))  # rollback target without checkpoints
-        del state  # the loop holds the state: the first step can take (donate) its buffers
+        loop, state = LoopState(state, snapshot=to_host(state)), None  # the loop alone holds it
         bar = StepProgress(start, end, settings.name, enabled=progress and _primary(), t0=t0)
         try:
             for step in range(start, end):
@@ -192,8 +188,7 @@ def train(
             bar.close()
         if ckpt is not None:
             ckpt.close()
-        if loop is not None and not _deleted(loop.state.params):
-            _point_model(model, None, loop.state.params)  # the model holds the last state's
+        _hand_back(model, loop)
     plots = write_plots if write_plots is not None else settings.plots
     return _result(run, loop, final_eval, resumed_from, placement, plot if plots else None)
 
@@ -202,9 +197,13 @@ def _primary() -> bool:
     return jax.process_index() == 0
 
 
-def _deleted(tree: Any) -> bool:
-    """Whether a leaf of ``tree`` was donated to a step that did not return (an interrupt)."""
-    return any(x.is_deleted() for x in jax.tree_util.tree_leaves(tree))
+def _hand_back(model: nnx.Module, loop: LoopState | None) -> None:
+    """Point ``model`` at the last state's parameters (none when the run stopped before its
+    loop, or a step that took them did not return: an interrupt)."""
+    if loop is None:
+        return
+    if not any(x.is_deleted() for x in jax.tree_util.tree_leaves(loop.state.params)):
+        _point_model(model, None, loop.state.params)
 
 
 def _result(run: Run, loop: LoopState, final_eval, resumed_from, placement, plot):
