@@ -20,8 +20,8 @@ divide by the device's peak for MFU — none was available for this run).
 ``--sharding`` (issue 14) instead steps the same model with its state laid out by
 ``train.sharding.mode`` ``data``, ``zero1`` and ``fsdp`` over ``--devices K`` devices (forced host
 devices on a CPU; one device, mode ``none``, as the reference), interleaved, and reports steps/s
-and the ratio to ``data``, bytes per device of params and optimiser state (from
-``addressable_shards``) and the compiled step's collectives. ``--num-processes N`` runs the
+and the ratio to ``data``, bytes per device of params and optimiser state (from the arrays'
+shardings) and the compiled step's collectives. ``--num-processes N`` runs the
 config through ``jaxparadigm run --num-processes N`` (N processes x K/N devices) and in one process
 of K devices, alternately, ``--rounds`` times each, and compares the steps/s the runs measured
 and their loss curves (max relative difference over the steps).
