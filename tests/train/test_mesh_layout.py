@@ -6,6 +6,7 @@ and a short run equal to one device's."""
 import jax
 import numpy as np
 import pytest
+import yaml
 from flax import nnx
 from jax.sharding import PartitionSpec as P
 
@@ -191,3 +192,21 @@ def test_a_short_2x2_run_equals_one_device_and_trains_the_model_in_place(tmp_pat
             _lm_config(tmp_path, "bad", sharding={"mode": "fsdp_tensor", "tensor": 3}),
             progress=False,
         )
+
+
+def test_the_command_line_refuses_a_tensor_size_in_one_line(tmp_path, capsys):
+    _needs_four()
+    from jaxparadigm import cli
+
+    path = tmp_path / "lm.yaml"
+    path.write_text(yaml.safe_dump(tiny_raw(tmp_path, "cli", **TINY_LM)))
+    overrides = ["train.sharding.mode=fsdp_tensor", "train.sharding.tensor=3"]
+    assert cli.main(["run", str(path), *overrides]) == 2
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert lines == [
+        "jaxparadigm run: error: train.sharding.tensor: got 3, expected a divisor of the 4 "
+        "devices (the fsdp axis takes devices / tensor)"
+    ]
+    assert cli.main(["run", str(path), "train.sharding.tensor=2"]) == 2  # with mode none
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "'train.sharding.tensor': got 2, read only by" in lines[0]
