@@ -130,15 +130,18 @@ docs: $(DOCS_STAMP)
 # What CI runs: a fresh build with every notebook re-executed (no cache), warnings logged, then the
 # built pages checked (pictures present, no error output, verdicts and API entries rendered).
 docs-check: $(DOCS_STAMP)
-	rm -rf $(DOCS_HTML) && mkdir -p docs/_build
-	$(BIN)/sphinx-build -b html -q -E -D nb_execution_mode=force -w docs/_build/sphinx-warnings.txt docs $(DOCS_HTML)
+	rm -rf $(DOCS_HTML) docs/_build/mplconfig && mkdir -p docs/_build/mplconfig
+	# A fresh matplotlib font cache: one built while a venv was half-installed lacks its fonts,
+	# and every "findfont" fallback would be a notebook's stderr output.
+	MPLCONFIGDIR=$(CURDIR)/docs/_build/mplconfig $(BIN)/sphinx-build -b html -q -E -D nb_execution_mode=force -w docs/_build/sphinx-warnings.txt docs $(DOCS_HTML)
 	JAXPARADIGM_DOCS_HTML=$(DOCS_HTML) $(BIN)/python -m pytest -q -m slow tests/docs
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info
 
-# The README as a test (issue 25): every command of its ```bash blocks, in order, in a fresh clone
-# of HEAD that reuses this venv (tests/test_readme.py says how); CI runs it before `make test`.
+# The README as a test (issue 25): every command of the ```bash blocks of README.md and then of the
+# guides (docs/guides, in tests/test_readme.py's GUIDES order), in a fresh clone of HEAD that reuses
+# this venv (tests/test_readme.py says how); CI runs it before `make test`.
 readme-test: $(STAMP)
 	JAXPARADIGM_README_VENV=$(abspath $(VENV)) $(BIN)/python -m pytest -q -m readme tests/test_readme.py
 

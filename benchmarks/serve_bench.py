@@ -212,6 +212,12 @@ def start_ours(index_dir: Path, encoder, args):
 
     opts = {"max_batch": args.batch_size, "max_wait_ms": args.batch_wait_ms}
     opts = {k: v for k, v in opts.items() if v is not None}
+    try:  # the dense engine alone, exact, no excerpts: what the reference (ST + FAISS flat) does
+        from jaxparadigm.retrieval.search_options import SearchOptions
+    except ImportError:  # a checkout before SearchOptions: its service ranked so by default
+        pass
+    else:
+        opts["options"] = SearchOptions(mode="dense", nprobe=None, excerpts=False)
     try:
         service = index_service(index_dir, encoder=encoder, **opts)
     except TypeError as exc:

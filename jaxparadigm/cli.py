@@ -8,13 +8,15 @@
     jaxparadigm search "query" [--corpus FILE|pydoc] [--top-k 5]
     jaxparadigm search "query" --index DIR [--top-k 5] [--mode hybrid|dense] [--json]
                        [--dtype float32|bfloat16|int8] [--approx] [--stream] [--nprobe P]
+                       [--depth 100] [--no-excerpts] [--excerpt-chars 240]
                        [--num-processes N [--devices-per-process K]]  split over N processes
     jaxparadigm index build PATH... --out DIR [--chunk-tokens N] [--overlap 32] [--strict]
                        [--cpu-devices N|auto] [--ivf N]
     jaxparadigm index add PATH... --index DIR [--strict] [--cpu-devices N|auto]
     jaxparadigm index ivf DIR --lists N [--seed 0] [--iters 10]
     jaxparadigm index info DIR [--skipped]
-    jaxparadigm serve --index DIR [--host 127.0.0.1] [--port 8765] [--nprobe P]
+    jaxparadigm serve --index DIR [--host 127.0.0.1] [--port 8765] [--mode hybrid|dense]
+                      [--top-k 5] [--nprobe P] [--dtype ...] [--stream] ... (search's options)
                       [--num-processes N [--devices-per-process K]]
                       [--batch-size 16] [--batch-wait-ms 0]  HTTP search until Ctrl-C
     jaxparadigm bench NAME [args ...]                run benchmarks/NAME_bench.py (source checkout)
@@ -36,6 +38,7 @@ import warnings
 
 from jaxparadigm import __version__
 from jaxparadigm.app.cli import COMMANDS
+from jaxparadigm.app.search_flags import add_search_flags
 from jaxparadigm.errors import InputError, TrainingAborted
 
 __all__ = ["BENCHES", "build_parser", "main"]
@@ -57,8 +60,8 @@ Run `jaxparadigm COMMAND --help` for a command's options."""
 EPILOG = """\
 exit status: 0 done; 2 bad input (one stderr line per problem); 3 a training run gave up, or a
 process of a --num-processes group died.
-JAXPARADIGM_DEBUG=1 shows the traceback of input errors; TQDM_DISABLE=1 (or run --no-progress)
-turns progress output off."""
+JAXPARADIGM_DEBUG=1 shows the traceback of input errors; TQDM_DISABLE=1 (or a command's
+--no-progress) turns progress output off."""
 
 #: Benchmarks of a source checkout (benchmarks/NAME_bench.py), for `bench --help`.
 BENCHES = {
@@ -137,6 +140,7 @@ def _add_claims(sub) -> None:
     )
     p.add_argument("--config", metavar="FILE", help="YAML config whose claims section is used")
     p.add_argument("overrides", nargs="*", help="key.path=value, e.g. claims.c5_2.p99_ms=500")
+    p.add_argument("--no-progress", action="store_true", help="no line per experiment")
 
 
 def _add_group_options(p, what: str) -> None:
@@ -165,43 +169,15 @@ def _add_search(sub) -> None:
     )
     p.add_argument("query", help='what to look for, in words (e.g. "how do I open a file")')
     p.add_argument("--corpus", default="pydoc", help="'pydoc' or a text file, one document a line")
-    p.add_argument("--top-k", type=int, default=5, help="results per ranking")
     p.add_argument("--index", metavar="DIR", help="search an index built by `index build`")
-    p.add_argument(
-        "--dtype",
-        default="float32",
-        choices=["float32", "bfloat16", "int8"],
-        help="with --index: the embeddings' search copy (bfloat16/int8: less memory, the best "
-        "candidates rescored in float32)",
-    )
-    p.add_argument(
-        "--mode",
-        choices=["hybrid", "dense"],
-        default=None,
-        help="with --index: hybrid (default: BM25 and dense ranks fused by reciprocal rank "
-        "fusion; the score is the fused 1/(60 + rank) sum, the cosine is printed beside it) or "
-        "dense (MiniLM cosine alone; the score is the cosine)",
-    )
     p.add_argument(
         "--json",
         action="store_true",
         help='with --index: print serve\'s JSON answer, {"hits": [[row, score], ...], "passages": '
         '[{"source", "start", "end", "text", "cosine", "excerpt"}, ...]} plus "mode" and "score"',
     )
-    p.add_argument(
-        "--approx", action="store_true", help="lax.approx_max_k per block (--mode dense)"
-    )
-    p.add_argument("--stream", action="store_true", help="read shards per search (low memory)")
+    add_search_flags(p)
     _add_group_options(p, "search")
-    p.add_argument(
-        "--nprobe",
-        type=int,
-        metavar="P",
-        default=None,
-        help="with --index holding IVF lists (`index ivf`): scan the P lists nearest the query "
-        "(default: the larger of lists/16 and the lists holding 1,024 rows, printed in the "
-        "header; P = the number of lists gives the exact result)",
-    )
 
 
 def _add_index_build(isub, fmt) -> None:
@@ -294,22 +270,18 @@ def _add_serve(sub) -> None:
         help="serve an index over HTTP until Ctrl-C",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Load an index built by `jaxparadigm index build` once and answer "
-        'POST /search {"query": "...", "k": 5} with {"hits": [[row, cosine], ...], "passages": '
-        '[{"source", "start", "end", "text"}, ...]}, traced with OpenTelemetry; repeated '
-        "queries cost milliseconds. Ctrl-C (or SIGTERM) stops it.",
+        'POST /search {"query": "...", "k": 5, "mode": "hybrid", ...} with {"mode", "score", '
+        '"hits": [[row, score], ...], "passages": [{"source", "start", "end", "text", '
+        '"excerpt"}, ...]}, traced with OpenTelemetry; repeated queries cost milliseconds. The '
+        "body's other keys are the search options (mode, k, nprobe, depth, approx, excerpts, "
+        "excerpt_chars, dtype, stream), as the flags below set them for a request that leaves "
+        "them out. Ctrl-C (or SIGTERM) stops it.",
     )
     p.add_argument("--index", required=True, metavar="DIR", help="an index directory")
     _add_group_options(p, "serve")
     p.add_argument("--host", default="127.0.0.1", help="bind address (loopback only)")
     p.add_argument("--port", type=int, default=8765, help="TCP port (0: a free one)")
-    p.add_argument(
-        "--nprobe",
-        type=int,
-        metavar="P",
-        default=None,
-        help='an index with IVF lists: lists a request without "nprobe" scans (default: '
-        "the larger of lists/16 and the lists holding 1,024 rows); an index without: exact search",
-    )
+    add_search_flags(p, serve=True)
     # defaults: request_batcher's DEFAULT_MAX_BATCH, DEFAULT_MAX_WAIT_MS (not imported: the
     # retrieval package loads JAX; tests/retrieval/service/test_request_batcher.py checks they agree)
     batching = [

@@ -20,7 +20,8 @@ import typing
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 
-from jaxparadigm.errors import short_repr
+from jaxparadigm.common.numbers import plain_number, range_text
+from jaxparadigm.common.quoting import quote
 
 __all__ = [
     "INT32_MAX",
@@ -34,6 +35,7 @@ __all__ = [
     "Seed",
     "StepIndex",
     "StorageDtype",
+    "bounds_problem",
     "check_fields",
     "describe_type",
 ]
@@ -58,20 +60,13 @@ class Bounds:
         )
 
     def describe(self) -> str:
-        """``in [0, 1)``, ``>= 1``, ``> 0`` ..."""
-        num = lambda x: str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
-        low = (f"[{num(self.ge)}" if self.ge is not None else None) or (
-            f"({num(self.gt)}" if self.gt is not None else None
+        """``in [0, 1)``, ``>= 1``, ``> 0`` ... (:func:`jaxparadigm.common.numbers.range_text`)."""
+        return range_text(
+            self.gt if self.ge is None else self.ge,
+            self.lt if self.le is None else self.le,
+            lo_open=self.ge is None and self.gt is not None,
+            hi_open=self.le is None and self.lt is not None,
         )
-        high = (f"{num(self.le)}]" if self.le is not None else None) or (
-            f"{num(self.lt)})" if self.lt is not None else None
-        )
-        if low and high:
-            return f"in {low}, {high}"
-        if low:
-            return (">= " if low[0] == "[" else "> ") + low[1:]
-        assert high is not None  # every Bounds/Length in use sets at least one bound
-        return ("<= " if high[-1] == "]" else "< ") + high[:-1]
 
 
 @dataclass(frozen=True)
@@ -154,46 +149,66 @@ def _admits_names(tp: Any) -> bool:
     return False
 
 
-def _marks_problem(value: Any, tp: Any) -> str | None:
-    """What ``value`` (of the right type) breaks among the marks of ``tp``, or None."""
+def bounds_problem(value: Any, base: Any, mark: Bounds) -> str | None:
+    """What ``value`` (already of type ``base``) breaks of the ``Bounds``/``Length`` ``mark``, or
+    None: ``"got 0, expected an int >= 1"``, ``"got 0 item(s), expected a number of items >= 1"``.
+    The one application of a bound, by :func:`check_fields` and the config loader alike."""
+    if isinstance(mark, Length):
+        if mark.admits(len(value)):
+            return None
+        return f"got {len(value)} item(s), expected a number of items {mark.describe()}"
+    if mark.admits(value):
+        return None
+    return (
+        f"got {quote(value)}, expected {'an int' if base is int else 'a float'} {mark.describe()}"
+    )
+
+
+def _marks_problem(value: Any, tp: Any, key: str) -> str | None:
+    """``"KEY: what is wrong"`` for what ``value`` (of the right type) breaks among the marks of
+    ``tp`` (an item of a list named ``KEY[i]``), or None."""
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
-        return None if value is None else _marks_problem(value, typing.get_args(tp)[0])
+        arm = next((a for a in typing.get_args(tp) if _type_ok(value, a)), None)
+        return None if arm is None else _marks_problem(value, arm, key)  # the arm the value takes
     if origin is tuple:
         elem = typing.get_args(tp)[0]
-        return next((p for v in value if (p := _marks_problem(v, elem)) is not None), None)
+        found = (_marks_problem(v, elem, f"{key}[{i}]") for i, v in enumerate(value))
+        return next((p for p in found if p is not None), None)
     if origin is not Annotated:
         return None
     base, *marks = typing.get_args(tp)
     for mark in marks:
-        if isinstance(mark, Length) and not mark.admits(len(value)):
-            return f"expected a number of items {mark.describe()}"
-        if type(mark) is Bounds and not mark.admits(value):
-            return f"expected {'an int' if base is int else 'a float'} {mark.describe()}"
+        if isinstance(mark, Bounds) and (problem := bounds_problem(value, base, mark)):
+            return f"{key}: {problem}"
         if isinstance(mark, OneOf) and value not in mark.choices:
-            return f"expected {mark.describe()}"
-    return _marks_problem(value, base)
+            return f"{key}: got {quote(value)}, expected {mark.describe()}"
+    return _marks_problem(value, base, key)
 
 
 def check_fields(settings: Any) -> None:
     """Check every field of the dataclass ``settings`` against its type hint; raise at the first bad.
 
-    ``TypeError``/``ValueError``: ``"<PATH>.<field>=<value>: expected ..."`` (``PATH`` is the
-    class's key path, e.g. ``optim``); a wrong type (a string for a number, ``True`` for an int,
-    NaN) is a ``TypeError``, a value outside the bounds, the ``Literal`` or the table a
-    ``ValueError``."""
+    ``TypeError``/``ValueError``: ``"<PATH>.<field>: got <value>, expected ..."`` (``PATH`` is the
+    class's key path, e.g. ``optim``; an item of a list ``<field>[i]``); a wrong type (a string for
+    a number, ``True`` for an int, NaN) is a ``TypeError``, a value outside the bounds
+    (:func:`bounds_problem`), the ``Literal`` or the table a ``ValueError``. A NumPy integer or
+    float scalar is taken as the Python number it equals, and stored so
+    (:func:`~jaxparadigm.common.numbers.plain_number`)."""
     cls = type(settings)
     prefix = getattr(cls, "PATH", cls.__name__)
     hints = typing.get_type_hints(cls, include_extras=True)
     for f in dataclasses.fields(settings):
-        value, tp = getattr(settings, f.name), hints[f.name]
-        key = f"{prefix}.{f.name}={short_repr(value)}"
+        value, tp = plain_number(getattr(settings, f.name)), hints[f.name]
+        if value is not getattr(settings, f.name):
+            object.__setattr__(settings, f.name, value)  # a frozen dataclass: set once, here
+        key = f"{prefix}.{f.name}"
         if not _type_ok(value, tp):
             err = ValueError if isinstance(value, str) and _admits_names(tp) else TypeError
-            raise err(f"{key}: expected {describe_type(tp)}")
-        problem = _marks_problem(value, tp)
+            raise err(f"{key}: got {quote(value)}, expected {describe_type(tp)}")
+        problem = _marks_problem(value, tp, key)
         if problem is not None:
-            raise ValueError(f"{key}: {problem}")
+            raise ValueError(problem)
 
 
 #: The largest int32: the step counters are int32.

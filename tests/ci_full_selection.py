@@ -118,6 +118,24 @@ CI_FULL = (
         "two short transformer runs, one of them on a 2 x 2 mesh (issue 50; 15-60 s); the 2 x 2 "
         "layout itself stays in the default run",
     ),
+    (
+        "tests/retrieval/test_search_parity.py::*_with_minilm",
+        "every door with the real MiniLM (an index build, CLI subprocesses each loading the model, "
+        "Chromium, a 2-process group: minutes); the CLI, library and serve parity over the hash "
+        "encoder's index and the group's hybrid refusal stay in the default run",
+    ),
+    (
+        "tests/retrieval/service/test_search_page_browser.py::"
+        "test_the_ranking_control_defaults_to_hybrid_and_sends_the_mode_chosen",
+        "Chromium (~2 s plus its start); the page's ranking control, its default and the body "
+        "key it sends are checked without a browser in test_search_page_parts.py",
+    ),
+    (
+        "tests/retrieval/service/test_served_search.py::"
+        "test_hybrid_over_an_in_memory_index_fuses_its_documents_bm25",
+        "MiniLM encodes (~5 s); serve's hybrid fusion stays checked in the default run over the "
+        "hash encoder's folder index (test_serve_ranks_hybrid_by_default_...)",
+    ),
 )
 
 #: The measured slow tests, one ``seconds<TAB>node id`` per line (``#`` lines are comments).

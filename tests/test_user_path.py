@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from jaxparadigm import cli
-from jaxparadigm.train.progress import StepProgress
+from jaxparadigm.common.progress import Progress
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = [
@@ -81,12 +81,18 @@ class _Stream(io.StringIO):
         return self.tty
 
 
+def _steps(stream, lines: int = 10) -> Progress:
+    """Training's progress of steps 1..8 (as ``train`` builds it)."""
+    count = "step {done}/{total}"
+    return Progress(8, "demo", count=count, stream=stream, lines=lines, compiles=True)
+
+
 def test_progress_lines_off_a_tty_and_the_switches_that_silence_them(monkeypatch):
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
     stream = _Stream(tty=False)
-    bar = StepProgress(0, 8, "demo", stream=stream, lines=4)
-    for done in range(1, 9):
-        bar.update(done, {"loss": "0.5"})
+    bar = _steps(stream, lines=4)
+    for _ in range(1, 9):
+        bar.update(1, {"loss": "0.5"})
     bar.close()
     lines = stream.getvalue().splitlines()
     assert [ln.split(",")[0].split(" (")[0] for ln in lines] == [
@@ -101,11 +107,11 @@ def test_progress_lines_off_a_tty_and_the_switches_that_silence_them(monkeypatch
     for env in ("1", "True"):
         monkeypatch.setenv("TQDM_DISABLE", env)
         quiet = _Stream(tty=False)
-        StepProgress(0, 8, "demo", stream=quiet).update(1)
+        _steps(quiet).update(1)
         assert quiet.getvalue() == ""
     monkeypatch.setenv("TQDM_DISABLE", "0")  # tqdm's convention: "0" leaves it on
     tty = _Stream(tty=True)
-    bar = StepProgress(0, 8, "demo", stream=tty)
+    bar = _steps(tty)
     bar.update(1)
     assert bar._bar is not None and bar._bar.n == 1  # the bar starts after the compiling step
     bar.close()

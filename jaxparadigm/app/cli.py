@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from jaxparadigm.app.search_flags import SEARCH_FLAGS, given_options, option_argv, search_options
 from jaxparadigm.errors import GroupFailed, InputError
 
 __all__ = ["BENCHMARKS_DIR", "COMMANDS"]
@@ -104,7 +105,8 @@ def _cmd_claims(args: argparse.Namespace) -> int:
         cfg = load_config(args.config, args.overrides)
     else:  # the article's numbers, plus any claims.* overrides
         cfg = config_from_dict({"name": "claims"}, args.overrides)
-    verdicts = claims.run_claims(only=args.only or None, config=cfg.claims)
+    progress = not args.no_progress
+    verdicts = claims.run_claims(only=args.only or None, progress=progress, config=cfg.claims)
     if args.json:
         print(json.dumps(claims.verdicts_to_json(verdicts), indent=2))
     else:
@@ -117,23 +119,12 @@ def _cmd_claims(args: argparse.Namespace) -> int:
 
 
 def _group_problem(args: argparse.Namespace, command: str) -> str | None:
-    """Why ``--num-processes`` cannot run this ``search``/``serve``, or None."""
+    """Why ``--num-processes`` cannot run this ``search``/``serve`` (other than its search
+    options: :meth:`SearchOptions.for_process_group`), or None."""
     if args.devices_per_process is not None and args.num_processes is None:
         return "--devices-per-process: given without --num-processes"
     if command == "search" and not args.index:
         return "--num-processes: splits an index over processes; add --index DIR"
-    if command == "search" and args.mode == "hybrid":
-        return (
-            "--mode hybrid: needs every passage in one process for its BM25 ranking; with "
-            "--num-processes use --mode dense (the default there)"
-        )
-    if args.nprobe is not None:
-        return (
-            "--nprobe: the IVF lists span every process's rows; with --num-processes the search "
-            "is exact (leave --nprobe out)"
-        )
-    if getattr(args, "approx", False):
-        return "--approx: with --num-processes the search is exact (leave --approx out)"
     return None
 
 
@@ -144,8 +135,8 @@ def _search_group(args: argparse.Namespace) -> int:
     problem = _group_problem(args, "search")
     if problem:
         raise InputError(problem)
-    argv = ["--index", args.index, "--top-k", str(args.top_k), "--dtype", args.dtype]
-    argv += ["--mode", "dense"] + ["--json"] * args.json + ["--stream"] * args.stream
+    search_options(args, args.num_processes)  # what a group cannot do: refused before it starts
+    argv = ["--index", args.index, *option_argv(args), *["--json"] * args.json]
     launch_group(
         "search",
         [*argv, "--", args.query],
@@ -165,21 +156,25 @@ def _cmd_search(args: argparse.Namespace) -> int:
         from jaxparadigm.app.retrieval_launch import join_group
 
         group = join_group()  # a worker of `search --num-processes N` (or of a cluster job)
-        mode = args.mode or ("dense" if group else "hybrid")
-        if args.approx and mode != "dense":
-            raise InputError("--approx: approximates the dense ranking alone; add --mode dense")
-        kw = {"dtype": args.dtype, "approx": args.approx, "stream": args.stream, "mode": mode}
-        kw["nprobe"] = args.nprobe
+        options = search_options(args, _process_count() if group else None)
         show = output.index_search_json if args.json else output.index_search_text
-        out = show(args.query, args.index, args.top_k, **kw)
+        out = show(args.query, args.index, options=options)
         if group and not _primary():
             return 0  # process 0 prints the group's answer
-    elif args.json or args.mode or args.nprobe is not None:
-        option = "--json" if args.json else f"--mode {args.mode}" if args.mode else "--nprobe"
+    elif args.json or len(given_options(args).keys() - {"k"}):
+        fields = [f for f in given_options(args) if f != "k"]  # in SEARCH_FLAGS' order
+        option = "--json" if args.json else SEARCH_FLAGS[fields[0]]
         raise InputError(f"{option}: searches an index; add --index DIR (built by `index build`)")
     else:
-        out = format_search(args.query, corpus=args.corpus, top_k=args.top_k)
+        top_k = {"top_k": args.k} if "k" in args else {}
+        out = format_search(args.query, corpus=args.corpus, **top_k)
     return _print_result(out)  # warnings (e.g. an all-[UNK] query) were printed by main()
+
+
+def _process_count() -> int:
+    import jax
+
+    return jax.process_count()
 
 
 def _primary() -> bool:
@@ -249,16 +244,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     group = join_group()  # a worker of `serve --num-processes N` (or of a cluster job)
     from jaxparadigm.app.serve_command import follow_index, serve_index
 
+    options = search_options(args, _process_count() if group else None)
     if group and not _primary():
-        follow_index(args.index)
+        follow_index(args.index, options=options.opening())
         return 0
-    nprobe = None if group else "default" if args.nprobe is None else args.nprobe
     try:
         serve_index(
             args.index,
             host=args.host,
             port=args.port,
-            nprobe=nprobe,
+            options=options,
             max_batch=args.max_batch,
             max_wait_ms=args.max_wait_ms,
         )
@@ -279,7 +274,9 @@ def _serve_group(args: argparse.Namespace) -> int:
     problem = _group_problem(args, "serve")
     if problem:
         raise InputError(problem)
+    search_options(args, args.num_processes)  # what a group cannot do: refused before it starts
     argv = ["--index", args.index, "--host", args.host, "--port", str(args.port)]
+    argv += option_argv(args)
     argv += ["--batch-size", str(args.max_batch), "--batch-wait-ms", str(args.max_wait_ms)]
     launch_group(
         "serve",

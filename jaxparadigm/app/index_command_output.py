@@ -14,10 +14,10 @@ from typing import Any
 
 from jaxparadigm.app.encoder_devices import encoder_on_cpu_devices
 from jaxparadigm.app.retrieval_launch import log_assignment
+from jaxparadigm.common.quoting import plural, quote
 from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.dense.ivf_search import default_nprobe
-from jaxparadigm.retrieval.documents.reading import Skipped, describe_skipped, plural
-from jaxparadigm.retrieval.encoder.sentence_encoder import shorten
+from jaxparadigm.retrieval.documents.reading import Skipped, describe_skipped
 from jaxparadigm.retrieval.index.build import add_to_index, build_index
 from jaxparadigm.retrieval.index.ivf_store import list_sizes_text
 from jaxparadigm.retrieval.index.searcher import IndexSearcher
@@ -29,6 +29,7 @@ from jaxparadigm.retrieval.ranking.search_results import (
     search_response,
     search_with_excerpts,
 )
+from jaxparadigm.retrieval.search_options import SearchOptions
 
 __all__ = [
     "MARK_OPEN",
@@ -37,7 +38,6 @@ __all__ = [
     "index_add_text",
     "index_info_text",
     "index_ivf_text",
-    "search_nprobe",
     "index_search_hits",
     "index_search_json",
     "index_search_text",
@@ -79,7 +79,7 @@ def index_build_text(
     CPU devices (:func:`~jaxparadigm.app.encoder_devices.encoder_on_cpu_devices`); returns a
     summary line. ``ivf``: then train that many inverted lists (:func:`index_ivf_text`)."""
     if ivf is not None:
-        require_int("ivf", ivf, 1)  # before the build: its upper bound is checked after it
+        ivf = require_int("ivf", ivf, 1)  # before the build: its upper bound is checked after it
     t0 = time.perf_counter()
     encoder = _encoder(model_path)
     with encoder_on_cpu_devices(encoder, devices) as where:
@@ -226,8 +226,11 @@ MARK_OPEN, MARK_CLOSE = "\u00ab", "\u00bb"
 
 
 def _shown_excerpt(hit: ScoredHit) -> str:
-    """The hit's best excerpt on one line, query words as «word», "..." where it is cut."""
+    """The hit's best excerpt on one line, query words as «word», "..." where it is cut (none:
+    the options asked for no excerpt)."""
     e = hit.excerpt
+    if e is None:
+        return ""
     text = mark_text(e.text, e.marks, e.start, MARK_OPEN, MARK_CLOSE)
     text = " ".join(text.split())
     return ("..." if e.start > 0 else "") + text + ("..." if e.end < len(hit.text.rstrip()) else "")
@@ -236,63 +239,47 @@ def _shown_excerpt(hit: ScoredHit) -> str:
 def index_search_hits(
     query: str,
     index_dir: str,
-    top_k: int = 10,
+    top_k: int | None = None,
     *,
-    mode: str = "hybrid",
-    dtype: str = "float32",
-    approx: bool = False,
-    stream: bool = False,
+    options: SearchOptions | None = None,
     model_path: str | None = None,
-    nprobe: int | None = None,
-) -> tuple[IndexSearcher, list[ScoredHit]]:
-    """The opened index and its top ``top_k`` :class:`ScoredHit` s for ``query``
-    (:func:`~jaxparadigm.retrieval.ranking.search_results.search_with_excerpts`). ``nprobe``: inverted
-    lists to scan; ``None`` on an index with IVF lists: :func:`default_nprobe` of them (without
-    ``approx``), on one without: exact."""
+    **keywords: Any,
+) -> tuple[IndexSearcher, SearchOptions, list[ScoredHit]]:
+    """The opened index, the options searched with and the top ``k`` :class:`ScoredHit` s for
+    ``query``
+    (:func:`~jaxparadigm.retrieval.ranking.search_results.search_with_excerpts`) with ``options``
+    (the CLI's :class:`SearchOptions`), or ``top_k`` and the keywords ``mode``, ``dtype``,
+    ``approx``, ``stream``, ``nprobe`` over ``SearchOptions()`` (each None: its default; nprobe
+    ``"default"``: the index's default, exact on an index without IVF lists)."""
     if not isinstance(query, str):
         raise TypeError(f"query: got {type(query).__name__}, expected str")
-    require_int("top_k", top_k, 1)
-    searcher = IndexSearcher(index_dir, dtype=dtype, resident=not stream)
+    options = SearchOptions.from_keywords(options, {"k": top_k, **keywords}, {}, SearchOptions())
+    searcher = IndexSearcher(index_dir, options=options.opening())
     log_assignment("search", searcher)  # a process of a group: its shards, to its log
-    nprobe = search_nprobe(searcher, nprobe, approx)
-    hits = search_with_excerpts(
-        searcher, _encoder(model_path), query, top_k, mode=mode, approx=approx, nprobe=nprobe
-    )
-    return searcher, hits
+    hits = search_with_excerpts(searcher, _encoder(model_path), query, options=options)
+    return searcher, options, hits
 
 
-def search_nprobe(searcher: IndexSearcher, nprobe: int | None, approx: bool = False) -> int | None:
-    """The ``nprobe`` a command searches with: the given one (checked), else the index's
-    :func:`default_nprobe` when it has IVF lists and ``approx`` is off, else ``None`` (exact)."""
-    if nprobe is not None:
-        searcher.check_nprobe(nprobe)
-        return nprobe
-    if searcher.lists is None or approx:
-        return None
-    return default_nprobe(searcher.lists, len(searcher))
-
-
-def index_search_json(query: str, index_dir: str, top_k: int = 10, **kw: Any) -> str:
+def index_search_json(query: str, index_dir: str, top_k: int | None = None, **kw: Any) -> str:
     """``search --index DIR --json``: :func:`~jaxparadigm.retrieval.ranking.search_results.search_response`
-    (serve's ``{"hits", "passages"}`` plus ``mode``, ``score``, ``cosine``, ``excerpt``)."""
-    hits = index_search_hits(query, index_dir, top_k, **kw)[1]
-    return json.dumps(search_response(hits, kw.get("mode", "hybrid")), ensure_ascii=False)
+    (serve's ``{"hits", "passages"}`` plus ``mode``, ``score``, ``cosine``, ``excerpt``);
+    ``kw``: :func:`index_search_hits`'s."""
+    _, options, hits = index_search_hits(query, index_dir, top_k, **kw)
+    return json.dumps(search_response(hits, options.mode), ensure_ascii=False)
 
 
-def index_search_text(query: str, index_dir: str, top_k: int = 10, **kw: Any) -> str:
-    """The top ``top_k`` passages of the index for ``query``: score and cosine, source
+def index_search_text(query: str, index_dir: str, top_k: int | None = None, **kw: Any) -> str:
+    """The top ``k`` passages of the index for ``query``: score and cosine, source
     [start:end], and the best excerpt with the query's words marked «so».
 
-    ``mode``: ``"hybrid"`` (default; score = fused RRF) or ``"dense"`` (score = cosine);
-    ``stream=True`` reads the shards during the search instead of holding them (memory: one
-    placement of shards, not the corpus)."""
-    mode = kw.get("mode", "hybrid")
-    searcher, hits = index_search_hits(query, index_dir, top_k, **kw)
-    dtype = kw.get("dtype", "float32")
-    nprobe = search_nprobe(searcher, kw.get("nprobe"), kw.get("approx", False))
-    how = dtype if nprobe is None else f"IVF: nprobe {nprobe} of {searcher.lists} lists"
+    ``kw``: :func:`index_search_hits`'s (``options``, or ``mode``: ``"hybrid"`` (default; score
+    = fused RRF) or ``"dense"`` (score = cosine), ``stream=True``: read the shards during the
+    search instead of holding them (memory: one placement of shards, not the corpus), ...)."""
+    searcher, options, hits = index_search_hits(query, index_dir, top_k, **kw)
+    mode, nprobe = options.mode, searcher.resolve_nprobe(options)
+    how = options.dtype if nprobe is None else f"IVF: nprobe {nprobe} of {searcher.lists} lists"
     lines = [
-        f"query: {shorten(query, 80)}  index: {index_dir} ({len(searcher)} passages, {how})",
+        f"query: {quote(query, 80)}  index: {index_dir} ({len(searcher)} passages, {how})",
         f"mode: {mode}; score: {SCORE_MEANING[mode]}"
         + ("; (cos ...): the cosine similarity" if mode == "hybrid" else "")
         + f"; query words marked {MARK_OPEN}so{MARK_CLOSE}",
@@ -301,5 +288,6 @@ def index_search_text(query: str, index_dir: str, top_k: int = 10, **kw: Any) ->
         score = f"{h.score:.4f}" if mode == "hybrid" else f"{h.score:.3f}"
         cosine = f"(cos {h.cosine:.3f}) " if mode == "hybrid" else ""
         lines.append(f"  {r}. [{score}] {h.source} [{h.start}:{h.end}]")
-        lines.append(f"     {cosine}{_shown_excerpt(h)}")
+        if h.excerpt is not None or cosine:
+            lines.append(f"     {cosine}{_shown_excerpt(h)}")
     return "\n".join(lines)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import warnings
 
+from jaxparadigm.common.quoting import quote
 from jaxparadigm.config import RetrievalConfig
 from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.encoder.sentence_encoder import (
     UnknownWordPieceWarning,
     cached_minilm,
-    shorten,
 )
 from jaxparadigm.retrieval.eval.chunked_index import max_by_owner, passage_index
 from jaxparadigm.retrieval.eval.pydoc_corpus import read_corpus, topic_title
@@ -30,7 +30,7 @@ def format_search(query: str, corpus: str = "pydoc", top_k: int = 5) -> str:
     """
     if not isinstance(query, str):
         raise TypeError(f"query: got {type(query).__name__}, expected str")
-    require_int("top_k", top_k, 1)
+    top_k = require_int("top_k", top_k, 1)
     names, texts = read_corpus(corpus)
     encoder = cached_minilm(None)
     encoder.check_texts([query], "query")  # refuse or warn once, before indexing the corpus
@@ -52,7 +52,7 @@ def format_search(query: str, corpus: str = "pydoc", top_k: int = 5) -> str:
         return f"{names[i]}: {text[:70]}"
 
     lines = [
-        f"query: {shorten(query, 80)}  corpus: {corpus} ({len(texts)} document{'' if len(texts) == 1 else 's'})"
+        f"query: {quote(query, 80)}  corpus: {corpus} ({len(texts)} document{'' if len(texts) == 1 else 's'})"
     ]
     for label, hits in (
         ("keyword (seed substring)", keyword_search(query, texts, top_k, "substring")),

@@ -23,11 +23,16 @@ after :data:`~jaxparadigm.retrieval.service.http_service.ANSWER_TIMEOUT_S` secon
 coordination service ends the whole group after ``heartbeat_timeout_s`` (100 s; the launcher then
 names the processes).
 
-``POST /search`` with ``{"query": "...", "k": 5}`` answers ``{"hits": [[row, score], ...],
-"passages": [{"source", "start", "end", "text"}, ...]}`` (``row``: the passage's row in the index,
-in build order; ``score``: cosine similarity; ``passages``: per hit, the file and its character
-offsets, as ``search --index`` prints them). ``GET /`` is the search page
-(:mod:`~jaxparadigm.retrieval.service.search_page`): a box, Enter, the hits with their excerpts.
+``POST /search`` with ``{"query": "...", "k": 5}`` (and any other field of
+:class:`~jaxparadigm.retrieval.search_options.SearchOptions` by its name: ``mode``, ``nprobe``,
+``depth``, ``approx``, ``excerpts``, ``excerpt_chars``, ``dtype``, ``stream``; left out: serve's own
+options, from its flags, hybrid by default as ``search --index``) answers ``{"mode", "score",
+"hits": [[row, score], ...], "passages": [{"source", "start", "end", "text", "excerpt"}, ...]}``
+(``row``: the passage's row in the index, in build order; ``score``: the fused rank score in mode
+hybrid, the cosine in mode dense; ``passages``: per hit, the file and its character offsets, as
+``search --index`` prints them): the same hits as ``search --index --json`` with the same options.
+``GET /`` is the search page (:mod:`~jaxparadigm.retrieval.service.search_page`): a box, a ranking
+control, Enter, the hits with their excerpts.
 """
 
 from __future__ import annotations
@@ -82,7 +87,8 @@ def serve_index(
     prints a line before the model loads, one when it serves (with the API's URL and the search
     page's) and one when it stops.
     ``host`` must be 127.0.0.1 (or ``localhost``): the service binds the loopback address only.
-    ``search``: :func:`index_service`'s options (dtype, devices, ..., max_batch, max_wait_ms).
+    ``search``: :func:`index_service`'s options (``options``: the service's ``SearchOptions``;
+    devices, ..., max_batch, max_wait_ms).
     """
     out = sys.stdout if out is None else out
     if host not in (HOST, "localhost"):
@@ -128,7 +134,8 @@ def _print_serving(service: SearchService, index_dir, ready_s: float, out: TextI
     ivf = "" if service.nprobe is None else f" (IVF: nprobe {service.nprobe} of {lists} lists)"
     print(
         f"serving {len(service.index)} passages of {index_dir}{ivf} at {service.url} "
-        f'(ready in {ready_s:.1f} s); POST {{"query": "...", "k": 5}}; '
+        f'(ready in {ready_s:.1f} s; mode {service.options.mode}); POST {{"query": "...", '
+        f'"k": {service.options.k}}}; '
         f"search page: {service.url.removesuffix('search')}; Ctrl-C stops",
         file=out,
         flush=True,
@@ -168,7 +175,7 @@ def _group_alive(group: ProcessGroupSearch | None) -> bool:
 def follow_index(index_dir: str | os.PathLike, *, out: TextIO | None = None, **search: Any) -> int:
     """``serve`` on a process other than 0 of a group (issue 37): open this process's shards and
     take part in process 0's searches until it stops; returns how many searches it took part in.
-    ``search``: the :class:`IndexSearcher` options (dtype, devices, ...)."""
+    ``search``: the :class:`IndexSearcher` options (``options``: how to open it, devices, ...)."""
     out = sys.stdout if out is None else out
     searcher = IndexSearcher(index_dir, **search)
     if searcher.group is None:

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jaxparadigm.build import run_dir_for
+from jaxparadigm.common.numbers import check_int
 from jaxparadigm.config import Config, load_config
 from jaxparadigm.config.relations import launch_problem
-from jaxparadigm.errors import ConfigError, InputError
+from jaxparadigm.errors import ConfigError
 from jaxparadigm.train import launch_workers
 
 __all__ = ["check_process_counts", "launch"]
@@ -28,10 +29,8 @@ def check_process_counts(num_processes: object, devices_per_process: object) -> 
         ("num_processes", num_processes),
         ("devices_per_process", devices_per_process),
     ):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 1
-        ):
-            raise InputError(f"--{name.replace('_', '-')}: got {value!r}, expected an int >= 1")
+        if value is not None:
+            check_int(f"--{name.replace('_', '-')}", value, 1)
 
 
 def launch(

@@ -21,6 +21,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxparadigm.common.numbers import check_int
+
 __all__ = ["check_chunk_size", "map_rows"]
 
 
@@ -28,11 +30,14 @@ def check_chunk_size(chunk_size: object, fn_name: str) -> int | None:
     """``None`` or a positive int; ``ValueError``/``TypeError`` naming the value otherwise."""
     if chunk_size is None:
         return None
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
-        raise TypeError(f"{fn_name}: chunk_size={chunk_size!r}; expected None or a positive int")
-    if chunk_size < 1:
-        raise ValueError(f"{fn_name}: chunk_size={chunk_size!r}; expected None or an int >= 1")
-    return chunk_size
+    return check_int(
+        f"{fn_name}: chunk_size",
+        chunk_size,
+        1,
+        error=ValueError,
+        type_error=TypeError,
+        expected="None or an int",
+    )
 
 
 def map_rows(fn: Callable, n: int, chunk_size: int | None = None) -> Any:

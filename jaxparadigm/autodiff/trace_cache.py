@@ -29,6 +29,8 @@ import jax
 import numpy as np
 from jax._src import config as jax_config
 
+from jaxparadigm.common.numbers import check_int
+
 if TYPE_CHECKING:
     from jax.extend.core import ClosedJaxpr
 
@@ -56,9 +58,7 @@ class TraceCache:
     """An LRU map key -> traced program with at most ``maxsize`` entries."""
 
     def __init__(self, maxsize: int = 256):
-        if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1:
-            raise ValueError(f"TraceCache: maxsize={maxsize!r}; expected an int >= 1")
-        self.maxsize = maxsize
+        self.maxsize = check_int("TraceCache: maxsize", maxsize, 1, error=ValueError)
         self._entries: OrderedDict = OrderedDict()
         self.hits = self.misses = 0
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from jaxparadigm.claims.platform_record import platform_record
 from jaxparadigm.claims.verdict import Verdict
+from jaxparadigm.common.progress import Progress
 from jaxparadigm.config import ClaimsConfig
 from jaxparadigm.errors import InputError
 
@@ -113,21 +115,23 @@ def run_claims(
     """Run the experiments for ``only`` (claim IDs; all when None) and return their verdicts.
 
     ``config`` carries the thresholds and load settings (``claims.*``); the article's numbers by default.
+    ``progress``: on stderr, a line as each experiment starts (``claims: C1.1 (1/23) started``) and
+    one as it finishes with its elapsed time (``claims: 1/23 claims, ..., last C1.1 in 12.3 s``),
+    above a bar on a terminal (:class:`~jaxparadigm.common.progress.Progress`).
     """
     table = experiments()
     ids = list(table) if only is None else list(only)
     unknown = [i for i in ids if i not in table]
     if unknown:
         raise InputError(f"claim id {unknown[0]!r}: unknown; expected one of {', '.join(table)}")
-    if not progress:
-        return [table[claim_id].run(config) for claim_id in ids]
-    # imported here, not at module import: tqdm.auto warns inside a notebook kernel without
-    # ipywidgets, and the docs' pages import the claims package with progress off
-    from tqdm.auto import tqdm
-
-    bar = tqdm(ids, desc="claims", disable=None, leave=False)  # None: a TTY only
+    bar = Progress(len(ids), "claims", unit="claim", enabled=progress, lines=len(ids))
     out = []
-    for claim_id in bar:
-        bar.set_postfix_str(claim_id)
-        out.append(table[claim_id].run(config))
+    try:
+        for n, claim_id in enumerate(ids, start=1):
+            bar.note(f"{claim_id} ({n}/{len(ids)}) started")
+            t = time.perf_counter()
+            out.append(table[claim_id].run(config))
+            bar.update(1, {"last": f"{claim_id} in {time.perf_counter() - t:.1f} s"})
+    finally:
+        bar.close()
     return out

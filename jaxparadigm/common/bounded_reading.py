@@ -1,8 +1,16 @@
-"""Input read with bounds, before anything large is built from it (C1.1; issue 34, "Index inputs").
+"""Input read with bounds, before anything large is built from it (C1.1, C5.2).
 
-    read_json_line(line)       json.loads with each integer's digits counted before int() runs
-                               (at most MAX_JSON_INT_DIGITS); one JsonLineError (a ValueError) for
-                               a long integer, bad JSON or nesting past the recursion limit
+Its functions::
+
+    read_json(data)            the one bounded JSON reader: bytes must be UTF-8, nesting deeper
+                               than ``max_depth`` is refused before parsing (json_depth), each
+                               integer's digits are counted before int() runs (at most
+                               MAX_JSON_INT_DIGITS); one JsonLineError (a ValueError) for any of
+                               these and for text that is not JSON. It reads a documents file's
+                               JSON lines, the index's ``manifest.json`` and shard lines, and the
+                               body of a ``POST /search`` request
+    json_depth(data, limit)    the deepest ``[``/``{`` nesting outside strings, counted up to the
+                               first level past ``limit`` (bounded work on hostile input)
     binary_prefix(prefix)      why a file's first SNIFF_BYTES bytes make it binary (a NUL byte, or
                                bytes that are not UTF-8), or None: the rest need not be read
     shown_name(path)           a path as printable UTF-8, bytes that are not UTF-8 as ``\\xNN``
@@ -10,8 +18,7 @@
 
 Python's ``int()`` refuses a decimal string of more than 4300 digits with a bare ValueError (the
 int-string limit, a guard against its quadratic conversion); ``json.loads`` calls it on every
-integer, so a 5,000-digit number in one line escaped from the reader. The readers of the index's
-own files (``manifest.json``, a shard's ``.jsonl``) can use :func:`read_json_line` as well.
+integer, so the digits are counted first.
 """
 
 from __future__ import annotations
@@ -21,13 +28,16 @@ import os
 import stat
 from typing import Any
 
+from jaxparadigm.common.quoting import byte_at
+
 __all__ = [
     "MAX_JSON_INT_DIGITS",
     "SNIFF_BYTES",
     "JsonLineError",
     "binary_prefix",
+    "json_depth",
     "mode_words",
-    "read_json_line",
+    "read_json",
     "shown_name",
 ]
 
@@ -37,19 +47,61 @@ SNIFF_BYTES = 8192
 #: digits before ``int()`` builds the number.
 MAX_JSON_INT_DIGITS = 4300
 
+_OPEN, _CLOSE, _QUOTE, _ESCAPE = frozenset(b"[{"), frozenset(b"]}"), ord('"'), ord("\\")
+
 
 class JsonLineError(ValueError):
-    """A JSON text that is not JSON, nested too deep, or holds an integer that is too long."""
+    """A JSON text that is not UTF-8 or not JSON, nested too deep, or holds too long an integer."""
 
 
-def read_json_line(line: str, max_int_digits: int = MAX_JSON_INT_DIGITS) -> Any:
-    """``json.loads(line)`` with every integer's digits counted before ``int()`` builds it (C1.1).
+def json_depth(data: bytes | str, limit: int) -> int:
+    """The deepest nesting of ``[``/``{`` in the JSON text ``data`` (outside strings), counting up
+    to the first level over ``limit`` (then it stops: bounded work on hostile input) (C5.2)."""
+    body = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == _ESCAPE:
+                escaped = True
+            elif byte == _QUOTE:
+                in_string = False
+        elif byte == _QUOTE:
+            in_string = True
+        elif byte in _OPEN:
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                break
+        elif byte in _CLOSE:
+            depth -= 1
+    return deepest
 
-    Raises :class:`JsonLineError` (a ValueError) for an integer of more than ``max_int_digits``
-    digits, for text that is not JSON and for nesting past the recursion limit -- never the bare
-    ValueError ``int()`` raises past Python's int-string limit. Index files (``manifest.json``,
-    shard ``.jsonl``) can be read through it too.
+
+def read_json(
+    data: bytes | str,
+    *,
+    max_depth: int | None = None,
+    max_int_digits: int = MAX_JSON_INT_DIGITS,
+) -> Any:
+    """``json.loads(data)`` with its input bounded first (C1.1, C5.2).
+
+    Raises :class:`JsonLineError` (a ValueError) for bytes that are not UTF-8 (``byte 0xNN at
+    offset N``), nesting deeper than ``max_depth`` (checked by :func:`json_depth` before parsing;
+    None: only the recursion limit), an integer of more than ``max_int_digits`` digits (counted
+    before ``int()`` builds it), text that is not JSON and nesting past the recursion limit --
+    never the bare ValueError ``int()`` raises past Python's int-string limit.
     """
+    if isinstance(data, (bytes, bytearray)):
+        raw = bytes(data)
+        try:
+            data = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JsonLineError(f"not UTF-8: {byte_at(raw, exc.start)}") from None
+    if max_depth is not None and json_depth(data, max_depth) > max_depth:
+        raise JsonLineError(f"nested deeper than {max_depth} levels")
 
     def bounded_int(digits: str) -> int:
         n = len(digits.lstrip("-"))
@@ -58,7 +110,7 @@ def read_json_line(line: str, max_int_digits: int = MAX_JSON_INT_DIGITS) -> Any:
         return int(digits)
 
     try:
-        return json.loads(line, parse_int=bounded_int)
+        return json.loads(data, parse_int=bounded_int)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise JsonLineError(f"not JSON: {exc}") from None
 
@@ -71,7 +123,7 @@ def binary_prefix(prefix: bytes, whole: bool) -> str | None:
         prefix.decode("utf-8")
     except UnicodeDecodeError as exc:
         if whole or exc.reason != "unexpected end of data":  # not a character cut by the end
-            return f"byte 0x{prefix[exc.start]:02x} at offset {exc.start}"
+            return byte_at(prefix, exc.start)
     return None
 
 

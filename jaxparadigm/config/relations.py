@@ -37,7 +37,7 @@ def _check_name(cfg: Config) -> Iterator[Problem]:
     elif len(n.encode("utf-8", "surrogatepass")) > NAME_MAX_BYTES:
         yield Problem(
             "name",
-            f"got {shown(n)} ({len(n.encode('utf-8', 'surrogatepass'))} bytes): too long, "
+            f"got {shown(n)}: {len(n.encode('utf-8', 'surrogatepass'))} bytes, too long; "
             f"expected at most {NAME_MAX_BYTES} bytes (a directory name's limit)",
         )
 

@@ -14,8 +14,9 @@ The mechanism behind :mod:`jaxparadigm.config` (its one config loader), in the s
 * :func:`problems_error` turns the problems into one :class:`~jaxparadigm.errors.ConfigError`
   (unknown keys first; a single problem is one line);
 * the YAML reader with its limits is :mod:`jaxparadigm.config.yaml_loader`;
-* a value quoted in a message is shown by :func:`shown`: its ``repr`` cut to
-  :data:`SHOWN_CHARS` characters, so an error stays one readable line whatever the value.
+* a value quoted in a message is shown by :func:`shown`
+  (:func:`jaxparadigm.common.quoting.quote` at :data:`SHOWN_CHARS` characters), so an error stays
+  one readable line whatever the value.
 
 Serves C5.1 ("validate against a schema" starts with the config itself).
 """
@@ -25,14 +26,14 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-import reprlib
 import types
 import typing
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, NamedTuple, Union
 
+from jaxparadigm.common.quoting import quote
 from jaxparadigm.errors import ConfigError
-from jaxparadigm.fields import Bounds, Length, OneOf, describe_type
+from jaxparadigm.fields import Bounds, Length, OneOf, bounds_problem, describe_type
 
 __all__ = [
     "INVALID",
@@ -48,17 +49,11 @@ __all__ = [
 #: A value quoted in an error message is cut to this many characters.
 SHOWN_CHARS = 80
 
-_REPR = reprlib.Repr()
-_REPR.maxstring = _REPR.maxother = _REPR.maxlong = SHOWN_CHARS
-_REPR.maxlevel = 3
-
 
 def shown(value: Any) -> str:
-    """``repr(value)`` for an error message, at most :data:`SHOWN_CHARS` characters: long
-    strings/lists are elided by :mod:`reprlib` (bounded work, whatever the value's size), then cut
-    with ``...``."""
-    text = _REPR.repr(value)
-    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
+    """``repr(value)`` for an error message, at most :data:`SHOWN_CHARS` characters, in bounded
+    work whatever the value's size (:func:`jaxparadigm.common.quoting.quote`)."""
+    return quote(value, SHOWN_CHARS)
 
 
 class Problem(NamedTuple):
@@ -135,16 +130,8 @@ def _annotated(value: Any, tp: Any, path: str, problems: list[Problem]) -> Any:
     if out is INVALID:
         return out
     for mark in marks:
-        if isinstance(mark, Length) and not mark.admits(len(out)):
-            problems.append(
-                Problem(
-                    path, f"got {len(out)} item(s), expected a number of items {mark.describe()}"
-                )
-            )
-            return INVALID
-        if type(mark) is Bounds and not mark.admits(out):
-            kind = "an int" if base is int else "a float"
-            problems.append(Problem(path, f"got {shown(value)}, expected {kind} {mark.describe()}"))
+        if isinstance(mark, Bounds) and (problem := bounds_problem(out, base, mark)):
+            problems.append(Problem(path, problem))
             return INVALID
     return out
 

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from jaxparadigm.common.numbers import check_int
 from jaxparadigm.models.attention import attention, mask_bias
 
 __all__ = [
@@ -62,9 +63,7 @@ class BertConfig:
             "max_position_embeddings",
             "type_vocab_size",
         ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"BertConfig.{name}: got {value!r}, expected a positive int")
+            check_int(f"BertConfig.{name}", getattr(self, name), 1, error=ValueError)
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"BertConfig.hidden_size: got {self.hidden_size}, expected a multiple of "

@@ -22,16 +22,12 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from jaxparadigm.common.numbers import check_int
 from jaxparadigm.models.partitioning import axes, constrain
 
 _DTYPES = ("float32", "bfloat16", "float16")
 #: The logical names of the kernel of an even / odd layer (module docstring).
 _NAMES = (("embed", "mlp"), ("mlp", "embed"))
-
-
-def _check_positive(name: str, value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{name}: got {value!r}, expected a positive int")
 
 
 class MLP(nnx.Module):
@@ -50,11 +46,11 @@ class MLP(nnx.Module):
         dtype: str = "float32",
         rngs: nnx.Rngs,
     ):
-        _check_positive("in_features", in_features)
-        _check_positive("num_outputs", num_outputs)
-        hidden = tuple(hidden)
-        for i, width in enumerate(hidden):
-            _check_positive(f"hidden[{i}]", width)
+        in_features = check_int("in_features", in_features, 1, error=ValueError)
+        num_outputs = check_int("num_outputs", num_outputs, 1, error=ValueError)
+        hidden = tuple(
+            check_int(f"hidden[{i}]", w, 1, error=ValueError) for i, w in enumerate(hidden)
+        )
         if dtype not in _DTYPES:
             raise ValueError(f"dtype: got {dtype!r}, expected one of {', '.join(_DTYPES)}")
         self.in_features = in_features

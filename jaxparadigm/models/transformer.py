@@ -25,15 +25,11 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from jaxparadigm.common.numbers import check_float, check_int
 from jaxparadigm.models.attention import attention, mask_bias
 from jaxparadigm.models.partitioning import axes, constrain
 
 _DTYPES = ("float32", "bfloat16", "float16")
-
-
-def _check_positive(name: str, value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{name}: got {value!r}, expected a positive int")
 
 
 def causal_mask(length: int) -> jax.Array:
@@ -140,18 +136,21 @@ class TransformerLM(nnx.Module):
         dtype: str = "float32",
         rngs: nnx.Rngs,
     ):
-        for name, value in (
-            ("vocab_size", vocab_size),
-            ("d_model", d_model),
-            ("num_layers", num_layers),
-            ("num_heads", num_heads),
-            ("context", context),
-        ):
-            _check_positive(name, value)
+        vocab_size, d_model, num_layers, num_heads, context = (
+            check_int(name, value, 1, error=ValueError)
+            for name, value in (
+                ("vocab_size", vocab_size),
+                ("d_model", d_model),
+                ("num_layers", num_layers),
+                ("num_heads", num_heads),
+                ("context", context),
+            )
+        )
         if d_model % num_heads:
             raise ValueError(f"num_heads: got {num_heads}, expected a divisor of d_model={d_model}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout: got {dropout!r}, expected a rate in [0, 1)")
+        dropout = check_float(
+            "dropout", dropout, 0.0, 1.0, hi_open=True, error=ValueError, expected="a rate"
+        )
         if dtype not in _DTYPES:
             raise ValueError(f"dtype: got {dtype!r}, expected one of {', '.join(_DTYPES)}")
         cdt = jnp.dtype(dtype)

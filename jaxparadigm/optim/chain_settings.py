@@ -2,8 +2,8 @@
 
 Each type is a frozen dataclass with its defaults (the values a short CPU run should use) and its
 bounds in the type hints (:mod:`jaxparadigm.fields`), checked once in ``__post_init__``: a bad
-value is one ``TypeError``/``ValueError`` naming the key path (``optim.b1=1.0: expected a float
-in [0, 1)``). The config section ``optim`` IS :class:`OptimSettings` (``jaxparadigm.config``
+value is one ``TypeError``/``ValueError`` naming the key path (``optim.b1: got 1.0, expected a
+float in [0, 1)``). The config section ``optim`` IS :class:`OptimSettings` (``jaxparadigm.config``
 builds it from YAML with the same hints, reporting every problem of a file at once). Field
 semantics are those of :func:`jaxparadigm.optim.chain_for` (C4.1-C4.4); the relations between
 fields (a warmup shorter than the decay ...) are checked where they are used (``schedule_for``).

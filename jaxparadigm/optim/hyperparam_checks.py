@@ -10,7 +10,8 @@ Two policies, one per kind of argument (issue 23: a refusal optax does not make 
   several entries cannot be read on the host: as in optax it is used unchecked.
 * An argument whose peer refuses a value (``torch.optim.Adam``, ``LinearLR``) or that optax cannot
   take at all (a string, a dtype it fails to promote): one ``ValueError`` (or ``TypeError``) naming
-  the argument, the value and what was expected (:func:`check_number`, :func:`check_int`).
+  the argument, the value and what was expected (:func:`check_number`, and
+  :func:`jaxparadigm.common.numbers.check_int` for an integer).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxparadigm.common.numbers import check_float
 
 # Dtypes optax can store a moment in: its ``tree.cast`` and the float32 arithmetic around it
 # promote them. float8/int4 types are missing: optax fails on them (no implicit promotion path).
@@ -212,6 +215,14 @@ def check_nesterov(value: Any) -> bool:
     return flag
 
 
+def _host_scalar(value: Any) -> Any:
+    """A concrete 0-d ``jax.Array`` as a NumPy 0-d array (readable on the host); anything else
+    (a tracer included) as given, for :func:`jaxparadigm.common.numbers.check_float` to judge."""
+    if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer) and value.ndim == 0:
+        return np.asarray(value)
+    return value
+
+
 def check_number(
     name: str,
     value: Any,
@@ -224,55 +235,38 @@ def check_number(
     """``float(value)`` after checking it is a finite real number within the given bounds.
 
     For arguments no optax function takes (the loss scale, ``lr_scale``, the training config):
-    they are refused with one ``ValueError``/``TypeError`` naming argument, value and range.
+    :func:`jaxparadigm.common.numbers.check_float`, a non-number (a bool, a string, a traced
+    value) a ``TypeError``, a non-finite or out-of-range one a ``ValueError``, each
+    ``"NAME: got VALUE, expected a finite number in [LOW, HIGH]"``.
     """
-    if isinstance(value, (bool, str, bytes)):
-        raise TypeError(f"{name}={value!r}: expected a real number")
-    try:
-        number = float(value)  # Python/NumPy scalars and 0-d arrays
-    except (TypeError, ValueError):
-        raise TypeError(f"{name}={value!r}: expected a real number") from None
-    if not math.isfinite(number):
-        raise ValueError(f"{name}={value!r}: expected a finite number")
-    _check_range(name, value, number, low, high, low_open, high_open)
-    return number
+    return check_float(
+        name,
+        _host_scalar(value),
+        low,
+        high,
+        lo_open=low_open,
+        hi_open=high_open,
+        error=ValueError,
+        type_error=TypeError,
+    )
 
 
 def check_torch_range(
     name: str, value: Any, *, low: float, high: float | None = None, high_open: bool = False
 ) -> float:
     """torch's own check of an optimiser argument: ``low <= value`` (``< high`` / ``<= high``),
-    NaN refused and ``inf`` taken where the upper end is open, as ``torch.optim.Adam`` does."""
-    if isinstance(value, (bool, str, bytes)):
-        raise TypeError(f"{name}={value!r}: expected a real number")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name}={value!r}: expected a real number") from None
-    if math.isnan(number):
-        raise ValueError(f"{name}={value!r}: expected a number, got NaN (torch refuses it too)")
-    _check_range(name, value, number, low, high, False, high_open)
-    return number
-
-
-def _check_range(name, value, number, low, high, low_open, high_open) -> None:
-    lo_ok = low is None or (number > low if low_open else number >= low)
-    hi_ok = high is None or (number < high if high_open else number <= high)
-    if not (lo_ok and hi_ok):
-        left = "(" if low_open else "["
-        right = ")" if high_open else "]"
-        lo = "-inf" if low is None else repr(low)
-        hi = "inf" if high is None else repr(high)
-        raise ValueError(f"{name}={value!r}: expected a value in {left}{lo}, {hi}{right}")
-
-
-def check_int(name: str, value: Any, *, low: int | None = None) -> int:
-    """Return ``int(value)`` after checking it is an integer (not a bool) ``>= low``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name}={value!r}: expected an integer")
-    if low is not None and value < low:
-        raise ValueError(f"{name}={value!r}: expected an integer >= {low}")
-    return int(value)
+    NaN refused and ``inf`` taken where the upper end is open, as ``torch.optim.Adam`` does
+    (:func:`jaxparadigm.common.numbers.check_float` with ``finite=False``)."""
+    return check_float(
+        name,
+        _host_scalar(value),
+        low,
+        high,
+        hi_open=high_open,
+        finite=False,
+        error=ValueError,
+        type_error=TypeError,
+    )
 
 
 def accept_steps(name: str, value: Any) -> int | float:

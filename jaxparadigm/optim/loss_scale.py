@@ -14,8 +14,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxparadigm.common.numbers import check_int
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparam_checks import check_int, check_number
+from jaxparadigm.optim.hyperparam_checks import check_number
 
 # Largest power of two below float32's max: doubling stops here instead of reaching inf
 # (an infinite scale would make every later step non-finite and could never recover).
@@ -67,7 +68,7 @@ def dynamic_loss_scale(
     at the first update, and an interval below 1 would double the scale at every finite step.
     """
     check_number("init_scale", init_scale, low=MIN_SCALE, high=MAX_SCALE)
-    check_int("growth_interval", growth_interval, low=1)
+    check_int("growth_interval", growth_interval, 1, error=ValueError, type_error=TypeError)
 
     def init() -> LossScaleState:
         return LossScaleState(

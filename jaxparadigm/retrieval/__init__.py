@@ -9,6 +9,8 @@ The package is in rooms, each importing only from the rooms below it:
   process group, the in-memory :class:`SemanticIndex`
 * ``dense`` (exact and IVF top-k), ``sparse`` (BM25, keyword baselines), ``encoder`` (MiniLM),
   ``documents`` (files and folders to passages)
+* ``search_options`` -- :class:`SearchOptions`, one search's options (mode, k, nprobe, ...), the
+  same through every door: ``search --index``, the library, ``serve``'s body, the search page
 
 The names below are the public surface; everything else is reached through its room.
 """
@@ -29,6 +31,7 @@ from jaxparadigm.retrieval.ranking.search_results import (
     search_response,
     search_with_excerpts,
 )
+from jaxparadigm.retrieval.search_options import SearchOptions
 from jaxparadigm.retrieval.sparse.bm25 import BM25Index, bm25_index, bm25_scores, bm25_top
 from jaxparadigm.retrieval.sparse.keyword import keyword_search
 
@@ -59,4 +62,5 @@ __all__ = [
     "search_with_excerpts",
     "search_response",
     "ScoredHit",
+    "SearchOptions",
 ]

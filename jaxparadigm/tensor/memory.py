@@ -45,8 +45,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxparadigm.common.numbers import check_int
 from jaxparadigm.tensor.broadcast import broadcast_shapes
-from jaxparadigm.tensor.static_args import as_int, as_int_tuple, contiguous_strides, dims_arg
+from jaxparadigm.tensor.static_args import as_int_tuple, contiguous_strides, dims_arg
 from jaxparadigm.tensor.view import View
 
 _storage_ids = itertools.count(1)  # process-unique storage ids (0 is never issued)
@@ -200,7 +201,7 @@ class Memory:
         through it (``fill_`` may).
         """
         storage = self._storage(h)
-        offset = h.view.offset if offset is None else as_int(offset, "offset")
+        offset = h.view.offset if offset is None else check_int("offset", offset, error=TypeError)
         view = View(as_int_tuple(shape, "shape"), as_int_tuple(strides, "strides"), offset)
         view.check_bounds(storage.shape[0])
         return dataclasses.replace(h, view=view)
@@ -343,7 +344,7 @@ class Memory:
         this model raises ValueError, as PyTorch does for a fixed-size one).
         """
         old = self._storage(h)
-        offset = as_int(offset, "offset")
+        offset = check_int("offset", offset, error=TypeError)
         if shape is None and (offset != 0 or strides is not None):
             raise ValueError(
                 f"set_ with offset={offset} or strides={strides} needs shape (torch's "

@@ -2,34 +2,23 @@
 
 Every tensor function validates its static metadata here first, so bad input fails with one
 ``TypeError``/``ValueError`` naming the argument, the value and what was expected, never inside
-a trace.
+a trace. A single int is checked by :func:`jaxparadigm.common.numbers.check_int` (a Python or
+NumPy integer; a bool, a float or a traced value is a ``TypeError``).
 """
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
-import jax
-
-
-def as_int(value: Any, name: str) -> int:
-    """``value`` as a Python int, or ``TypeError`` naming ``name`` (bools and floats refused)."""
-    if isinstance(value, bool) or isinstance(value, jax.core.Tracer):
-        raise TypeError(f"{name} must be a static Python int, got {value!r}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(
-            f"{name} must be a Python int, got {value!r} of type {type(value).__name__}"
-        ) from None
+from jaxparadigm.common.numbers import check_int
+from jaxparadigm.common.quoting import quote
 
 
 def as_int_tuple(values: Any, name: str) -> tuple[int, ...]:
     """A sequence of ints as a tuple (``TypeError`` naming ``name`` and the bad entry)."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise TypeError(f"{name} must be a sequence of ints, got {values!r}")
-    return tuple(as_int(v, f"{name}[{i}]") for i, v in enumerate(values))
+        raise TypeError(f"{name}: got {quote(values)}, expected a sequence of ints")
+    return tuple(check_int(f"{name}[{i}]", v, error=TypeError) for i, v in enumerate(values))
 
 
 def dims_arg(dims: tuple[Any, ...], name: str) -> tuple[Any, ...]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import jax
 
-from jaxparadigm.tensor.static_args import as_int, as_int_tuple, storage_size_of
+from jaxparadigm.tensor.static_args import storage_size_of
 from jaxparadigm.tensor.view import View
 
 
@@ -20,26 +20,13 @@ def as_strided(storage: Any, shape: Any, strides: Any, offset: int = 0) -> jax.A
     """``out[i_0, ..., i_{n-1}] = storage[offset + sum_d i_d * strides[d]]`` (C2.1).
 
     ``storage`` is 1-D; ``shape``, ``strides`` (elements) and ``offset`` are static, so this works
-    under ``jax.jit`` with them closed over or marked static. Negative strides, a negative offset,
+    under ``jax.jit`` with them closed over or marked static. They are checked by :class:`View`
+    (a non-int is a ``TypeError``); negative strides, a negative offset,
     or any addressed element outside the storage raise ``ValueError`` (naming the element, its
     storage index and the storage size) before tracing. Compiles to slices/reshapes when the strides
     nest, else to one gather; the storage itself is never copied beyond that.
     """
     size = storage_size_of(storage)
-    shape = as_int_tuple(shape, "shape")
-    strides = as_int_tuple(strides, "strides")
-    offset = as_int(offset, "offset")
-    for d, s in enumerate(strides):
-        if s < 0:
-            raise ValueError(
-                f"as_strided strides[{d}] = {s} is negative (strides {strides}); strides must be "
-                "non-negative, as in torch.as_strided"
-            )
-    if offset < 0:
-        raise ValueError(
-            f"as_strided offset = {offset} is negative; element (0, ...) would address storage "
-            f"index {offset} of a storage of {size} elements"
-        )
-    view = View(shape, strides, offset)
+    view = View(shape, strides, offset)  # the one check of shape, strides and offset
     view.check_bounds(size)
     return view.materialize(storage)

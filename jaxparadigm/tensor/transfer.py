@@ -23,6 +23,8 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from jaxparadigm.common.numbers import check_int
+
 _REPEATS = 5
 
 
@@ -33,10 +35,7 @@ def _median(values: list[float]) -> float:
 def _checked_arguments(nbytes: int, device: Any) -> tuple[int, jax.Device]:
     """``(int(nbytes), device)`` with ``device=None`` read as the first device; TypeError /
     ValueError naming the argument otherwise."""
-    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)):
-        raise TypeError(f"nbytes must be an int, got {nbytes!r}")
-    if nbytes <= 0:
-        raise ValueError(f"nbytes must be > 0, got {nbytes}")
+    nbytes = check_int("nbytes", nbytes, 1, error=ValueError, type_error=TypeError)
     if device is None:
         device = jax.devices()[0]
     elif not isinstance(device, jax.Device):

@@ -23,9 +23,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxparadigm.common.numbers import check_int
 from jaxparadigm.tensor.materialize import materialize_view, materialize_view_jit
 from jaxparadigm.tensor.static_args import (
-    as_int,
     as_int_tuple,
     contiguous_strides,
     dims_arg,
@@ -50,7 +50,7 @@ class View:
     def __post_init__(self) -> None:
         shape = as_int_tuple(self.shape, "shape")
         strides = as_int_tuple(self.strides, "strides")
-        offset = as_int(self.offset, "offset")
+        offset = check_int("offset", self.offset, error=TypeError)
         if len(shape) != len(strides):
             raise ValueError(
                 f"shape {shape} and strides {strides} must have the same length "
@@ -135,7 +135,7 @@ class View:
         return False
 
     def _dim(self, dim: Any, name: str = "dim") -> int:
-        dim = as_int(dim, name)
+        dim = check_int(name, dim, error=TypeError)
         if not -self.ndim <= dim < self.ndim:
             raise ValueError(
                 f"{name} = {dim} is out of range for a {self.ndim}-d view of shape {self.shape}; "
@@ -168,7 +168,7 @@ class View:
         """
         if self.ndim == 0:
             for name, d in (("d0", d0), ("d1", d1)):
-                if as_int(d, name) not in (0, -1):
+                if check_int(name, d, error=TypeError) not in (0, -1):
                     raise ValueError(
                         f"{name} = {d} is out of range for a 0-d view; expected 0 or -1"
                     )
@@ -224,11 +224,11 @@ class View:
         ``offset' = offset + start * strides[dim]``, ``strides'[dim] = strides[dim] * step``.
         """
         d = self._dim(dim)
-        step = as_int(step, "step")
+        step = check_int("step", step, error=TypeError)
         if step <= 0:
             raise ValueError(f"slice step = {step} must be positive (views cannot reverse)")
-        start = None if start is None else as_int(start, "start")
-        stop = None if stop is None else as_int(stop, "stop")
+        start = None if start is None else check_int("start", start, error=TypeError)
+        stop = None if stop is None else check_int("stop", stop, error=TypeError)
         lo, hi, _ = slice(start, stop, step).indices(self.shape[d])
         size = len(range(lo, hi, step))
         shape = self.shape[:d] + (size,) + self.shape[d + 1 :]
@@ -245,7 +245,11 @@ class View:
         if self.ndim == 0:
             raise ValueError("narrow() cannot be applied to a 0-d view (shape ())")
         d = self._dim(dim)
-        start, length, n = as_int(start, "start"), as_int(length, "length"), self.shape[d]
+        start, length, n = (
+            check_int("start", start, error=TypeError),
+            check_int("length", length, error=TypeError),
+            self.shape[d],
+        )
         if not -n <= start <= n:
             raise ValueError(
                 f"narrow start = {start} is out of range for dim {d} of size {n} "
@@ -266,7 +270,7 @@ class View:
         PyTorch's ``inferUnsqueezeGeometry``: its stride is ``shape[dim] * strides[dim]``, or
         ``1`` when it becomes the last dim.
         """
-        dim = as_int(dim, "dim")
+        dim = check_int("dim", dim, error=TypeError)
         if not -self.ndim - 1 <= dim <= self.ndim:
             raise ValueError(
                 f"unsqueeze dim = {dim} is out of range for a {self.ndim}-d view of shape "
@@ -283,7 +287,7 @@ class View:
     def select(self, dim: Any, index: Any) -> View:
         """``tensor[..., index, ...]``: drop ``dim``, ``offset' = offset + index * strides[dim]`` (C2.1)."""
         d = self._dim(dim)
-        index = as_int(index, "index")
+        index = check_int("index", index, error=TypeError)
         n = self.shape[d]
         if not -n <= index < n:
             raise ValueError(

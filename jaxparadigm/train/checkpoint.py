@@ -52,6 +52,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from jaxparadigm.common.numbers import check_int
 from jaxparadigm.train.checkpoint_signature import (  # noqa: F401 (re-exported)
     _FORMAT,
     KEY_ENV_VAR,
@@ -130,8 +131,7 @@ class Checkpointer:
         keep: int = 3,
         key: bytes | str | None = None,
     ) -> None:
-        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
-            raise ValueError(f"keep: got {keep!r}, expected an int >= 1")
+        keep = check_int("keep", keep, 1, error=ValueError)
         if key is None:
             key = os.environ.get(KEY_ENV_VAR) or None
         self._key = _key_bytes(key)

@@ -22,6 +22,7 @@ from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
 
+from jaxparadigm.common.numbers import check_float, check_int
 from jaxparadigm.fields import Bounds, NonNegative, Seed, check_fields
 from jaxparadigm.train.drift import DriftReport, drift_report
 from jaxparadigm.train.validation import validate_batch
@@ -41,18 +42,13 @@ __all__ = [
 ]
 
 
-def _check_n(name: str, value, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name}: got {value!r}, expected an int >= {minimum}")
-
-
 def two_spirals(n: int, noise: float = 0.1, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Two interleaved spirals: ``x [n, 2] float32``, ``y [n] int32`` in {0, 1} (C5.1).
 
     Class ``c`` point at angle ``t ~ U(0, 3pi)``: ``r = t / 3pi``,
     ``x = (-1)^c r (cos t, sin t) + noise * N(0, 1)``.
     """
-    _check_n("n", n, 2)
+    n = check_int("n", n, 2, error=ValueError)
     rng = np.random.default_rng(seed)
     y = np.arange(n) % 2
     t = rng.uniform(0.0, 3 * np.pi, size=n)
@@ -70,8 +66,8 @@ def noisy_regression(
 
     Returns ``x [n, features] float32`` and ``y [n, 1] float32``.
     """
-    _check_n("n", n, 2)
-    _check_n("features", features)
+    n = check_int("n", n, 2, error=ValueError)
+    features = check_int("features", features, 1, error=ValueError)
     rng = np.random.default_rng(seed)
     w = rng.standard_normal((features, 1)) / np.sqrt(features)
     x = rng.standard_normal((n, features))
@@ -86,8 +82,9 @@ def pydoc_bytes(val_fraction: float = 0.1, seed: int = 0) -> tuple[np.ndarray, n
     ``ceil(val_fraction * topics)`` go to validation; each stream is the topics' UTF-8 text joined
     with blank lines.
     """
-    if not 0.0 < val_fraction < 1.0:
-        raise ValueError(f"val_fraction: got {val_fraction!r}, expected a value in (0, 1)")
+    val_fraction = check_float(
+        "val_fraction", val_fraction, 0, 1, lo_open=True, hi_open=True, error=ValueError
+    )
     from pydoc_data.topics import topics
 
     names = sorted(topics)
@@ -226,7 +223,7 @@ def build_dataset(
     ``shard=(p, P)``: this process's rows of every global batch (C5.2).
     """
     c = data_cfg
-    _check_n("data.batch_size", c.batch_size)
+    check_int("data.batch_size", c.batch_size, 1, error=ValueError)
     shard = _check_shard(shard, c.batch_size)
     local = c.batch_size // shard[1]
     if c.kind == "pydoc_chars":

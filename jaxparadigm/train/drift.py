@@ -17,6 +17,8 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
+from jaxparadigm.common.numbers import check_float, check_int
+
 __all__ = ["DriftReport", "drift_report", "psi", "ks_statistic"]
 
 _FLOOR = 1e-6
@@ -87,10 +89,8 @@ def drift_report(
         raise ValueError(
             f"current: got {cur.shape[1]} features, expected {ref.shape[1]} (as reference)"
         )
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold <= 0:
-        raise ValueError(f"threshold: got {threshold!r}, expected a positive number")
-    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
-        raise ValueError(f"bins: got {bins!r}, expected an int >= 2")
+    threshold = check_float("threshold", threshold, 0, lo_open=True, error=ValueError)
+    bins = check_int("bins", bins, 2, error=ValueError)
     psis = np.array([psi(ref[:, j], cur[:, j], bins) for j in range(ref.shape[1])])
     kss = np.array([ks_statistic(ref[:, j], cur[:, j]) for j in range(ref.shape[1])])
     drifted = [int(j) for j in np.flatnonzero(psis > threshold)]

@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxparadigm.common.numbers import check_float, check_int
+
 __all__ = [
     "GuardEvent",
     "GuardState",
@@ -87,8 +89,7 @@ def tree_select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
 
 def should_rollback(state: GuardState, max_bad_steps: int) -> bool:
     """Host-side: ``bad_streak >= max_bad_steps`` (C5.1)."""
-    if isinstance(max_bad_steps, bool) or not isinstance(max_bad_steps, int) or max_bad_steps < 1:
-        raise ValueError(f"max_bad_steps: got {max_bad_steps!r}, expected an int >= 1")
+    max_bad_steps = check_int("max_bad_steps", max_bad_steps, 1, error=ValueError)
     return int(state.bad_streak) >= max_bad_steps
 
 
@@ -98,8 +99,9 @@ def rollback_lr_scale(lr_scale: float, factor: float) -> float:
     Rounded to float32 (the state's dtype), so :func:`give_up_reason` sees the value the step
     would use (an underflow shows as 0.0).
     """
-    if not 0.0 < factor <= 1.0:
-        raise ValueError(f"lr_decay_on_rollback: got {factor!r}, expected a value in (0, 1]")
+    factor = check_float(
+        "lr_decay_on_rollback", factor, 0, 1, lo_open=True, error=ValueError, expected="a value"
+    )
     return float(np.float32(np.float32(lr_scale) * np.float32(factor)))
 
 

@@ -46,9 +46,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from jaxparadigm.common.progress import PROGRESS_TTY_ENV
 from jaxparadigm.errors import InputError, TrainingAborted
 from jaxparadigm.train.distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
-from jaxparadigm.train.progress import PROGRESS_TTY_ENV
 
 __all__ = ["WorkerFailed", "free_port", "launch_workers", "worker_env"]
 

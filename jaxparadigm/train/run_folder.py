@@ -1,11 +1,10 @@
 """A run folder is owned (issue 35, C5.1): one writer at a time, a finished run never overwritten,
 an interrupted run told how to resume.
 
-* :func:`run_lock` holds ``RUN_DIR/lock`` (an exclusive ``flock``, as the index's lock in
-  :mod:`jaxparadigm.retrieval.index.store`, which ``train`` may not import) while a run writes the
-  folder: a second run of the same name gets one :class:`InputError` at once naming the holder's
-  pid. The lock belongs to the open file, so it ends with its process: a dead holder's lock file
-  is simply taken over.
+* :func:`run_lock` holds ``RUN_DIR/lock`` (:func:`jaxparadigm.common.file_lock.file_lock`, the
+  index's lock too) while a run writes the folder: a second run of the same name gets one
+  :class:`InputError` at once naming the holder's pid. The lock belongs to the open file, so it
+  ends with its process: a dead holder's lock file is simply taken over.
 * :func:`refuse_overwrite` refuses a fresh start (``resume: false``) over a finished run (its
   ``report.md`` exists) unless ``overwrite``: then :func:`set_aside` renames the old folder to
   ``RUN_DIR.old-<timestamp>`` and the caller removes it once the new run has finished.
@@ -18,17 +17,10 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
+from jaxparadigm.common.file_lock import file_lock
 from jaxparadigm.errors import InputError
-
-fcntl: ModuleType | None
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no advisory lock
-    fcntl = None
 
 __all__ = ["LOCK", "RunInterrupted", "refuse_overwrite", "run_lock", "set_aside"]
 
@@ -53,40 +45,19 @@ class RunInterrupted(KeyboardInterrupt):
         return f"{head}; rerun {how} to resume from step {self.resume_step}"
 
 
-def _holder(fd: int, wait_s: float = 1.0) -> str:
-    """``pid N (since T)`` as the holder wrote it (re-read briefly while it is still empty)."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        text = os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
-        if text or time.monotonic() > deadline:
-            return text or "another process"
-        time.sleep(0.01)
-
-
-@contextlib.contextmanager
-def run_lock(run_dir: Path, name: str) -> Iterator[None]:
-    """Hold ``run_dir/lock`` while the run ``name`` writes ``run_dir`` (created if missing)."""
+def run_lock(run_dir: Path, name: str) -> contextlib.AbstractContextManager[None]:
+    """Hold ``run_dir/lock`` while the run ``name`` writes ``run_dir`` (created if missing): the
+    one advisory lock of :func:`jaxparadigm.common.file_lock.file_lock` (a symlink or a file that
+    is not regular is refused; a second run gets one :class:`InputError` naming the holder)."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / LOCK
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot open the run's lock file ({exc.strerror})") from None
-    try:
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise InputError(
-                    f"run {name!r} ({run_dir}) is being written by {_holder(fd)}; wait for it to "
-                    "finish, or pass another name=..."
-                ) from None
-        text = f"pid {os.getpid()} (since {time.strftime('%Y-%m-%d %H:%M:%S')})\n"
-        os.pwrite(fd, text.encode(), 0)
-        os.ftruncate(fd, len(text.encode()))
-        yield
-    finally:
-        os.close(fd)
+
+    def busy(holder: str) -> str:
+        return (
+            f"run {name!r} ({run_dir}) is being written by {holder}; wait for it to finish, or "
+            "pass another name=..."
+        )
+
+    return file_lock(run_dir / LOCK, f"run {name!r}", what="the run's lock file", busy=busy)
 
 
 def refuse_overwrite(run_dir: Path, name: str, *, resume: bool, overwrite: bool) -> None:

@@ -3,7 +3,7 @@
 ``train(model, dataset, tx, settings)`` reads nothing else: no config object enters the library.
 Each concern is a frozen dataclass with its defaults and its bounds in the type hints
 (:mod:`jaxparadigm.fields`), checked once in ``__post_init__`` (one ``TypeError``/``ValueError``
-naming the key path, e.g. ``train.guard.max_bad_steps=0: expected an int >= 1``). The project's
+naming the key path, e.g. ``train.guard.max_bad_steps: got 0, expected an int >= 1``). The project's
 config sections ARE these types (``train.guard`` is a :class:`GuardSettings`, ``data`` a
 :class:`DataSettings` ...); :func:`jaxparadigm.build.train_settings` assembles a
 :class:`TrainSettings` from a config by keyword; a script may build them by hand.

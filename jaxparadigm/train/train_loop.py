@@ -40,6 +40,8 @@ import jax
 import optax
 from flax import nnx
 
+from jaxparadigm.common.numbers import check_int
+from jaxparadigm.common.progress import Progress
 from jaxparadigm.errors import ConfigError
 from jaxparadigm.optim import DynamicLossScale
 from jaxparadigm.train.checkpoint import (
@@ -52,7 +54,6 @@ from jaxparadigm.train.distributed import on_primary, process_shard
 from jaxparadigm.train.initial_state import initial_state
 from jaxparadigm.train.metrics import MetricsWriter, read_metrics
 from jaxparadigm.train.objectives import eval_metrics, loss_for
-from jaxparadigm.train.progress import StepProgress
 from jaxparadigm.train.run_folder import RunInterrupted
 from jaxparadigm.train.settings import TrainSettings
 from jaxparadigm.train.sharding import layout_figures, release, shapes_of, shard_batch, to_host
@@ -91,10 +92,8 @@ def check_run_arguments(
     stop_at: int | None, batch_transform: Callable[[int, dict], dict] | None
 ) -> None:
     """``stop_at`` is None or an int >= 0; ``batch_transform`` None or a callable (else raise)."""
-    if stop_at is not None and (
-        isinstance(stop_at, bool) or not isinstance(stop_at, int) or stop_at < 0
-    ):
-        raise ValueError(f"stop_at: got {stop_at!r}, expected None or an int >= 0")
+    if stop_at is not None:
+        check_int("stop_at", stop_at, 0, error=ValueError, expected="None or an int")
     if batch_transform is not None and not callable(batch_transform):
         raise TypeError(
             f"batch_transform: got {type(batch_transform).__name__}, expected a callable"
@@ -129,6 +128,13 @@ def check_train_arguments(model: Any, dataset: Any, tx: Any, settings: Any) -> N
             f"{', '.join(map(str, sorted(global_rows)))}, the dataset's global batch (its "
             f"schema's rows x {dataset.shard[1]} process(es))"
         )
+
+
+def _step_progress(start: int, end: int, name: str, enabled: bool, t0: float) -> Progress:
+    """Training's progress of steps ``start + 1 .. end`` (``NAME: step N/END``): the first step
+    compiles, so its line is timed from ``t0`` (the call's start) and the rate counts the rest."""
+    count = "step {done}/{total}"
+    return Progress(end, name, initial=start, count=count, enabled=enabled, t0=t0, compiles=True)
 
 
 def train(
@@ -172,11 +178,11 @@ def train(
         end = max(start, settings.steps if stop_at is None else min(settings.steps, stop_at))
         run = Run(settings, dataset, steps, ckpt, log, batch_transform, end)
         loop, state = LoopState(state, snapshot=to_host(state)), None  # the loop alone holds it
-        bar = StepProgress(start, end, settings.name, enabled=progress and _primary(), t0=t0)
+        bar = _step_progress(start, end, settings.name, progress and _primary(), t0)
         try:
             for step in range(start, end):
                 one_step(run, loop, step)
-                bar.update(step + 1, loop.postfix, loop.clock.steps_per_second() or None)
+                bar.update(1, loop.postfix, loop.clock.steps_per_second() or None)
         except KeyboardInterrupt:  # Ctrl-C: one line from the CLI, how to resume (issue 35)
             bar.close()
             latest = ckpt.latest_step() if ckpt is not None else None

@@ -10,7 +10,8 @@ from jaxparadigm.common.bounded_reading import (
     MAX_JSON_INT_DIGITS,
     JsonLineError,
     binary_prefix,
-    read_json_line,
+    json_depth,
+    read_json,
     shown_name,
 )
 
@@ -32,7 +33,7 @@ JSON = st.recursive(
 def test_ordinary_json_reads_as_json_loads_does(value):
     """Oracle: the standard library's json.loads on the same line."""
     line = json.dumps(value)
-    assert read_json_line(line) == json.loads(line)
+    assert read_json(line) == json.loads(line)
 
 
 @settings(max_examples=60, deadline=None)
@@ -44,10 +45,10 @@ def test_ordinary_json_reads_as_json_loads_does(value):
 def test_integers_are_bounded_by_their_digits(digits, sign, shape):
     line = shape.format(sign + "1" + "0" * (digits - 1))
     if digits <= MAX_JSON_INT_DIGITS:
-        assert read_json_line(line) == json.loads(line)
+        assert read_json(line) == json.loads(line)
     else:
         with pytest.raises(JsonLineError, match=f"an integer of {digits} digits; expected at most"):
-            read_json_line(line)
+            read_json(line)
 
 
 @pytest.mark.parametrize(
@@ -56,14 +57,14 @@ def test_integers_are_bounded_by_their_digits(digits, sign, shape):
 )
 def test_bad_json_is_one_json_line_error(line, match):
     with pytest.raises(JsonLineError, match=match) as err:
-        read_json_line(line)
+        read_json(line)
     assert isinstance(err.value, ValueError)
 
 
 def test_the_limit_is_a_parameter():
-    assert read_json_line("[123]", max_int_digits=3) == [123]
+    assert read_json("[123]", max_int_digits=3) == [123]
     with pytest.raises(JsonLineError, match="an integer of 4 digits; expected at most 3"):
-        read_json_line("[-1234]", max_int_digits=3)
+        read_json("[-1234]", max_int_digits=3)
 
 
 @pytest.mark.parametrize(
@@ -103,3 +104,30 @@ def test_whole_bytes_are_binary_exactly_when_they_hold_nul_or_bad_utf8(data):
     except UnicodeDecodeError:
         text_ok = False
     assert (binary_prefix(data, whole=True) is None) == text_ok
+
+
+def test_read_json_takes_bytes_and_refuses_what_is_not_utf8():
+    assert read_json(b'{"a": [1, 2]}') == {"a": [1, 2]}
+    assert read_json(bytearray(b"[3]")) == [3]
+    with pytest.raises(JsonLineError) as err:
+        read_json(b'{"a": "\xe9"}')
+    assert str(err.value) == "not UTF-8: byte 0xe9 at offset 7"
+    with pytest.raises(JsonLineError, match="^not UTF-8"):  # json.loads would read UTF-16
+        read_json('{"a": 1}'.encode("utf-16"))
+
+
+def test_read_json_refuses_nesting_past_max_depth_before_parsing():
+    assert read_json("[[[1]]]", max_depth=3) == [[[1]]]
+    with pytest.raises(JsonLineError) as err:
+        read_json(b"[" * 4 + b"]" * 4, max_depth=3)
+    assert str(err.value) == "nested deeper than 3 levels"
+    assert read_json('["[[[[", {"b": "{{{{"}]', max_depth=2) == ["[[[[", {"b": "{{{{"}]
+    with pytest.raises(JsonLineError, match="^not JSON: "):  # no max_depth: the recursion limit
+        read_json("[" * 100_000 + "]" * 100_000)
+
+
+def test_json_depth_counts_outside_strings_and_stops_past_the_limit():
+    assert json_depth(b'{"a": [1, {"b": "[[[{{"}]}', 10) == 3
+    assert json_depth('"\\"[["', 10) == 0
+    assert json_depth(b"[" * 1000, 8) == 9
+    assert json_depth("[é, [", 5) == 2

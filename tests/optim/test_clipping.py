@@ -140,8 +140,16 @@ class OtherParadigmsTest(chex.TestCase, parameterized.TestCase):
         self.assertGreater(_np_norm(out), _np_norm(global_out) * 1.5)
 
     @parameterized.parameters(
-        (lambda: clipping.clip_grad_norm_torch(1.0, eps=-1e-6), ValueError, "eps=-1e-06"),
-        (lambda: clipping.clip_grad_norm_torch(1.0, eps=float("nan")), ValueError, "eps=nan"),
+        (
+            lambda: clipping.clip_grad_norm_torch(1.0, eps=-1e-6),
+            ValueError,
+            r"^eps: got -1e-06, expected a number >= 0$",
+        ),
+        (
+            lambda: clipping.clip_grad_norm_torch(1.0, eps=float("nan")),
+            ValueError,
+            r"^eps: got nan, expected a number >= 0$",
+        ),
         (lambda: clipping.clip_by_global_norm("1"), TypeError, "max_norm='1'"),
     )
     def test_bad_arguments(self, make, error, message):

@@ -128,7 +128,7 @@ def test_live_sgd_without_weight_decay_has_no_weight_decay_hyperparameter():
 )
 def test_chain_refuses_values_on_the_open_bound(kw, path):
     # The settings types refuse the value when built (before chain_for sees it).
-    with pytest.raises(ValueError, match=path.replace(".", r"\.") + "="):
+    with pytest.raises(ValueError, match="^" + path.replace(".", r"\.") + ": got "):
         kw = {k: ScheduleConfig(**v) if k == "schedule" else v for k, v in kw.items()}
         chain_for(OptimConfig(**kw))
 
@@ -188,9 +188,9 @@ def test_safe_increment_keeps_the_counts_dtype():
 def test_bound_errors_show_open_and_closed_ends():
     from jaxparadigm.optim.hyperparam_checks import check_number
 
-    with pytest.raises(ValueError, match=r"eps=0\.0: expected a value in \(0\.0, inf\]"):
+    with pytest.raises(ValueError, match=r"^eps: got 0\.0, expected a finite number > 0$"):
         check_number("eps", 0.0, low=0.0, low_open=True)
-    with pytest.raises(ValueError, match=r"b=1\.0: expected a value in \[0\.0, 1\.0\)"):
+    with pytest.raises(ValueError, match=r"^b: got 1\.0, expected a finite number in \[0, 1\)$"):
         check_number("b", 1.0, low=0.0, high=1.0, high_open=True)
 
 

@@ -114,13 +114,19 @@ class DynamicLossScaleTest(chex.TestCase, parameterized.TestCase):
         self.assertEqual(float(state.scale), 2.0**14)
 
     def test_rejects_bad_arguments(self):
-        with self.assertRaisesRegex(ValueError, "init_scale=0.5"):
+        with self.assertRaisesRegex(
+            ValueError, r"^init_scale: got 0\.5, expected a finite number in \[1, "
+        ):
             dynamic_loss_scale(init_scale=0.5)
-        with self.assertRaisesRegex(ValueError, "init_scale=inf"):
+        with self.assertRaisesRegex(
+            ValueError, r"^init_scale: got inf, expected a finite number in \[1, "
+        ):
             dynamic_loss_scale(init_scale=float("inf"))
-        with self.assertRaisesRegex(ValueError, "growth_interval=0"):
+        with self.assertRaisesRegex(ValueError, r"^growth_interval: got 0, expected an int >= 1$"):
             dynamic_loss_scale(growth_interval=0)
-        with self.assertRaisesRegex(TypeError, "growth_interval=2.5"):
+        with self.assertRaisesRegex(
+            TypeError, r"^growth_interval: got 2\.5, expected an int >= 1$"
+        ):
             dynamic_loss_scale(growth_interval=2.5)
 
 

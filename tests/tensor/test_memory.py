@@ -481,17 +481,17 @@ def test_set_bounds_as_torch_and_where_torch_reads_past_the_storage():
         (
             {"offset": 1.5, "shape": (2,)},
             TypeError,
-            "offset must be a Python int, got 1.5 of type float",
+            "offset: got 1.5, expected an int",
         ),
         (
             {"shape": (2, "x")},
             TypeError,
-            "shape[1] must be a Python int, got 'x' of type str",
+            "shape[1]: got 'x', expected an int",
         ),
         (
             {"shape": (2,), "strides": (1.5,)},
             TypeError,
-            "strides[0] must be a Python int, got 1.5 of type float",
+            "strides[0]: got 1.5, expected an int",
         ),
         (
             {"offset": 4, "shape": (3,)},
@@ -566,12 +566,12 @@ def _errors(mem, a, e):
         (
             lambda: mem.as_strided(a, (2.5,), (1,)),
             TypeError,
-            "shape[0] must be a Python int, got 2.5 of type float",
+            "shape[0]: got 2.5, expected an int",
         ),
         (
             lambda: mem.as_strided(a, (2,), (1.5,)),
             TypeError,
-            "strides[0] must be a Python int, got 1.5 of type float",
+            "strides[0]: got 1.5, expected an int",
         ),
     ]
 

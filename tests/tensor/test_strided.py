@@ -128,14 +128,14 @@ def test_offset_defaults_to_zero():
 @pytest.mark.parametrize(
     "args, error, message",
     [
-        (((2.5,), (1,)), TypeError, "shape[0] must be a Python int, got 2.5 of type float"),
-        (((2,), (1.5,)), TypeError, "strides[0] must be a Python int, got 1.5 of type float"),
-        (((2,), (1,), 1.5), TypeError, "offset must be a Python int, got 1.5 of type float"),
+        (((2.5,), (1,)), TypeError, "shape[0]: got 2.5, expected an int"),
+        (((2,), (1.5,)), TypeError, "strides[0]: got 1.5, expected an int"),
+        (((2,), (1,), 1.5), TypeError, "offset: got 1.5, expected an int"),
         (
             ((2,), (-1,)),
             ValueError,
-            "as_strided strides[0] = -1 is negative (strides (-1,)); strides must be "
-            "non-negative, as in torch.as_strided",
+            "strides[0] = -1 is negative in strides (-1,); strides are >= 0 "
+            "(PyTorch views have no negative strides)",
         ),
     ],
 )

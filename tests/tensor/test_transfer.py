@@ -71,9 +71,9 @@ def test_explicit_device():
 @pytest.mark.parametrize(
     "nbytes, device, error, pattern",
     [
-        (0, None, ValueError, "nbytes must be > 0"),
-        (1.5, None, TypeError, "nbytes must be an int"),
-        (True, None, TypeError, "nbytes must be an int"),
+        (0, None, ValueError, r"^nbytes: got 0, expected an int >= 1$"),
+        (1.5, None, TypeError, r"^nbytes: got 1\.5, expected an int >= 1$"),
+        (True, None, TypeError, r"^nbytes: got True, expected an int >= 1$"),
         (16, "cpu", TypeError, "jax.Device"),
     ],
 )

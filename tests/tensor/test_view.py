@@ -328,7 +328,7 @@ def test_expand_edge_sizes_match_torch():
         (
             lambda v: v.expand(2.5),
             TypeError,
-            "shape[0] must be a Python int, got 2.5 of type float",
+            "shape[0]: got 2.5, expected an int",
         ),
         (
             lambda v: v.slice(1, 0, 2, 0),
@@ -338,12 +338,12 @@ def test_expand_edge_sizes_match_torch():
         (
             lambda v: v.slice(1, 0, 2, 1.5),
             TypeError,
-            "step must be a Python int, got 1.5 of type float",
+            "step: got 1.5, expected an int",
         ),
         (
             lambda v: v.slice(1, 0.5, 2),
             TypeError,
-            "start must be a Python int, got 0.5 of type float",
+            "start: got 0.5, expected an int",
         ),
         (
             lambda v: v.slice(5, 0, 1),
@@ -353,7 +353,7 @@ def test_expand_edge_sizes_match_torch():
         (
             lambda v: v.slice(1.5, 0, 1),
             TypeError,
-            "dim must be a Python int, got 1.5 of type float",
+            "dim: got 1.5, expected an int",
         ),
         (
             lambda v: v.permute(0, 5),
@@ -363,7 +363,7 @@ def test_expand_edge_sizes_match_torch():
         (
             lambda v: v.select(0, 1.5),
             TypeError,
-            "index must be a Python int, got 1.5 of type float",
+            "index: got 1.5, expected an int",
         ),
         (
             lambda v: v.select(0, 5),
@@ -374,7 +374,7 @@ def test_expand_edge_sizes_match_torch():
         (
             lambda v: v.slice(1, 0, "2"),
             TypeError,
-            "stop must be a Python int, got '2' of type str",
+            "stop: got '2', expected an int",
         ),
     ],
 )

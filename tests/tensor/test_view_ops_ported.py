@@ -323,7 +323,7 @@ def test_narrow_matches_torch_or_both_refuse(start, length):
         (
             lambda v: v.narrow(0, 0, 1.0),
             TypeError,
-            "length must be a Python int, got 1.0 of type float",
+            "length: got 1.0, expected an int",
         ),
         (
             lambda v: v.select(0, 0).select(0, 0).narrow(0, 0, 0),
@@ -339,7 +339,7 @@ def test_narrow_matches_torch_or_both_refuse(start, length):
         (
             lambda v: v.unsqueeze(None),
             TypeError,
-            "dim must be a Python int, got None of type NoneType",
+            "dim: got None, expected an int",
         ),
     ],
 )

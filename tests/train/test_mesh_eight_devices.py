@@ -44,9 +44,10 @@ def test_100_steps_on_4x2_and_2x4_equal_one_device(tmp_path):
             share = fig[f"{key}_bytes_per_device"] / fig[f"{key}_bytes_total"]
             assert 1 / 8 <= share <= 1.25 / 8, (shape, key, share)
         ops = fig["collectives"]
-        assert ops["all-gather"]["count"] > 0 and ops["reduce-scatter"]["count"] + ops[
-            "all-reduce"
-        ]["count"] > 0
+        assert (
+            ops["all-gather"]["count"] > 0
+            and ops["reduce-scatter"]["count"] + ops["all-reduce"]["count"] > 0
+        )
 
 
 def test_checkpoints_move_between_mesh_shapes_bit_for_bit(tmp_path):

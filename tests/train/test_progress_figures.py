@@ -49,11 +49,12 @@ def test_the_last_lines_rate_is_the_summarys(tmp_path, capfd, monkeypatch):
 
 
 def test_step_one_counts_from_the_calls_start(tmp_path, capfd, monkeypatch):
-    from jaxparadigm.train import progress
+    from jaxparadigm.common.progress import Progress
 
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
     stream = __import__("io").StringIO()
-    bar = progress.StepProgress(0, 4, "demo", stream=stream, t0=time.perf_counter() - 6.0)
+    t0 = time.perf_counter() - 6.0
+    bar = Progress(4, "demo", count="step {done}/{total}", stream=stream, t0=t0, compiles=True)
     bar.update(1, {"loss": "1.0000"})
     assert "step 1/4 (compiled and ran in 6.0 s)" in stream.getvalue()
 

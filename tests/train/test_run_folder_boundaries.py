@@ -93,3 +93,26 @@ def test_set_aside_names_a_timestamp_then_numbers_collisions(tmp_path, monkeypat
     assert names == [f"run.old-{stamp}", f"run.old-{stamp}~1", f"run.old-{stamp}~2"]
     assert [(tmp_path / n / "n").read_text() for n in names] == ["0", "1", "2"]
     assert set_aside(tmp_path / "run") is None  # nothing to set aside
+
+
+def test_a_run_lock_that_is_a_symlink_or_a_fifo_is_refused_and_never_written_through(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    target = tmp_path / "notes.txt"
+    target.write_text("keep me\n")
+    (run / "lock").symlink_to(target)
+    with pytest.raises(InputError) as err, run_lock(run, "r"):
+        pass
+    assert str(err.value) == (
+        f"{run / 'lock'}: the run's lock file is a symlink; a writer never follows a link: remove "
+        "it (the lock file is created again) and run this again"
+    )
+    assert target.read_text() == "keep me\n"
+    (run / "lock").unlink()
+    os.mkfifo(run / "lock")
+    with pytest.raises(InputError) as err, run_lock(run, "r"):
+        pass
+    assert str(err.value) == (
+        f"{run / 'lock'}: the run's lock file is a FIFO, expected a regular file: remove it and "
+        "run this again"
+    )

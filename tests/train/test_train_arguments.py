@@ -37,19 +37,24 @@ def _settings(tmp_path: Path, **kw) -> TrainSettings:
 @pytest.mark.parametrize(
     "field, value, err, text",
     [
-        ("steps", -5, ValueError, "settings.steps=-5: expected an int in [1, 2147483647]"),
-        ("eval_every", 0, ValueError, "settings.eval_every=0: expected an int in [1, "),
-        ("eval_every", -1, ValueError, "settings.eval_every=-1: expected an int in [1, "),
-        ("seed", 2**32, ValueError, "settings.seed=4294967296: expected an int in [0, 4294967295]"),
-        ("faults", None, TypeError, "settings.faults=None: expected FaultPlan"),
+        ("steps", -5, ValueError, "settings.steps: got -5, expected an int in [1, 2147483647]"),
+        ("eval_every", 0, ValueError, "settings.eval_every: got 0, expected an int in [1, "),
+        ("eval_every", -1, ValueError, "settings.eval_every: got -1, expected an int in [1, "),
+        (
+            "seed",
+            2**32,
+            ValueError,
+            "settings.seed: got 4294967296, expected an int in [0, 4294967295]",
+        ),
+        ("faults", None, TypeError, "settings.faults: got None, expected FaultPlan"),
         (
             "grad",
             "torch",
             ValueError,
-            "settings.grad='torch': expected one of 'jax', 'jaxparadigm'",
+            "settings.grad: got 'torch', expected one of 'jax', 'jaxparadigm'",
         ),
-        ("run_dir", "runs/x", TypeError, "settings.run_dir='runs/x': expected Path"),
-        ("guard", {"enabled": True}, TypeError, "settings.guard={'enabled': True}: expected "),
+        ("run_dir", "runs/x", TypeError, "settings.run_dir: got 'runs/x', expected Path"),
+        ("guard", {"enabled": True}, TypeError, "settings.guard: got {'enabled': True}, expected "),
     ],
 )
 def test_bad_settings_fields_are_refused_when_built(tmp_path, field, value, err, text):
@@ -59,9 +64,12 @@ def test_bad_settings_fields_are_refused_when_built(tmp_path, field, value, err,
 
 
 def test_bad_guard_and_checkpoint_values_are_refused_when_built():
-    with pytest.raises(ValueError, match=r"^train\.guard\.lr_decay_on_rollback=2\.0: expected"):
+    with pytest.raises(
+        ValueError,
+        match=r"^train\.guard\.lr_decay_on_rollback: got 2\.0, expected a float in \(0, 1\]$",
+    ):
         GuardSettings(lr_decay_on_rollback=2.0)
-    with pytest.raises(TypeError, match=r"^train\.checkpoint\.every=2\.5: expected int"):
+    with pytest.raises(TypeError, match=r"^train\.checkpoint\.every: got 2\.5, expected int$"):
         CheckpointSettings(every=2.5)
 
 

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 
 from jaxparadigm.autodiff.graph import count_equations
 from jaxparadigm.autodiff.reverse_mode import grad
+from jaxparadigm.common.numbers import check_int
 
 __all__ = ["GrowthRow", "graph_growth"]
 
@@ -44,8 +45,7 @@ def graph_growth(f: Callable, order: int, x: jax.typing.ArrayLike = 1.0) -> list
     """
     if not callable(f):
         raise TypeError(f"graph_growth: f={f!r} is not callable")
-    if isinstance(order, bool) or not isinstance(order, int) or order < 0:
-        raise ValueError(f"graph_growth: order={order!r}; expected an int >= 0")
+    order = check_int("graph_growth: order", order, 0, error=ValueError)
     x = jnp.asarray(x, jnp.float32) if not hasattr(x, "dtype") else x
     rows = []
     for k in range(order + 1):

@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from jaxparadigm.common.numbers import check_float, check_int
 from jaxparadigm.errors import InputError
 
 __all__ = ["PlannedRequest", "plan_requests", "run_load"]
@@ -49,9 +50,7 @@ class PlannedRequest(NamedTuple):
 
 
 def _fraction(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise InputError(f"{name}: got {value!r}, expected a number in [0, 1]")
-    return float(value)
+    return check_float(name, value, 0, 1, expected="a number")
 
 
 def plan_requests(
@@ -63,8 +62,7 @@ def plan_requests(
     seed: int = 0,
 ) -> list[PlannedRequest]:
     """``n`` requests: malformed and delayed ones in the given shares, the rest cycling ``queries``."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InputError(f"requests: got {n!r}, expected an int >= 1")
+    n = check_int("requests", n, 1)
     if not queries or not all(isinstance(q, str) and q.strip() for q in queries):
         raise InputError("queries: expected a non-empty list of non-empty strings")
     n_bad = round(n * _fraction("malformed_fraction", malformed_fraction))
@@ -124,11 +122,9 @@ def run_load(
 
     Returns the exported client spans (one per request actually sent).
     """
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise InputError(f"concurrency: got {concurrency!r}, expected an int >= 1")
+    concurrency = check_int("concurrency", concurrency, 1)
     for name, value in (("duration_s", duration_s), ("timeout_s", timeout_s)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise InputError(f"{name}: got {value!r}, expected a number of seconds > 0")
+        check_float(name, value, 0, lo_open=True, finite=False, expected="a number of seconds")
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))

@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxparadigm.common.numbers import check_int
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparam_checks import check_int
 from jaxparadigm.optim.schedules.linear_lr import linear_lr
 
 INT32_MAX = 2**31 - 1
@@ -77,10 +77,9 @@ def overflow_demo(
     defaults: the naive int32 counter wraps to ``-2**31`` and the unclamped formula goes negative;
     ``safe_increment`` stays at ``2**31 - 1`` with ``lr = base_lr * end_factor``.
     """
-    check_int("window", window, low=1)
-    check_int("center", center, low=window + total_iters)
-    if center > INT32_MAX:
-        raise ValueError(f"center={center!r}: expected <= 2**31 - 1 (int32 counters)")
+    window = check_int("window", window, 1, error=ValueError, type_error=TypeError)
+    low = window + total_iters  # the counters start at center - window, past the warmup
+    center = check_int("center", center, low, INT32_MAX, error=ValueError, type_error=TypeError)
     start = center - window
     naive, safe = _step_counters(start, 2 * window)
     schedule = linear_lr(base_lr, start_factor, end_factor, total_iters)

@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from jaxparadigm.common.numbers import check_int
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.dense.vector_search import TopK
 
@@ -192,7 +193,7 @@ class IVFSearcher:
         self.lists, self.dim, self.rows = lists, dim, int(ids.shape[0])
         self.offsets = np.asarray(offsets, np.int64)
         c = _chunk_rows(self.rows, lists) if chunk_rows is None else chunk_rows
-        require_int("chunk_rows", c, 1)
+        c = require_int("chunk_rows", c, 1)
         self.chunk_rows = c
         self.devices = list(jax.devices()[:1] if devices is None else devices)
         if not self.devices:
@@ -274,8 +275,8 @@ class IVFSearcher:
     def search(self, queries: np.ndarray, k: int, nprobe: int) -> TopK:
         """Top ``k`` rows of each query's ``nprobe`` nearest lists, best first, ties to the lower
         row (``-1``/``-inf`` where the lists hold fewer than ``k`` rows)."""
-        require_int("nprobe", nprobe, 1, self.lists)
-        require_int("k", k, 1)
+        nprobe = require_int("nprobe", nprobe, 1, self.lists)
+        k = require_int("k", k, 1)
         queries = np.ascontiguousarray(queries, np.float32)
         chex.assert_shape(queries, (None, self.dim))
         probed = self.probe(queries, nprobe)
@@ -317,8 +318,7 @@ class IVFSearcher:
 
 def check_nprobe(nprobe: object, lists: int, where: str) -> int:
     """``nprobe`` if an int in ``[1, lists]``; else :class:`InputError` naming ``where``."""
-    if isinstance(nprobe, bool) or not isinstance(nprobe, int) or not 1 <= nprobe <= lists:
-        raise InputError(
-            f"nprobe: got {nprobe!r}, expected an int in [1, {lists}] (the lists of {where})"
-        )
-    return nprobe
+    try:
+        return check_int("nprobe", nprobe, 1, lists)
+    except InputError as exc:
+        raise InputError(f"{exc} (the lists of {where})") from None

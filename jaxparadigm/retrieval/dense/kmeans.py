@@ -123,10 +123,10 @@ def kmeans(
         n, dim = x.shape[0], x.shape[1]
     else:
         raise InputError(f"x: got {getattr(x, 'shape', type(x).__name__)}, expected [n, dim] rows")
-    require_int("lists", lists, 1)
-    require_int("seed", seed, 0)
-    require_int("iters", iters, 0)
-    require_int("max_points_per_list", max_points_per_list, 1)
+    lists = require_int("lists", lists, 1)
+    seed = require_int("seed", seed, 0)
+    iters = require_int("iters", iters, 0)
+    max_points_per_list = require_int("max_points_per_list", max_points_per_list, 1)
     if lists > n:
         raise InputError(f"lists: got {lists}, expected at most the {n} rows to cluster")
     rows = training_rows(n, lists, seed, max_points_per_list)

@@ -38,7 +38,9 @@ import ml_dtypes
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from jaxparadigm.common.numbers import check_int
 from jaxparadigm.errors import InputError, require_int
+from jaxparadigm.retrieval.search_options import SEARCH_DTYPES
 
 __all__ = [
     "SEARCH_DTYPES",
@@ -51,7 +53,6 @@ __all__ = [
     "bfloat16_bits_to_float32",
 ]
 
-SEARCH_DTYPES = ("float32", "bfloat16", "int8")
 _MAX_ROWS = 2**31 - 1  # row ids are int32 on device
 
 
@@ -280,8 +281,7 @@ class VectorSearcher:
     ) -> None:
         if dtype not in SEARCH_DTYPES:
             raise InputError(f"dtype: got {dtype!r}, expected one of {', '.join(SEARCH_DTYPES)}")
-        if isinstance(block_rows, bool) or not isinstance(block_rows, int) or block_rows < 8:
-            raise InputError(f"block_rows: got {block_rows!r}, expected an int >= 8")
+        block_rows = check_int("block_rows", block_rows, 8)
         devices = list(jax.devices() if devices is None else devices)
         if not devices:
             raise InputError("devices: got an empty list, expected at least one device")
@@ -352,8 +352,8 @@ class VectorSearcher:
         chex.assert_rank(queries, 2)
         if queries.shape[1] != self.source.dim:
             raise InputError(f"queries: got shape {queries.shape}, expected (n, {self.source.dim})")
-        require_int("k", k, 1)
-        require_int("rescore_factor", rescore_factor, 1)
+        k = require_int("k", k, 1)
+        rescore_factor = require_int("rescore_factor", rescore_factor, 1)
         if not 0.0 < recall_target <= 1.0:
             raise InputError(f"recall_target: got {recall_target!r}, expected a float in (0, 1]")
         k = min(k, self.source.rows)

@@ -27,6 +27,7 @@ from jaxparadigm.errors import require_int
 __all__ = [
     "Document",
     "Passage",
+    "PassageFields",
     "split_passages",
     "splitting_tokenizer",
 ]
@@ -48,6 +49,34 @@ class Passage(NamedTuple):
     text: str
 
 
+class PassageFields:
+    """A record that holds a :class:`Passage` as its ``passage`` (a search hit) reads its fields
+    directly: ``record.source``, ``.start``, ``.end``, ``.text`` are ``record.passage``'s."""
+
+    __slots__ = ()
+    passage: Passage
+
+    @property
+    def source(self) -> str:
+        """The passage's document (``path`` or ``path:LINE``)."""
+        return self.passage.source
+
+    @property
+    def start(self) -> int:
+        """The passage's first character in its document."""
+        return self.passage.start
+
+    @property
+    def end(self) -> int:
+        """One past the passage's last character in its document."""
+        return self.passage.end
+
+    @property
+    def text(self) -> str:
+        """The passage's text, ``document[start:end]``."""
+        return self.passage.text
+
+
 def splitting_tokenizer(tokenizer: Tokenizer) -> Tokenizer:
     """A copy of ``tokenizer`` with truncation and padding off (the given one is not changed)."""
     if not isinstance(tokenizer, Tokenizer):
@@ -62,8 +91,8 @@ _WORD = re.compile(r"\S+")  # the words of str.split(): runs of non-whitespace (
 
 
 def _check_window(chunk_tokens: int, overlap: int, smallest: int) -> None:
-    require_int("chunk_tokens", chunk_tokens, smallest)
-    require_int("overlap", overlap, 0, chunk_tokens - 1)
+    chunk_tokens = require_int("chunk_tokens", chunk_tokens, smallest)
+    overlap = require_int("overlap", overlap, 0, chunk_tokens - 1)
 
 
 def _unit_offsets(docs: Sequence[Document], tokenizer: Tokenizer | None) -> list[list[tuple]]:

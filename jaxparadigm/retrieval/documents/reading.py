@@ -23,7 +23,7 @@ JSONL is split on ``"\\n"`` only (U+2028, U+2029 and U+0085 inside strings are c
 **Nothing blocks, nothing large is read blindly.** A file is opened non-blocking and checked to be
 regular after opening. Only the first :data:`SNIFF_BYTES` of a file decide that it is binary (a
 NUL byte, or bytes that are not UTF-8): a 1 GiB file of NULs named ``.txt`` is skipped without
-being read whole. JSON lines are bounded before they are built (:func:`read_json_line`): a bad
+being read whole. JSON lines are bounded before they are built (:func:`read_json`): a bad
 line alone is skipped as "bad JSONL line"; a leading UTF-8 byte-order mark keeps the first record.
 
 **Problems do not stop the reading.** An unusable file is a
@@ -47,9 +47,10 @@ from jaxparadigm.common.bounded_reading import (
     JsonLineError,
     binary_prefix,
     mode_words,
-    read_json_line,
+    read_json,
     shown_name,
 )
+from jaxparadigm.common.quoting import byte_at, plural
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval.documents.file_kinds import FILE_TYPES, GzipSkip, file_kind, gunzip_file
 from jaxparadigm.retrieval.documents.passages import Document
@@ -58,7 +59,6 @@ from jaxparadigm.retrieval.documents.skipped import (
     SKIP_REASONS,
     Skipped,
     describe_skipped,
-    plural,
 )
 from jaxparadigm.retrieval.documents.walking import _bad_name, collect_files
 
@@ -73,9 +73,8 @@ __all__ = [
     "Reading",
     "collect_files",
     "read_documents",
-    "read_json_line",
+    "read_json",
     "describe_skipped",
-    "plural",
     "shown_name",
 ]
 
@@ -138,7 +137,7 @@ def _jsonl(path: str, text: str) -> tuple[list[Document], list[Skipped]]:
             continue
         where = f"{path}:{n}"
         try:
-            record = read_json_line(line)
+            record = read_json(line)
         except JsonLineError as exc:
             skipped.append(Skipped(where, "bad JSONL line", str(exc)))
             continue
@@ -187,7 +186,7 @@ def _utf8(data: bytes) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _NotText("not UTF-8", f"byte 0x{data[exc.start]:02x} at offset {exc.start}") from None
+        raise _NotText("not UTF-8", byte_at(data, exc.start)) from None
     if "\x00" in text:
         raise _NotText("not UTF-8", "holds NUL bytes (a binary file?)")
     return text

@@ -11,7 +11,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import NamedTuple
 
-__all__ = ["SKIP_REASONS", "Skipped", "describe_skipped", "plural"]
+from jaxparadigm.common.quoting import plural
+
+__all__ = ["SKIP_REASONS", "Skipped", "describe_skipped"]
 
 
 SKIP_REASONS = (
@@ -37,11 +39,6 @@ class Skipped(NamedTuple):
     path: str
     reason: str
     detail: str
-
-
-def plural(n: int, word: str) -> str:
-    """``"1 passage"``, ``"2 passages"`` (``word`` + "s" unless ``n == 1``) (C1.1)."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def describe_skipped(skipped: Sequence[Skipped], limit: int = 10) -> list[str]:

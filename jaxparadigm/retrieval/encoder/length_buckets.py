@@ -6,6 +6,8 @@ its row count to :func:`row_bucket`, so jit compiles a bounded set of shapes for
 
 from __future__ import annotations
 
+from jaxparadigm.common.numbers import check_int
+
 __all__ = ["length_buckets", "row_bucket"]
 
 
@@ -13,12 +15,7 @@ def length_buckets(max_seq_length: int, smallest: int = 16) -> tuple[int, ...]:
     """Padding lengths below ``max_seq_length``, then ``max_seq_length`` itself: from each power of
     two ``n >= smallest`` up to ``2n`` in steps of ``max(8, n // 4)`` (16, 24, 32, 40, 48, 56, 64,
     80, 96, ...): multiples of 8, at most 25% padding above 32 tokens, 4 buckets per doubling."""
-    if (
-        isinstance(max_seq_length, bool)
-        or not isinstance(max_seq_length, int)
-        or max_seq_length < 1
-    ):
-        raise ValueError(f"max_seq_length: got {max_seq_length!r}, expected an int >= 1")
+    max_seq_length = check_int("max_seq_length", max_seq_length, 1, error=ValueError)
     out, n = [], smallest
     while n < max_seq_length:
         out += [b for b in range(n, 2 * n, max(8, n // 4)) if b < max_seq_length]

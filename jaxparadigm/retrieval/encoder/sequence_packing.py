@@ -15,16 +15,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from jaxparadigm.common.numbers import check_int
+
 __all__ = ["pack_rows", "packed_arrays"]
 
 
 def pack_rows(lengths: Sequence[int], row_length: int, max_segments: int) -> list[list[int]]:
     """Group sequence indices into rows: each row's lengths sum to ``<= row_length`` (a longer
     sequence is alone) with at most ``max_segments`` sequences; every index appears once."""
-    if isinstance(row_length, bool) or not isinstance(row_length, int) or row_length < 1:
-        raise ValueError(f"row_length: got {row_length!r}, expected an int >= 1")
-    if isinstance(max_segments, bool) or not isinstance(max_segments, int) or max_segments < 1:
-        raise ValueError(f"max_segments: got {max_segments!r}, expected an int >= 1")
+    row_length = check_int("row_length", row_length, 1, error=ValueError)
+    max_segments = check_int("max_segments", max_segments, 1, error=ValueError)
     rows: list[list[int]] = []
     open_rows: list[tuple[int, int]] = []  # (free slots, row number), sorted: best fit = first >= n
     for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):

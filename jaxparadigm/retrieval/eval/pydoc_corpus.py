@@ -36,7 +36,7 @@ def chunk_document(text: str, chunk_words: int, title: str = "") -> list[str]:
     overlap), their words joined by one space. An empty text gives one passage (the title, possibly
     empty) so every document stays indexable.
     """
-    require_int("chunk_words", chunk_words, 1)
+    chunk_words = require_int("chunk_words", chunk_words, 1)
     windows = split_passages([Document("", text)], None, chunk_words, 0)
     prefix = f"{title}: " if title else ""
     if not windows:

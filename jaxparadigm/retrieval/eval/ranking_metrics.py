@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from jaxparadigm.common.numbers import check_int
 from jaxparadigm.errors import require_int
 
 __all__ = ["first_hit_rank", "recall_at_k", "mean_reciprocal_rank", "ranking_from_scores"]
@@ -31,14 +32,14 @@ def _check_ranks(ranks: Sequence[int | None]) -> None:
     if len(ranks) == 0:
         raise ValueError("ranks: got an empty list, expected one rank (or None) per query")
     for i, r in enumerate(ranks):
-        if r is not None and (isinstance(r, bool) or not isinstance(r, int) or r < 1):
-            raise ValueError(f"ranks[{i}]: got {r!r}, expected an int >= 1 or None")
+        if r is not None:
+            check_int(f"ranks[{i}]", r, 1, error=ValueError, expected="None or an int")
 
 
 def recall_at_k(ranks: Sequence[int | None], k: int) -> float:
     """Fraction of queries whose first relevant item is within the top ``k``: ``mean[rho <= k]``."""
     _check_ranks(ranks)
-    require_int("k", k, 1)
+    k = require_int("k", k, 1)
     return float(np.mean([r is not None and r <= k for r in ranks]))
 
 

@@ -35,18 +35,18 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from jaxparadigm.common.progress import Progress
+from jaxparadigm.common.quoting import plural
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.documents.passages import Passage, split_passages, splitting_tokenizer
 from jaxparadigm.retrieval.documents.reading import (
     Reading,
     collect_files,
     describe_skipped,
-    plural,
     read_documents,
     shown_name,
 )
 from jaxparadigm.retrieval.index.owned_files import holds_index
-from jaxparadigm.retrieval.index.progress import PassageProgress
 from jaxparadigm.retrieval.index.store import (
     LOCK,
     MANIFEST,
@@ -155,13 +155,12 @@ def _check_out_dir(out_dir: Path) -> None:
             raise InputError(f"{out_dir}: exists and is not an empty folder; choose a new --out")
 
 
-def _encode(encoder, texts: list[str], batch_size: int, bar) -> np.ndarray:
+def _encode(encoder, texts: list[str], batch_size: int, bar: Progress) -> np.ndarray:
     parts = []
     for i in range(0, len(texts), ENCODE_CHUNK):
         chunk = texts[i : i + ENCODE_CHUNK]
         parts.append(np.asarray(encoder.encode(chunk, batch_size=batch_size, normalize=True)))
-        if bar is not None:
-            bar.update(len(chunk))
+        bar.update(len(chunk))
     return np.concatenate(parts).astype(np.float32, copy=False)
 
 
@@ -170,10 +169,12 @@ def _write_pending(
 ) -> dict:
     """Encode and write (:func:`~jaxparadigm.retrieval.index.writer.write_rows`) the passages the
     manifest's ``pending`` plan has not written yet, with progress when ``progress`` (a bar on a
-    terminal, plain lines otherwise: :class:`~jaxparadigm.retrieval.index.progress.PassageProgress`)."""
+    terminal, plain lines otherwise: :class:`~jaxparadigm.common.progress.Progress`)."""
     done = m["count"] - m["pending"]["start_row"]
     desc = "index add" if "base" in m["pending"] else "index build"
-    bar = PassageProgress(len(passages), done, desc) if progress else None
+    bar = Progress(
+        len(passages), desc, initial=done, unit="passage", enabled=progress, compiles=True
+    )
 
     def embed(row: int, take: list[Passage]) -> np.ndarray:
         del row  # encoded from their text
@@ -182,8 +183,7 @@ def _write_pending(
     try:
         return write_rows(index_dir, m, passages, embed)
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
 
 
 def _resume_or_refuse(index_dir: Path, m: dict, plan: str, verb: str) -> None:
@@ -234,15 +234,15 @@ def build_index(
     model = _model_entry(encoder, model_name)
     limit = encoder.max_seq_length - 2
     chunk_tokens = limit if chunk_tokens is None else chunk_tokens
-    require_int("chunk_tokens", chunk_tokens, 2)
+    chunk_tokens = require_int("chunk_tokens", chunk_tokens, 2)
     if chunk_tokens > limit:
         raise InputError(
             f"chunk_tokens: got {chunk_tokens}, expected <= {limit} (max_seq_length "
             f"{encoder.max_seq_length} minus [CLS] and [SEP]; longer windows would be truncated)"
         )
-    require_int("overlap", overlap, 0, chunk_tokens - 1)
-    require_int("shard_rows", shard_rows, 1)
-    require_int("batch_size", batch_size, 1)
+    overlap = require_int("overlap", overlap, 0, chunk_tokens - 1)
+    shard_rows = require_int("shard_rows", shard_rows, 1)
+    batch_size = require_int("batch_size", batch_size, 1)
     _check_out_dir(out_dir)
     build = {"chunk_tokens": chunk_tokens, "overlap": overlap, "batch_size": batch_size}
     reading = read_documents(paths, strict=strict, skip_folder=holds_index)
@@ -316,7 +316,7 @@ def add_to_index(
     bytes of an indexed file at another path is skipped ("duplicate content").
     """
     index_dir = Path(index_dir)
-    require_int("batch_size", batch_size, 1)
+    batch_size = require_int("batch_size", batch_size, 1)
     model = _model_entry(encoder, model_name)
     read_manifest(index_dir)  # an index, before a lock file is created in the folder
     collect_files(

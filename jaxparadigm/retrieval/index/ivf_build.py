@@ -42,9 +42,9 @@ def train_ivf(
     """Train and write ``lists`` inverted lists for the index in ``index_dir``; returns the
     manifest (its ``ivf`` record has the training time in ``seconds``)."""
     index_dir = Path(index_dir)
-    require_int("seed", seed, 0)
-    require_int("iters", iters, 0)
-    require_int("max_points_per_list", max_points_per_list, 1)
+    seed = require_int("seed", seed, 0)
+    iters = require_int("iters", iters, 0)
+    max_points_per_list = require_int("max_points_per_list", max_points_per_list, 1)
     read_manifest(index_dir)  # an index, before a lock file is created in the folder
     with index_lock(index_dir, "index ivf"):
         m = read_manifest(index_dir)

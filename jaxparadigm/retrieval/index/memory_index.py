@@ -84,13 +84,14 @@ class SemanticIndex:
         self._device_embs = jnp.asarray(self.embeddings)
         self._searcher: VectorSearcher | None = None  # placed again on the next search
 
-    def search_vectors(self, queries: np.ndarray, k: int) -> TopK:
+    def search_vectors(self, queries: np.ndarray, k: int, *, approx: bool = False) -> TopK:
         """Exact top ``k`` documents of each query row (float32 ``[n, dim]``) by ``q . d``, best
-        first, ties to the lower index: :meth:`VectorSearcher.search` over the embeddings."""
+        first, ties to the lower index: :meth:`VectorSearcher.search` over the embeddings
+        (``approx``: ``lax.approx_max_k`` picks the candidates)."""
         self._require_docs()
         if self._searcher is None:
             self._searcher = VectorSearcher(RowSource([self.embeddings]))
-        return self._searcher.search(queries, k)
+        return self._searcher.search(queries, k, approx=approx)
 
     def scores(self, queries: Sequence[str]) -> np.ndarray:
         """``[n_queries, n_docs]`` float32 matrix of ``q . d`` (cosine similarities, C1.2)."""
@@ -105,7 +106,7 @@ class SemanticIndex:
         """Exact top ``k`` documents for ``query`` as ``[(doc_index, cosine)]``, best first (C1.1)."""
         if not isinstance(query, str):
             raise TypeError(f"query: got {type(query).__name__} {query!r}, expected str")
-        require_int("top_k", top_k, 1)
+        top_k = require_int("top_k", top_k, 1)
         self._require_docs()
         self.encoder.check_texts([query], "query")
         q = self.encoder.encode(query, normalize=True)

@@ -26,24 +26,13 @@ which replaces a link itself, never its target.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import re
 import stat
-import time
-from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import IO
 
-from jaxparadigm.common.bounded_reading import mode_words
-from jaxparadigm.errors import InputError
-
-fcntl: ModuleType | None
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no advisory lock, one writer is on the user
-    fcntl = None
+from jaxparadigm.common.file_lock import file_lock
 
 __all__ = [
     "FORMAT",
@@ -80,70 +69,22 @@ def create_new(path: Path, text: bool) -> IO:
     return os.fdopen(fd, "w", encoding="utf-8") if text else os.fdopen(fd, "wb")
 
 
-def _open_lock(path: Path) -> int:
-    """The lock file's descriptor: created if absent, never through a link, a regular file."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
-    try:
-        fd = os.open(path, flags, 0o644)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP or path.is_symlink():
-            raise InputError(
-                f"{path}: the index's lock file is a symlink; a writer never follows a link: "
-                "remove it (the lock file is created again) and run this again"
-            ) from None
-        if path.exists() and not path.is_file():
-            what = mode_words(path.lstat().st_mode)
-            raise InputError(
-                f"{path}: the index's lock file is {what}, expected a regular file: remove it "
-                "and run this again"
-            ) from None
-        raise InputError(f"{path}: cannot create the index's lock file ({exc.strerror})") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise InputError(
-            f"{path}: the index's lock file is {mode_words(mode)}, expected a regular file: remove it "
-            "and run this again"
-        )
-    return fd
-
-
-def _lock_holder(fd: int, wait_s: float = 1.0) -> str:
-    """What the lock file says about its holder (``pid N (command, since T)``); a holder that
-    has just taken the lock may not have written it yet, so an empty file is re-read briefly."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        text = os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
-        if text or time.monotonic() > deadline:
-            return text or "another process"
-        time.sleep(0.01)
-
-
-@contextlib.contextmanager
-def index_lock(index_dir: Path, command: str) -> Iterator[None]:
-    """Hold ``INDEX_DIR/lock`` (an exclusive ``flock``) while ``command`` changes the index (C1.1).
+def index_lock(index_dir: Path, command: str) -> contextlib.AbstractContextManager[None]:
+    """Hold ``INDEX_DIR/lock`` while ``command`` changes the index (C1.1): the one advisory lock
+    of :func:`jaxparadigm.common.file_lock.file_lock`.
 
     A second writer gets :class:`InputError` ``"index is locked by pid N (...)"`` at once. The
     lock belongs to the open file, so it ends with the process that holds it: a lock file left by
     a process that died is simply taken over (its pid is only shown in messages). A ``lock`` that
     is a symlink (even to a regular file) or not a regular file is refused, naming it."""
-    path = index_dir / LOCK
-    fd = _open_lock(path)
-    try:
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise InputError(
-                    f"{index_dir}: index is locked by {_lock_holder(fd)}; wait for it to finish "
-                    "(the lock ends when that process exits), then run this again"
-                ) from None
-        text = f"pid {os.getpid()} ({command}, since {time.strftime('%Y-%m-%d %H:%M:%S')})\n"
-        os.pwrite(fd, text.encode(), 0)  # write, then cut: the file is never seen empty
-        os.ftruncate(fd, len(text.encode()))
-        yield
-    finally:
-        os.close(fd)
+
+    def busy(holder: str) -> str:
+        return (
+            f"{index_dir}: index is locked by {holder}; wait for it to finish (the lock ends "
+            "when that process exits), then run this again"
+        )
+
+    return file_lock(index_dir / LOCK, command, what="the index's lock file", busy=busy)
 
 
 def remove_unreferenced(index_dir: Path, manifest: dict) -> list[str]:

@@ -4,8 +4,11 @@
 (manifest, every shard's sha256, unit rows, memory-mapped float32 embeddings) and hands the rows to
 the package's one search engine, :class:`~jaxparadigm.retrieval.dense.vector_search.VectorSearcher`
 (exact float32 by default; ``dtype="bfloat16"``/``"int8"`` keeps a compact copy and rescores the
-candidates from the float32 rows). ``search(encoder, queries, k)`` returns, per query, the best
-:class:`Hit` first: ``score = cos(query, passage)`` with the passage's source, offsets and text;
+candidates from the float32 rows). How it is opened and how it searches are a
+:class:`~jaxparadigm.retrieval.search_options.SearchOptions` (``options=``; the keywords ``dtype``,
+``resident``, ``k``, ``approx``, ``nprobe`` set the same fields, with the same checks).
+``search(encoder, queries, k)`` returns, per query, the best :class:`Hit` first:
+``score = cos(query, passage)`` with the :class:`~jaxparadigm.retrieval.documents.passages.Passage`;
 ``search_vectors(queries, k)`` searches given vectors, ``s[i, r] = Q_i . X_r``, as a
 :class:`~jaxparadigm.retrieval.dense.vector_search.TopK`. A shard's passages are read (and checked) only
 when one of its rows is a hit.
@@ -15,12 +18,14 @@ only its own shards (:func:`~jaxparadigm.retrieval.index.reader.shard_range`) an
 local devices; ``search``/``search_vectors`` are then collective (every process calls them, process
 0's queries count) and return the merged global top-``k``
 (:class:`~jaxparadigm.retrieval.index.process_search.ProcessGroupSearch`): the same ids as one process
-searching every shard. IVF lists (over every row) and the hybrid keyword ranking (every passage)
-are not available there.
+searching every shard. What such a search cannot do (IVF lists span every row, the hybrid keyword
+ranking needs every passage, approximate top-k) is refused by
+:meth:`~jaxparadigm.retrieval.search_options.SearchOptions.check_process_group`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
@@ -28,13 +33,14 @@ from typing import TYPE_CHECKING, NamedTuple
 import jax
 import numpy as np
 
-from jaxparadigm.errors import InputError, require_int
-from jaxparadigm.retrieval.dense.ivf_search import IVFSearcher, check_nprobe
+from jaxparadigm.errors import InputError
+from jaxparadigm.retrieval.dense.ivf_search import IVFSearcher, check_nprobe, default_nprobe
 from jaxparadigm.retrieval.dense.vector_search import RowSource, TopK, VectorSearcher
-from jaxparadigm.retrieval.documents.passages import Passage
+from jaxparadigm.retrieval.documents.passages import Passage, PassageFields
 from jaxparadigm.retrieval.index.build import DEFAULT_MODEL_NAME
 from jaxparadigm.retrieval.index.process_search import ProcessGroupSearch
 from jaxparadigm.retrieval.index.reader import Index
+from jaxparadigm.retrieval.search_options import SearchOptions
 
 if TYPE_CHECKING:
     from jaxparadigm.retrieval.encoder.sentence_encoder import SentenceEncoder
@@ -42,30 +48,42 @@ if TYPE_CHECKING:
 __all__ = ["Hit", "IndexSearcher"]
 
 
-class Hit(NamedTuple):
-    """One result: cosine ``score``, corpus ``row`` and the passage it holds."""
-
+class _HitRecord(NamedTuple):
     score: float
     row: int
-    source: str
-    start: int
-    end: int
-    text: str
+    passage: Passage
+
+
+class Hit(_HitRecord, PassageFields):
+    """One result: cosine ``score``, corpus ``row`` and the :class:`Passage` it holds (its
+    ``source``, ``start``, ``end`` and ``text`` also read as the hit's own)."""
+
+    __slots__ = ()
 
 
 class IndexSearcher:
-    """An opened index folder, ready for top-k search on ``devices`` (C1.1)."""
+    """An opened index folder, ready for top-k search on ``devices`` (C1.1).
+
+    ``options``: how to open it (its ``dtype`` and ``stream``); or the keywords ``dtype``
+    (default ``"float32"``) and ``resident`` (default True, i.e. ``stream=False``), not both."""
 
     def __init__(
         self,
         index_dir: str | os.PathLike,
         *,
-        dtype: str = "float32",
+        options: SearchOptions | None = None,
+        dtype: str | None = None,
         devices: Sequence[jax.Device] | None = None,
         block_rows: int = 8192,
-        resident: bool = True,
+        resident: bool | None = None,
         verify: bool = True,
     ) -> None:
+        keywords = {"dtype": dtype, "stream": None if resident is None else not resident}
+        given = SearchOptions.from_keywords(
+            options, keywords, {"dtype": "float32", "stream": False}
+        )
+        #: How the index was opened (only its dtype and stream are read).
+        self.opened = given.opening()
         parts = jax.process_count()
         part = (jax.process_index(), parts) if parts > 1 else None
         self.index = Index(index_dir, verify=verify, part=part)
@@ -75,7 +93,11 @@ class IndexSearcher:
         if devices is None and part is not None:
             devices = jax.local_devices()  # this process's rows stay on its devices
         self.vectors = VectorSearcher(
-            self.source, dtype=dtype, devices=devices, block_rows=block_rows, resident=resident
+            self.source,
+            dtype=self.opened.dtype,
+            devices=devices,
+            block_rows=block_rows,
+            resident=not self.opened.stream,
         )
         self._devices = devices
         self._ivf: IVFSearcher | None = None
@@ -108,15 +130,13 @@ class IndexSearcher:
         return None if self.index.ivf is None else self.index.ivf.entry["lists"]
 
     def check_nprobe(self, nprobe: object) -> None:
-        """Refuse ``nprobe`` on an index without IVF lists, or outside ``[1, lists]``."""
-        if nprobe is None:
+        """Refuse ``nprobe`` (an int) on an index without IVF lists, outside ``[1, lists]``, or
+        in a search split over processes (``None`` and ``"default"`` pass)."""
+        if nprobe is None or nprobe == "default":
             return
         if self.group is not None:
-            raise InputError(
-                f"nprobe: got {nprobe!r}, but this search is split over {self.group.processes} "
-                "processes, which search exactly (the IVF lists span every process's rows); "
-                "expected nprobe=None"
-            )
+            options = SearchOptions.read({"mode": "dense", "nprobe": nprobe})
+            options.check_process_group(self.group.processes)
         if self.index.ivf is None:
             raise InputError(
                 f"nprobe: got {nprobe!r}, but {self.index_dir} has no IVF lists (an exact index; "
@@ -125,20 +145,50 @@ class IndexSearcher:
             )
         check_nprobe(nprobe, self.index.ivf.entry["lists"], str(self.index_dir))
 
-    def _top(
-        self, q: np.ndarray, k: int, nprobe: int | None, approx: bool = False, rt: float = 0.95
-    ) -> TopK:
+    def resolve_nprobe(self, options: SearchOptions) -> int | None:
+        """The inverted lists a search with ``options`` scans (None: exact): an int as given
+        (:meth:`check_nprobe`); ``"default"``: :func:`default_nprobe` of the index's lists when it
+        has them, ``approx`` is off and it is not split over processes, else None. A search
+        split over processes refuses what it cannot do (``SearchOptions.check_process_group``)."""
         if self.group is not None:
-            self.check_nprobe(nprobe)
-            if approx:
-                raise InputError("approx: a search split over processes is exact; expected False")
+            options.check_process_group(self.group.processes)
+        if options.nprobe != "default":
+            self.check_nprobe(options.nprobe)
+            return options.nprobe
+        if self.lists is None or options.approx or self.group is not None:
+            return None
+        return default_nprobe(self.lists, len(self))
+
+    def dense_options(
+        self,
+        options: SearchOptions | None,
+        k: int | None = None,
+        approx: bool | None = None,
+        nprobe: object = None,
+    ) -> SearchOptions:
+        """The options of a dense search of this index: ``options`` (mode "dense", opened as this
+        index was), or the keywords (``k`` default 10, ``approx`` False, ``nprobe`` None: exact)
+        checked as a :class:`SearchOptions`; a keyword given with ``options`` is refused."""
+        keywords = {"k": k, "approx": approx, "nprobe": nprobe}
+        defaults = {"k": 10, "approx": False, "nprobe": None}
+        base = dataclasses.replace(self.opened, mode="dense")
+        options = SearchOptions.from_keywords(options, keywords, defaults, base)
+        if options.mode != "dense":
+            raise InputError(
+                f"search.mode={options.mode!r}: IndexSearcher ranks by the dense cosine alone "
+                "(search_with_excerpts fuses in BM25); expected 'dense'"
+            )
+        options.check_opening(self.opened, str(self.index_dir))
+        return options
+
+    def _top(self, q: np.ndarray, options: SearchOptions, rt: float = 0.95) -> TopK:
+        nprobe = self.resolve_nprobe(options)
+        k = options.k
+        if self.group is not None:
             return self.group.search(q, k)
         if nprobe is None:
-            return self.vectors.search(q, k, approx=approx, recall_target=rt)
-        self.check_nprobe(nprobe)
-        assert self.index.ivf is not None  # checked by check_nprobe
-        if approx:
-            raise InputError("approx: given with nprobe, expected one of them (both approximate)")
+            return self.vectors.search(q, k, approx=options.approx, recall_target=rt)
+        assert self.index.ivf is not None  # checked by resolve_nprobe
         if self._ivf is None:  # placed on first use: the rows laid out per list
             ivf = self.index.ivf
             self._ivf = IVFSearcher(
@@ -168,14 +218,16 @@ class IndexSearcher:
         row found in the probed lists, is left out)."""
         return [
             [
-                Hit(float(s), int(r), *self.passage(int(r)))
+                Hit(float(s), int(r), self.passage(int(r)))
                 for s, r in zip(srow, rrow, strict=True)
                 if r >= 0
             ]
             for srow, rrow in zip(top.scores, top.ids, strict=True)
         ]
 
-    def search_vectors(self, queries: np.ndarray, k: int, nprobe: int | None = None) -> TopK:
+    def search_vectors(
+        self, queries: np.ndarray, k: int, nprobe: int | None = None, *, approx: bool = False
+    ) -> TopK:
         """Top ``k`` rows for each row of ``queries`` (float ``[n, dim]``), best first.
 
         ``score[i, j] = queries[i] . X[ids[i, j]]`` (float32), ties to the lower row id: the same
@@ -183,9 +235,11 @@ class IndexSearcher:
         ``nprobe`` is ``None``; else the rows of each query's ``nprobe`` nearest inverted lists
         (:mod:`~jaxparadigm.retrieval.dense.ivf_search`; ids ``-1``, scores ``-inf`` where those lists
         hold fewer than ``k`` rows). An index without IVF lists refuses any ``nprobe`` with a
-        ``ValueError``, as does an ``nprobe`` outside ``[1, lists]``.
+        ``ValueError``, as does an ``nprobe`` outside ``[1, lists]``. ``approx``:
+        ``lax.approx_max_k`` picks the candidates (exact search only).
         """
-        self.check_nprobe(nprobe)
+        options = self.dense_options(None, k, approx, nprobe)
+        self.resolve_nprobe(options)
         if not isinstance(queries, np.ndarray | jax.Array):
             raise TypeError(
                 f"queries: got {type(queries).__name__}, expected a float32 array [n, {self.index.dim}]"
@@ -203,29 +257,31 @@ class IndexSearcher:
         if not np.all(np.isfinite(q)):
             bad = int(np.flatnonzero(~np.all(np.isfinite(q), axis=1))[0])
             raise InputError(f"queries: row {bad} holds NaN or inf, expected finite values")
-        require_int("k", k, 1)
-        return self._top(q, k, nprobe)
+        return self._top(q, options)
 
     def search(
         self,
         encoder: SentenceEncoder,
         queries: str | Sequence[str],
-        k: int = 10,
+        k: int | None = None,
         *,
-        approx: bool = False,
+        options: SearchOptions | None = None,
+        approx: bool | None = None,
         recall_target: float = 0.95,
         model_name: str = DEFAULT_MODEL_NAME,
         nprobe: int | None = None,
     ) -> list[list[Hit]]:
         """Encode ``queries`` with ``encoder`` and return the top ``k`` hits of each, best first.
 
+        ``options``: a dense :class:`SearchOptions` (its ``k``, ``nprobe``, ``approx``); or the
+        keywords ``k`` (default 10), ``approx`` (default False) and ``nprobe`` (an int: scan that
+        many inverted lists of an index with IVF lists; ``None``: exact), not both.
         A query the tokenizer finds no word piece in is refused (``SentenceEncoder.check_texts``).
-        ``nprobe``: scan that many inverted lists (an index with IVF lists), ``None``: exact.
         """
-        self.check_nprobe(nprobe)  # before the encoder runs
+        options = self.dense_options(options, k, approx, nprobe)
+        self.resolve_nprobe(options)  # before the encoder runs
         self.check_encoder(encoder, model_name)
         texts = [queries] if isinstance(queries, str) else list(queries)
         encoder.check_texts(texts, "queries")  # no word piece: InputError; only [UNK]: a warning
         q = np.asarray(encoder.encode(texts, normalize=True), np.float32).reshape(len(texts), -1)
-        top = self._top(q, k, nprobe, approx, recall_target)
-        return self.hits(top)
+        return self.hits(self._top(q, options, recall_target))

@@ -14,7 +14,7 @@ sha256 differs from the manifest is refused with :class:`~jaxparadigm.errors.Inp
 
 Files are created without following a link and only the writer's own names are ever deleted
 (:mod:`~jaxparadigm.retrieval.index.owned_files`, which also holds the lock). ``manifest.json``
-and every shard line are parsed by :func:`~jaxparadigm.common.bounded_reading.read_json_line`:
+and every shard line are parsed by :func:`~jaxparadigm.common.bounded_reading.read_json`:
 an integer longer than ``MAX_JSON_INT_DIGITS`` digits is a damaged index naming the file, never
 the bare ValueError of Python's int-string limit (issue 34).
 """
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxparadigm.common.bounded_reading import JsonLineError, read_json_line
+from jaxparadigm.common.bounded_reading import JsonLineError, read_json
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.documents.passages import Passage
 from jaxparadigm.retrieval.index.manifest_schema import check_manifest
@@ -79,7 +79,7 @@ def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
 
 def new_manifest(model: dict, shard_rows: int, build: dict) -> dict:
     """An empty index's manifest (status ``building``, no shards)."""
-    require_int("shard_rows", shard_rows, 1)
+    shard_rows = require_int("shard_rows", shard_rows, 1)
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -113,8 +113,8 @@ def read_manifest(index_dir: str | os.PathLike) -> dict:
     if not path.is_file():
         raise InputError(f"{index_dir}: no {MANIFEST}; expected an index built by `index build`")
     try:
-        m = read_json_line(path.read_bytes().decode("utf-8"))
-    except (JsonLineError, UnicodeDecodeError) as exc:
+        m = read_json(path.read_bytes())
+    except JsonLineError as exc:
         raise InputError(f"{path}: not valid JSON ({exc}); the index is damaged") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
@@ -241,8 +241,8 @@ def shard_embeddings(index_dir: Path, shard: dict, dim: int, *, verify: bool = T
 
 def _passage(where: str, line: bytes) -> Passage:
     try:
-        record = read_json_line(line.decode("utf-8"))
-    except (UnicodeDecodeError, JsonLineError) as exc:
+        record = read_json(line)
+    except JsonLineError as exc:
         raise InputError(f"{where}: not a JSON line ({exc}); the index is damaged") from None
     fields = {"source": str, "start": int, "end": int, "text": str}
     if not isinstance(record, dict) or set(record) != set(fields):

@@ -109,7 +109,7 @@ def write_snapshot(
     replaced (module docstring: atomically, old shards deleted afterwards).
     """
     index_dir = Path(index_dir)
-    require_int("shard_rows", shard_rows, 1)
+    shard_rows = require_int("shard_rows", shard_rows, 1)
     _target(index_dir)
     index_dir.mkdir(parents=True, exist_ok=True)
     build = {"chunk_tokens": model["max_seq_length"] - 2, "overlap": 0, "batch_size": batch_size}

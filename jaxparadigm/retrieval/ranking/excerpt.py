@@ -96,7 +96,7 @@ def best_excerpt(passage: str, query: str, max_chars: int = 240) -> Excerpt:
     if not isinstance(passage, str):
         raise TypeError(f"passage: got {type(passage).__name__}, expected str")
     words = query_words(query)
-    require_int("max_chars", max_chars, 1)
+    max_chars = require_int("max_chars", max_chars, 1)
     hits = [m.span() for m in _WORD.finditer(passage) if m.group().casefold() in words]
     best: tuple[int, int] | None = None
     best_n = 0

@@ -18,46 +18,66 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.index.searcher import Hit, IndexSearcher
 from jaxparadigm.retrieval.ranking.rank_fusion import reciprocal_rank_fusion
+from jaxparadigm.retrieval.search_options import SearchOptions
 from jaxparadigm.retrieval.sparse.bm25 import BM25Index, bm25_index, bm25_top
 
 if TYPE_CHECKING:
     from jaxparadigm.retrieval.encoder.sentence_encoder import SentenceEncoder
 
-__all__ = ["keyword_index", "hybrid_search"]
+__all__ = ["RRF_K", "fused_ranking", "keyword_index", "hybrid_search"]
+
+#: The rank offset of the fusion: score(row) = sum of 1 / (RRF_K + rank).
+RRF_K = 60
 
 
 def keyword_index(searcher: IndexSearcher, **bm25_params: float) -> BM25Index:
     """The :func:`~jaxparadigm.retrieval.sparse.bm25.bm25_index` of every passage of ``searcher``'s index,
     row order (reads every shard's passages once). Refused for a search split over processes
-    (each holds only its own passages): search it with ``mode="dense"``."""
+    (each holds only its own passages;
+    :meth:`~jaxparadigm.retrieval.search_options.SearchOptions.check_process_group`)."""
     if searcher.group is not None:
-        raise InputError(
-            f"mode: hybrid needs every passage for its BM25 ranking, but this search is split "
-            f"over {searcher.group.processes} processes (each holds its own shards); expected "
-            "the dense mode (search --mode dense)"
-        )
+        SearchOptions(mode="hybrid").check_process_group(searcher.group.processes)
     return bm25_index([searcher.passage(r).text for r in range(len(searcher))], **bm25_params)
+
+
+def fused_ranking(
+    dense_rows: Sequence[int],
+    keyword: BM25Index,
+    query: str,
+    k: int,
+    depth: int,
+    rrf_k: int = RRF_K,
+) -> list[tuple[int, float]]:
+    """The top ``k`` ``(row, score)`` of one query (module docstring): the dense ranking
+    ``dense_rows`` (its top ``depth``, best first) fused with ``keyword``'s BM25 top ``depth``."""
+    rankings = [list(dense_rows)[:depth], bm25_top(keyword, query, depth)]
+    return reciprocal_rank_fusion(rankings, rrf_k, top=k)
 
 
 def hybrid_search(
     searcher: IndexSearcher,
     encoder: SentenceEncoder,
     queries: str | Sequence[str],
-    k: int = 10,
+    k: int | None = None,
     *,
+    options: SearchOptions | None = None,
     keyword: BM25Index | None = None,
-    depth: int = 100,
-    rrf_k: int = 60,
+    depth: int | None = None,
+    rrf_k: int = RRF_K,
     nprobe: int | None = None,
 ) -> list[list[Hit]]:
     """The top ``k`` fused hits of each query (module docstring), best first; ``keyword`` is the
-    index's :func:`keyword_index` (built here when None: pass it to search repeatedly);
-    ``nprobe``: the dense ranking scans that many inverted lists (``None``: exact)."""
-    require_int("k", k, 1)
-    require_int("depth", depth, 1)
+    index's :func:`keyword_index` (built here when None: pass it to search repeatedly).
+    ``options``: a :class:`SearchOptions` (its ``k``, ``depth``, ``nprobe``: the dense ranking
+    scans that many inverted lists); or the keywords ``k`` (default 10), ``depth`` (default 100)
+    and ``nprobe`` (None: exact), not both."""
+    keywords = {"k": k, "depth": depth, "nprobe": nprobe}
+    defaults = {"k": 10, "depth": 100, "nprobe": None}
+    options = SearchOptions.from_keywords(options, keywords, defaults, searcher.opened)
+    if searcher.group is not None:
+        options.check_process_group(searcher.group.processes)
     if keyword is None:
         keyword = keyword_index(searcher)
     if keyword.lengths.shape[0] != len(searcher):
@@ -66,10 +86,13 @@ def hybrid_search(
             f"{len(searcher)} (the searcher's); build it with keyword_index(searcher)"
         )
     texts = [queries] if isinstance(queries, str) else list(queries)
-    dense = searcher.search(encoder, texts, k=min(depth, len(searcher)), nprobe=nprobe)
+    dense_k = min(options.depth, len(searcher))
+    dense_options = SearchOptions.read({"mode": "dense", "k": dense_k}, base=options)
+    dense = searcher.search(encoder, texts, options=dense_options)
     out = []
     for query, hits in zip(texts, dense, strict=True):
-        rankings = [[h.row for h in hits], bm25_top(keyword, query, depth)]
-        fused = reciprocal_rank_fusion(rankings, rrf_k, top=k)
-        out.append([Hit(score, row, *searcher.passage(row)) for row, score in fused])
+        fused = fused_ranking(
+            [h.row for h in hits], keyword, query, options.k, options.depth, rrf_k
+        )
+        out.append([Hit(score, row, searcher.passage(row)) for row, score in fused])
     return out

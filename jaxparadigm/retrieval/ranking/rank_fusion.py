@@ -31,9 +31,9 @@ def reciprocal_rank_fusion(
         raise TypeError(f"rankings: got {type(rankings).__name__}, expected a list of rankings")
     if len(rankings) == 0:
         raise ValueError("rankings: got an empty list, expected at least one ranking")
-    require_int("k", k, 0)
+    k = require_int("k", k, 0)
     if top is not None:
-        require_int("top", top, 1)
+        top = require_int("top", top, 1)
     score: dict[T, float] = {}
     for j, ranking in enumerate(rankings):
         if isinstance(ranking, str) or not isinstance(ranking, Sequence):

@@ -1,7 +1,10 @@
 """Search an index by default: hybrid ranking, each hit's cosine and best excerpt, serve's JSON (C1.1).
 
-:func:`search_with_excerpts` is what ``jaxparadigm search --index`` runs (and what a search page
-can call): for one query it returns :class:`ScoredHit` s, best first, in one of two modes:
+:func:`search_with_excerpts` is what ``jaxparadigm search --index`` runs (``serve`` ranks the same
+way, :mod:`~jaxparadigm.retrieval.service.served_search`): for one query and a
+:class:`~jaxparadigm.retrieval.search_options.SearchOptions` it returns :class:`ScoredHit` s (each
+holding its :class:`~jaxparadigm.retrieval.documents.passages.Passage`), best first, in one of two
+modes:
 
     mode "hybrid" (default)   score = RRF(row) = 1/(60 + dense rank) + 1/(60 + BM25 rank)
                               (:func:`~jaxparadigm.retrieval.ranking.hybrid_search.hybrid_search`; a
@@ -19,7 +22,8 @@ against 6 of 33 for a passage's first 160 characters.
 ...], "passages": [{"source", "start", "end", "text"}, ...]}``, with what a hit adds beside it:
 ``"mode"``, ``"score"`` (what the score is, in words) and per passage ``"cosine"`` and
 ``"excerpt"`` (``{"start", "end", "text", "marks"}``, offsets into the passage's text, marks as
-``[start, end]`` pairs). :func:`passage_record` is serve's record of one passage.
+``[start, end]`` pairs; left out when the options ask for no excerpts). :func:`passage_record` is
+serve's record of one passage.
 """
 
 from __future__ import annotations
@@ -28,10 +32,12 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from jaxparadigm.errors import InputError, require_int
+from jaxparadigm.errors import InputError
+from jaxparadigm.retrieval.documents.passages import Passage, PassageFields
 from jaxparadigm.retrieval.index.searcher import Hit, IndexSearcher
 from jaxparadigm.retrieval.ranking.excerpt import Excerpt, best_excerpt
 from jaxparadigm.retrieval.ranking.hybrid_search import hybrid_search
+from jaxparadigm.retrieval.search_options import MODES, SearchOptions
 from jaxparadigm.retrieval.sparse.bm25 import BM25Index
 
 if TYPE_CHECKING:
@@ -46,8 +52,6 @@ __all__ = [
     "search_response",
 ]
 
-#: The search modes, the default first.
-MODES = ("hybrid", "dense")
 #: What a hit's ``score`` is, per mode (the text output's header and the JSON's ``"score"``).
 SCORE_MEANING = {
     "hybrid": "reciprocal rank fusion of the dense and BM25 ranks, sum of 1/(60 + rank)",
@@ -55,85 +59,92 @@ SCORE_MEANING = {
 }
 
 
-class ScoredHit(NamedTuple):
-    """One result: ``score`` (per mode, module docstring), corpus ``row``, the passage (``source``,
-    ``start``, ``end``, ``text``), the query-passage ``cosine`` and the passage's best ``excerpt``."""
-
+class _ScoredHitRecord(NamedTuple):
     score: float
     row: int
-    source: str
-    start: int
-    end: int
-    text: str
+    passage: Passage
     cosine: float
-    excerpt: Excerpt
+    excerpt: Excerpt | None
+
+
+class ScoredHit(_ScoredHitRecord, PassageFields):
+    """One result: ``score`` (per mode, module docstring), corpus ``row``, the :class:`Passage`
+    (its ``source``, ``start``, ``end``, ``text`` also read as the hit's own), the query-passage
+    ``cosine`` and the passage's best ``excerpt`` (None when the options ask for none)."""
+
+    __slots__ = ()
 
 
 def search_with_excerpts(
     searcher: IndexSearcher,
     encoder: SentenceEncoder,
     query: str,
-    k: int = 10,
+    k: int | None = None,
     *,
-    mode: str = "hybrid",
+    options: SearchOptions | None = None,
     keyword: BM25Index | None = None,
-    depth: int = 100,
-    approx: bool = False,
-    excerpt_chars: int = 240,
+    mode: str | None = None,
+    depth: int | None = None,
+    approx: bool | None = None,
+    excerpt_chars: int | None = None,
     nprobe: int | None = None,
 ) -> list[ScoredHit]:
-    """The top ``k`` passages of ``searcher``'s index for ``query`` (module docstring), best first.
+    """The top ``options.k`` passages of ``searcher``'s index for ``query`` (module docstring),
+    best first, ranked by ``options.mode``.
 
-    ``keyword``: the index's :func:`~jaxparadigm.retrieval.ranking.hybrid_search.keyword_index` (built here
-    when None in hybrid mode; pass it when searching repeatedly). ``depth``: how many of each
-    ranking hybrid fuses. ``approx``: ``lax.approx_max_k`` (dense mode only). ``nprobe``: the
-    dense ranking scans that many inverted lists of an IVF index (``None``: exact).
+    ``options``: a :class:`SearchOptions` (``mode``, ``k``, ``depth``: how many of each ranking
+    hybrid fuses, ``approx``: ``lax.approx_max_k`` in dense mode, ``nprobe``: the dense ranking
+    scans that many inverted lists of an IVF index, ``"default"`` the index's default, None
+    exact; ``excerpts``, ``excerpt_chars``); or its older keywords (each None: the
+    ``SearchOptions`` default, except ``nprobe``: None, exact), not both. ``keyword``: the index's
+    :func:`~jaxparadigm.retrieval.ranking.hybrid_search.keyword_index` (built here when None in
+    hybrid mode; pass it when searching repeatedly).
     """
     if not isinstance(query, str):
         raise TypeError(f"query: got {type(query).__name__}, expected str")
-    if mode not in MODES:
-        raise InputError(f"mode: got {mode!r}, expected one of {', '.join(MODES)}")
-    require_int("k", k, 1)
-    require_int("excerpt_chars", excerpt_chars, 1)
-    if approx and mode != "dense":
-        raise InputError("approx: given with mode 'hybrid', expected mode 'dense' (--dense-only)")
+    keywords = {"k": k, "mode": mode, "depth": depth, "approx": approx}
+    keywords |= {"excerpt_chars": excerpt_chars, "nprobe": nprobe}
+    defaults = {f: getattr(searcher.opened, f) for f in keywords} | {"nprobe": None}
+    options = SearchOptions.from_keywords(options, keywords, defaults, searcher.opened)
+    nprobe = searcher.resolve_nprobe(options)
+    how = SearchOptions.read({"nprobe": nprobe}, base=options)
     hits: list[Hit]
-    if mode == "dense":
-        hits = searcher.search(encoder, query, k, approx=approx, nprobe=nprobe)[0]
+    if options.mode == "dense":
+        hits = searcher.search(encoder, query, options=how)[0]
     else:
-        hits = hybrid_search(
-            searcher, encoder, query, k, keyword=keyword, depth=depth, nprobe=nprobe
-        )[0]
+        hits = hybrid_search(searcher, encoder, query, options=how, keyword=keyword)[0]
     q = np.asarray(encoder.encode([query], normalize=True), np.float32).reshape(-1)
     out = []
     for h in hits:
         x = searcher.source.take(h.row, h.row + 1)[0]
-        cosine = h.score if mode == "dense" else float(np.dot(x, q))
-        excerpt = best_excerpt(h.text, query, excerpt_chars)
+        cosine = h.score if options.mode == "dense" else float(np.dot(x, q))
+        excerpt = best_excerpt(h.text, query, options.excerpt_chars) if options.excerpts else None
         out.append(ScoredHit(*h, cosine=cosine, excerpt=excerpt))
     return out
 
 
 def passage_record(hit: Hit | ScoredHit) -> dict:
     """``{"source", "start", "end", "text"}``: a passage as ``serve`` answers it."""
-    return {"source": hit.source, "start": hit.start, "end": hit.end, "text": hit.text}
+    return hit.passage._asdict()
 
 
 def search_response(hits: list[ScoredHit], mode: str = "hybrid") -> dict:
     """The JSON object of ``search --json`` (module docstring): serve's ``hits`` and ``passages``,
-    plus ``mode``, ``score`` and each passage's ``cosine`` and ``excerpt``."""
+    plus ``mode``, ``score`` and each passage's ``cosine`` and ``excerpt`` (when it has one)."""
     if mode not in MODES:
         raise InputError(f"mode: got {mode!r}, expected one of {', '.join(MODES)}")
     passages = []
     for h in hits:
+        passages.append({**passage_record(h), "cosine": h.cosine})
         e = h.excerpt
-        excerpt = {
-            "start": e.start,
-            "end": e.end,
-            "text": e.text,
-            "marks": [list(m) for m in e.marks],
-        }
-        passages.append({**passage_record(h), "cosine": h.cosine, "excerpt": excerpt})
+        if e is not None:
+            marks = [list(m) for m in e.marks]
+            passages[-1]["excerpt"] = {
+                "start": e.start,
+                "end": e.end,
+                "text": e.text,
+                "marks": marks,
+            }
     return {
         "mode": mode,
         "score": SCORE_MEANING[mode],

@@ -73,7 +73,7 @@ def bind_listener(host: str, port: int) -> socket.socket:
     ``port`` 0 picks a free port. A port in use (or not permitted) is one :class:`InputError`
     naming it, raised before anything slow (a model load) has happened.
     """
-    require_int("port", port, 0, 65535)
+    port = require_int("port", port, 0, 65535)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as http.server does

@@ -1,27 +1,37 @@
 """A traced HTTP search service over an in-memory or a folder index on 127.0.0.1 (C5.2).
 
 ``SearchService(index)`` (a :class:`SemanticIndex`, or an
-:class:`~jaxparadigm.retrieval.index.searcher.IndexSearcher` with ``encoder=``) serves ``POST /search`` with a JSON body ``{"query": str, "k": int}`` and
-answers ``{"hits": [[doc, score], ...]}`` (the top ``min(k, len(index))``; 200) or ``{"error": ...}``
-(4xx). It runs a stdlib ``ThreadingHTTPServer`` on a free port (``start()`` / ``stop()``, or
-``with``), one thread per request; the encode and the search of concurrent requests are batched
+:class:`~jaxparadigm.retrieval.index.searcher.IndexSearcher` with ``encoder=``) serves
+``POST /search`` with a JSON body ``{"query": str, ...}`` whose other keys are the fields of
+:class:`~jaxparadigm.retrieval.search_options.SearchOptions` (``mode``, ``k``, ``nprobe``,
+``depth``, ``approx``, ``excerpts``, ``excerpt_chars``, ``dtype``, ``stream``; a key left out
+takes the service's ``options``) and answers ``{"mode": ..., "score": ..., "hits": [[doc, score],
+...]}`` (the top ``min(k, len(index))``; 200) or ``{"error": ...}`` (4xx). Mode "dense": score =
+cosine; mode "hybrid": the batch's dense top ``min(depth, len(index))`` fused with the BM25 top
+``depth`` on the request's thread (the ranking of ``search --index``,
+:func:`~jaxparadigm.retrieval.ranking.hybrid_search.fused_ranking`), score = sum of
+1/(60 + rank). It runs a stdlib
+``ThreadingHTTPServer`` on a free port (``start()`` / ``stop()``, or ``with``), one thread per
+request; the encode and the search of concurrent requests are batched
 (issue 37) by one :class:`~jaxparadigm.retrieval.service.request_batcher.RequestBatcher`: a request waits
 until ``max_batch`` requests are waiting or ``max_wait_ms`` since the first of them, then the batch
-is encoded in one ``encode`` call and searched with one ``search_vectors`` call per ``(k, nprobe)``,
-its rows padded to a power of two (at most ``max_batch``), each request getting its own row back.
+is encoded in one ``encode`` call and searched with one ``search_vectors`` call per
+``(k, nprobe, approx)``, its rows padded to a power of two (at most ``max_batch``), each request getting its own row back.
 Parsing, an injected delay and tokenizing stay on the request's thread (a delay holds up no one).
 Every request is traced with the OpenTelemetry SDK into an in-memory exporter:
 
     server span "POST /search" (child of the caller's span when a W3C ``traceparent`` header is sent;
     attributes request.id from ``X-Request-Id``, http.status_code)
-      ├─ "parse"           JSON body -> (query, k); records the error of a malformed request
+      ├─ "parse"           JSON body -> (query, SearchOptions); records a malformed request's error
       ├─ "injected_delay"  only with ``fault_injection=True`` and ``"delay_s"`` in the body
       ├─ "tokenize"        word pieces of the query (attribute tokens)
       ├─ "queue"           from the submit to its batch's encode start (attribute batch.size)
       ├─ "encode"          its batch's MiniLM forward (L2-normalised embeddings; batch.size)
-      └─ "search"          its group's top-k: ``index.search_vectors``, the package's one engine
-                           (:class:`~jaxparadigm.retrieval.dense.vector_search.VectorSearcher`; exact,
-                           or IVF with nprobe; attributes batch.size, k, nprobe)
+      ├─ "search"          its group's top-k: ``index.search_vectors``, the package's one engine
+      │                    (:class:`~jaxparadigm.retrieval.dense.vector_search.VectorSearcher`;
+      │                    exact, or IVF with nprobe; attributes batch.size, k, nprobe)
+      ├─ "fuse"            mode hybrid: the dense and BM25 rankings fused
+      └─ "excerpts"        with ``excerpts``: each passage's best excerpt
 
 "queue", "encode" and "search" are recorded on the request's thread with the batch's real start
 and end times, so the spans of a batch's requests overlap exactly.
@@ -42,10 +52,10 @@ or 4xx, never a dropped connection --
 
 The socket listens with a backlog of ``LISTEN_BACKLOG`` (128) connections; ``listener=`` takes a
 socket already bound by :func:`~jaxparadigm.retrieval.service.http_handler.bind_listener` (``serve`` binds
-before loading the model, so a port in use is refused at once). A body with ``"excerpts": true``
-gets, in each passage, ``"excerpt": {"start", "end", "text", "marks"}``: the passage's best
-segment for the query (:func:`~jaxparadigm.retrieval.ranking.excerpt.best_excerpt`, 240 characters at
-most), every offset a character offset in the passage's file (``marks``: the query words in it).
+before loading the model, so a port in use is refused at once). With ``excerpts`` each passage
+gets ``"excerpt": {"start", "end", "text", "marks"}``: the passage's best segment for the query
+(:func:`~jaxparadigm.retrieval.ranking.excerpt.best_excerpt`, ``excerpt_chars`` characters at most),
+every offset a character offset in the passage's file (``marks``: the query words in it).
 
 ``stop()`` is bounded: it stops accepting, gives in-flight requests ``grace_s`` to finish, then
 shuts the read side of every connection still open (a client holding its socket gets EOF) and ends
@@ -72,11 +82,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
 
+from jaxparadigm.common.numbers import check_float
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.encoder.sentence_encoder import SentenceEncoder
 from jaxparadigm.retrieval.index.memory_index import SemanticIndex
 from jaxparadigm.retrieval.index.searcher import IndexSearcher
-from jaxparadigm.retrieval.ranking.excerpt import best_excerpt
+from jaxparadigm.retrieval.search_options import SearchOptions
 from jaxparadigm.retrieval.service.http_handler import (
     HOST,
     LINGER_S,
@@ -103,6 +114,7 @@ from jaxparadigm.retrieval.service.search_request import (
     read_search_request,
     short_repr,
 )
+from jaxparadigm.retrieval.service.served_search import SERVICE_DEFAULTS, ServedSearch
 
 __all__ = [
     "ANSWER_TIMEOUT_S",
@@ -112,6 +124,7 @@ __all__ = [
     "MAX_BODY_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_K",
+    "SERVICE_DEFAULTS",
     "SearchService",
     "bind_listener",
     "json_depth",
@@ -122,7 +135,6 @@ _ENCODER_API = ("encode", "tokenize", "check_texts", "dim", "max_seq_length")
 #: A request whose batch has no answer after this many seconds gets 503 (a hung search group).
 ANSWER_TIMEOUT_S = 30.0
 READ_TIMEOUT_S = 5.0  # the whole request (line, headers, body) must arrive within this
-EXCERPT_CHARS = 240  # the longest excerpt a passage carries when a request asks for excerpts
 _CHECK_LOCK = threading.Lock()  # warnings.catch_warnings is process-wide
 
 
@@ -139,8 +151,10 @@ class SearchService:
     ``listener``: a socket from :func:`bind_listener` to serve on (then ``port`` is ignored); by
     default :meth:`start` binds ``port``. ``encoder``: a :class:`SentenceEncoder`, or an object
     with the same ``encode``, ``tokenize``, ``check_texts``, ``dim`` and ``max_seq_length``.
-    ``nprobe``: the inverted lists a request without ``"nprobe"`` scans (an
-    :class:`IndexSearcher` with IVF lists, issue 38); ``None``: exact search.
+    ``options``: what a request's missing keys take (:class:`SearchOptions`; its ``dtype`` and
+    ``stream`` must be how ``index`` was opened; ``nprobe="default"`` is resolved here, once);
+    None: :data:`SERVICE_DEFAULTS`. ``nprobe``: the older keyword for ``options.nprobe`` (the
+    inverted lists a request without ``"nprobe"`` scans; ``None``: exact), not with ``options``.
     ``max_batch`` (an int in [1, 1024]) and ``max_wait_ms`` (in [0, 1000]): the batching of
     concurrent requests (:mod:`~jaxparadigm.retrieval.service.request_batcher`).
     """
@@ -156,27 +170,21 @@ class SearchService:
         passage_of: Callable[[int], Mapping[str, object]] | None = None,
         encoder: SentenceEncoder | None = None,
         listener: socket.socket | None = None,
-        nprobe: int | None = None,
+        nprobe: int | str | None = None,
         max_batch: int = DEFAULT_MAX_BATCH,
+        options: SearchOptions | None = None,
         max_wait_ms: float = DEFAULT_MAX_WAIT_MS,
     ) -> None:
         encoder = _serving_encoder(index, encoder)
-        require_int("port", port, 0, 65535)
-        if (
-            isinstance(read_timeout_s, bool)
-            or not isinstance(read_timeout_s, (int, float))
-            or not (0 < read_timeout_s <= 3600)
-        ):
-            raise InputError(
-                f"read_timeout_s: got {read_timeout_s!r}, expected seconds in (0, 3600]"
-            )
-        require_int("max_body_bytes", max_body_bytes, 1)
-        check_batching(max_batch, max_wait_ms)
+        port = require_int("port", port, 0, 65535)
+        check_float("read_timeout_s", read_timeout_s, 0, 3600, lo_open=True, expected="seconds")
+        max_body_bytes = require_int("max_body_bytes", max_body_bytes, 1)
+        max_batch, max_wait_ms = check_batching(max_batch, max_wait_ms)
         if not len(index):
             raise InputError("index: empty; add documents before serving it")
         self.index = index
-        self._check_nprobe(nprobe)
-        self.nprobe = nprobe
+        #: The options, the nprobe resolution, the hybrid fusion and the answer of each request.
+        self.served = ServedSearch(index, options, nprobe, passage_of)
         self.encoder: SentenceEncoder = encoder
         self.port = port
         if listener is not None and not isinstance(listener, socket.socket):
@@ -197,23 +205,37 @@ class SearchService:
         self._stopping = threading.Event()
 
     @property
+    def options(self) -> SearchOptions:
+        """The options of a request that sends only its query (:class:`ServedSearch`)."""
+        return self.served.options
+
+    @property
+    def nprobe(self) -> int | None:
+        """The inverted lists a request without ``"nprobe"`` scans (None: exact)."""
+        return self.served.nprobe
+
+    @property
     def url(self) -> str:
         if self._server is None:
             raise RuntimeError("SearchService: not started")
         return f"http://{HOST}:{self._server.server_address[1]}/search"
 
     def start(self) -> SearchService:
-        """Compile the search for ``k = DEFAULT_K`` at every padded batch size, start the request
-        batcher, bind 127.0.0.1 and serve in a background thread."""
+        """Compile the search for ``k = DEFAULT_K`` and the default options' dense ``k`` at every
+        padded batch size (and build the BM25 index when the default mode is hybrid), start the
+        request batcher, bind 127.0.0.1 and serve in a background thread."""
         if self._server is not None:
             raise RuntimeError("SearchService: already started")
         # compile the search for the default k now: a request's client would wait for it
         for rows in padded_sizes(self.max_batch):
             self.encoder.encode(["warm-up query"] * rows, normalize=True)  # a batch's shape
             warm = np.zeros((rows, self.encoder.dim), np.float32)
-            self.index.search_vectors(warm, DEFAULT_K)
-            if self.nprobe is not None:
-                self.index.search_vectors(warm, DEFAULT_K, nprobe=self.nprobe)  # type: ignore[call-arg]
+            for k in sorted({DEFAULT_K, self.served.dense_k(self.options)}):
+                self.index.search_vectors(warm, k)
+                if self.nprobe is not None:
+                    self.index.search_vectors(warm, k, nprobe=self.nprobe)  # type: ignore[call-arg]
+        if self.options.mode == "hybrid":
+            self.served.keyword_index()
         self._batcher = RequestBatcher(
             self.encoder,
             self.index.search_vectors,
@@ -282,15 +304,6 @@ class SearchService:
                     span.set_attribute("nprobe", nprobe)
             span.end(end_time=max(start, end))
 
-    def _check_nprobe(self, nprobe: int | None) -> None:
-        """Refuse an ``nprobe`` the index cannot use (no IVF lists, or more than it has)."""
-        if nprobe is None:
-            return
-        check = getattr(self.index, "check_nprobe", None)
-        if check is None:  # a SemanticIndex: exact search only
-            raise InputError(f"nprobe: got {nprobe!r}, but this index has no IVF lists")
-        check(nprobe)
-
     def handle(self, path: str, body: bytes) -> tuple[int, dict]:
         """One request: (HTTP status, JSON payload), each step in its child span."""
         with self.tracer.start_as_current_span("parse") as span:
@@ -298,9 +311,9 @@ class SearchService:
                 if path != "/search":
                     span.set_status(Status(StatusCode.ERROR, "unknown path"))
                     return 404, {"error": f"path: got {short_repr(path)}, expected /search"}
-                query, k, delay, excerpts, nprobe = read_search_request(body, self.fault_injection)
-                nprobe = self.nprobe if nprobe is None else nprobe
-                self._check_nprobe(nprobe)
+                request = read_search_request(body, self.fault_injection, defaults=self.options)
+                query, options, delay = request
+                nprobe = self.served.request_nprobe(options)
                 self._check_query(query)
             except InputError as exc:
                 span.record_exception(exc)
@@ -313,22 +326,14 @@ class SearchService:
         with self.tracer.start_as_current_span("tokenize") as span:
             mask = self.encoder.tokenize([query])["attention_mask"]
             span.set_attribute("tokens", int(mask.sum()))
-        batcher, submitted = self._batcher, time.time_ns()
+        batcher, submitted, k = self._batcher, time.time_ns(), self.served.dense_k(options)
+        search, approx = self.index.search_vectors, options.approx
         if batcher is None:  # not started (a direct call): this request alone, unbatched
-            top = serve_alone(self.encoder, self.index.search_vectors, query, k, nprobe)
+            top = serve_alone(self.encoder, search, query, k, nprobe, approx=approx)
         else:  # its batch's encode/search error is raised here; a hung search answers 503
-            top = batcher.submit(query, k, nprobe, timeout_s=ANSWER_TIMEOUT_S)
+            top = batcher.submit(query, k, nprobe, timeout_s=ANSWER_TIMEOUT_S, approx=approx)
         self._batch_spans(submitted, top, k, nprobe)
-        found = top.ids >= 0  # -1: the probed lists held fewer than k rows
-        ids, scores = top.ids[found].tolist(), top.scores[found].tolist()
-        payload: dict = {"hits": [[i, s] for i, s in zip(ids, scores, strict=True)]}
-        if self.passage_of is not None:
-            payload["passages"] = [dict(self.passage_of(i)) for i in ids]
-            if excerpts:
-                with self.tracer.start_as_current_span("excerpts"):
-                    for passage in payload["passages"]:
-                        passage["excerpt"] = _excerpt(passage, query)
-        return 200, payload
+        return 200, self.served.answer(query, options, top, self.tracer)
 
 
 def _serving_encoder(
@@ -356,15 +361,3 @@ def _serving_encoder(
     raise TypeError(
         f"index: got {type(index).__name__}, expected a SemanticIndex or an IndexSearcher"
     )
-
-
-def _excerpt(passage: Mapping[str, object], query: str) -> dict:
-    """``best_excerpt`` of a passage dict, every offset in the passage's file (its ``start`` added)."""
-    at = int(passage["start"])  # type: ignore[call-overload]
-    ex = best_excerpt(str(passage["text"]), query, EXCERPT_CHARS)
-    return {
-        "start": at + ex.start,
-        "end": at + ex.end,
-        "text": ex.text,
-        "marks": [[at + s, at + e] for s, e in ex.marks],
-    }

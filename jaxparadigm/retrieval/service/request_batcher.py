@@ -1,14 +1,14 @@
-"""Concurrent search requests served in batches: one encode, one search per ``(k, nprobe)`` (C5.2,
-issue 37).
+"""Concurrent search requests served in batches: one encode, one search per ``(k, nprobe, approx)``
+(C5.2).
 
 Rule. A request thread calls :meth:`RequestBatcher.submit` and blocks. A worker thread (one by
 default, ``workers``; each runs this rule on its own batches, so two batches can run at once) takes
 the oldest waiting request, then keeps collecting until the batch holds ``max_batch`` requests or
 ``max_wait_ms`` have passed since that first request arrived (a lone request waits at most that
 long). The batch's texts are embedded by ONE ``encoder.encode(texts, normalize=True)`` call; the
-rows are then searched per group of equal ``(k, nprobe)``, one ``search(Q, k)`` (or
-``search(Q, k, nprobe=P)``) call per group, in order of first arrival. Different ``k`` are never
-merged (the exact engine's top-k prefix is not guaranteed bitwise equal to a smaller k's top-k).
+rows are then searched per group of equal ``(k, nprobe, approx)``, one ``search(Q, k)`` call per
+group (plus ``nprobe=P`` and ``approx=True`` when the group has them), in order of first arrival.
+Different ``k`` are never merged (the exact engine's top-k prefix is not guaranteed bitwise equal to a smaller k's top-k).
 A group of ``n`` rows is padded with zero rows to
 
     padded_size(n) = min(2 ** ceil(log2 n), max_batch),
@@ -37,7 +37,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from jaxparadigm.errors import InputError, require_int, short_repr
+from jaxparadigm.common.numbers import check_float, check_int
+from jaxparadigm.errors import require_int
 
 __all__ = [
     "DEFAULT_IDLE_S",
@@ -98,27 +99,14 @@ class BatchResult(NamedTuple):
 
 def check_batching(
     max_batch: object, max_wait_ms: object, names: tuple[str, str] = ("max_batch", "max_wait_ms")
-) -> None:
-    """Refuse a ``max_batch`` that is not an int in ``[1, MAX_BATCH_LIMIT]`` or a ``max_wait_ms``
-    that is not a number of milliseconds in ``[0, MAX_WAIT_MS_LIMIT]``: :class:`InputError`
-    naming the argument (``names``: e.g. the CLI's options), the value and what was expected."""
-    if (
-        isinstance(max_batch, bool)
-        or not isinstance(max_batch, int)
-        or not (1 <= max_batch <= MAX_BATCH_LIMIT)
-    ):
-        raise InputError(
-            f"{names[0]}: got {short_repr(max_batch)}, expected an int in [1, {MAX_BATCH_LIMIT}]"
-        )
-    if (
-        isinstance(max_wait_ms, bool)
-        or not isinstance(max_wait_ms, (int, float))
-        or not (0 <= max_wait_ms <= MAX_WAIT_MS_LIMIT)
-    ):
-        raise InputError(
-            f"{names[1]}: got {short_repr(max_wait_ms)}, expected milliseconds in "
-            f"[0, {MAX_WAIT_MS_LIMIT:g}]"
-        )
+) -> tuple[int, float]:
+    """``(max_batch, max_wait_ms)`` as an int in ``[1, MAX_BATCH_LIMIT]`` and a number of
+    milliseconds in ``[0, MAX_WAIT_MS_LIMIT]``; else :class:`InputError` naming the argument
+    (``names``: e.g. the CLI's options), the value and what was expected."""
+    return (
+        check_int(names[0], max_batch, 1, MAX_BATCH_LIMIT),
+        check_float(names[1], max_wait_ms, 0, MAX_WAIT_MS_LIMIT, expected="milliseconds"),
+    )
 
 
 def padded_size(n: int, max_batch: int) -> int:
@@ -135,10 +123,10 @@ def padded_sizes(max_batch: int) -> list[int]:
 class _Request:
     """A submitted request: its fields, when it arrived (monotonic) and its answer."""
 
-    __slots__ = ("arrived", "done", "error", "k", "nprobe", "query", "result")
+    __slots__ = ("approx", "arrived", "done", "error", "k", "nprobe", "query", "result")
 
-    def __init__(self, query: str, k: int, nprobe: int | None) -> None:
-        self.query, self.k, self.nprobe = query, k, nprobe
+    def __init__(self, query: str, k: int, nprobe: int | None, approx: bool = False) -> None:
+        self.query, self.k, self.nprobe, self.approx = query, k, nprobe, approx
         self.arrived = time.monotonic()
         self.done = threading.Event()
         self.result: BatchResult | None = None
@@ -155,7 +143,8 @@ class RequestBatcher:
     with 2, one batch is encoded while the one before is searched or answered).
 
     ``encoder``: an object with ``encode(texts: list[str], normalize=True) -> [n, dim]``;
-    ``search``: ``search(Q [n, dim] float32, k)`` (and ``nprobe=P`` when a request has one)
+    ``search``: ``search(Q [n, dim] float32, k)`` (and ``nprobe=P``, ``approx=True`` when a
+    request has them)
     returning ``.scores`` and ``.ids`` ``[n, k']`` (e.g. ``IndexSearcher.search_vectors``).
     ``on_idle``: called on a worker after every ``idle_s`` seconds without a request.
     The workers start at once; :meth:`close` stops them.
@@ -172,10 +161,9 @@ class RequestBatcher:
         idle_s: float = DEFAULT_IDLE_S,
         workers: int = DEFAULT_WORKERS,
     ) -> None:
-        check_batching(max_batch, max_wait_ms)
-        require_int("workers", workers, 1, 64)
-        if isinstance(idle_s, bool) or not isinstance(idle_s, (int, float)) or not idle_s > 0:
-            raise InputError(f"idle_s: got {short_repr(idle_s)}, expected seconds > 0")
+        max_batch, max_wait_ms = check_batching(max_batch, max_wait_ms)
+        workers = require_int("workers", workers, 1, 64)
+        idle_s = check_float("idle_s", idle_s, 0, lo_open=True, finite=False, expected="seconds")
         self.encoder, self.search = encoder, search
         self.max_batch, self.max_wait_s = max_batch, max_wait_ms / 1000.0
         self.on_idle, self.idle_s = on_idle, float(idle_s)
@@ -191,13 +179,19 @@ class RequestBatcher:
             thread.start()
 
     def submit(
-        self, query: str, k: int, nprobe: int | None = None, timeout_s: float | None = None
+        self,
+        query: str,
+        k: int,
+        nprobe: int | None = None,
+        timeout_s: float | None = None,
+        *,
+        approx: bool = False,
     ) -> BatchResult:
         """Block until the batch holding this request is served; return its own row. Raises the
         batch's encode or search exception, or :class:`ServiceUnavailable` once closed or when
         no answer came within ``timeout_s`` seconds (None: no limit; e.g. a process of a
         search group stopped answering)."""
-        request = _Request(query, k, nprobe)
+        request = _Request(query, k, nprobe, approx)
         with self._cond:
             if self._closed:
                 raise ServiceUnavailable(self._reason)
@@ -271,11 +265,17 @@ class RequestBatcher:
 
 
 def serve_alone(
-    encoder: Any, search: Callable[..., Any], query: str, k: int, nprobe: int | None = None
+    encoder: Any,
+    search: Callable[..., Any],
+    query: str,
+    k: int,
+    nprobe: int | None = None,
+    *,
+    approx: bool = False,
 ) -> BatchResult:
     """One request served on the calling thread as a batch of one (a service that was not
     started answers a direct ``handle`` call so); raises its encode or search exception."""
-    request = _Request(query, k, nprobe)
+    request = _Request(query, k, nprobe, approx)
     _serve_batch(encoder, search, [request], 1)
     if request.error is not None:
         raise request.error
@@ -286,7 +286,7 @@ def serve_alone(
 def _serve_batch(
     encoder: Any, search: Callable[..., Any], batch: list[_Request], max_batch: int
 ) -> None:
-    """One encode for the batch, then one search per ``(k, nprobe)`` group."""
+    """One encode for the batch, then one search per ``(k, nprobe, approx)`` group."""
     start = time.time_ns()
     try:
         texts = [r.query for r in batch]
@@ -297,11 +297,11 @@ def _serve_batch(
             request.fail(exc)
         return
     encoded = (start, time.time_ns())
-    groups: dict[tuple[int, int | None], list[int]] = {}
+    groups: dict[tuple[int, int | None, bool], list[int]] = {}
     for i, request in enumerate(batch):
-        groups.setdefault((request.k, request.nprobe), []).append(i)
-    for (k, nprobe), rows in groups.items():
-        _search_group(search, max_batch, batch, q, rows, (k, nprobe), encoded)
+        groups.setdefault((request.k, request.nprobe, request.approx), []).append(i)
+    for key, rows in groups.items():
+        _search_group(search, max_batch, batch, q, rows, key, encoded)
 
 
 def _search_group(
@@ -310,19 +310,22 @@ def _search_group(
     batch: Sequence[_Request],
     q: np.ndarray,
     rows: list[int],
-    key: tuple[int, int | None],
+    key: tuple[int, int | None, bool],
     encoded: tuple[int, int],
 ) -> None:
     """Search ``q[rows]`` padded with zero rows to :func:`padded_size`; answer each request
     of the group with its own row (the padded rows' results are dropped)."""
-    k, nprobe = key
+    k, nprobe, approx = key
+    extra: dict[str, object] = {} if nprobe is None else {"nprobe": nprobe}
+    if approx:
+        extra["approx"] = True
     members = [batch[i] for i in rows]
     n = len(rows)
     padded = np.zeros((padded_size(n, max_batch), q.shape[1]), np.float32)
     padded[:n] = q[rows]
     start = time.time_ns()
     try:
-        top = search(padded, k) if nprobe is None else search(padded, k, nprobe=nprobe)
+        top = search(padded, k, **extra)
         scores, ids = np.asarray(top.scores)[:n], np.asarray(top.ids)[:n]
     except Exception as exc:
         for request in members:

@@ -1,21 +1,32 @@
 """The body of a ``POST /search`` request, checked before and after JSON parsing (C5.2).
 
-:func:`parse_search_request` turns ``{"query": str, "k": int}`` (plus ``delay_s`` under fault
-injection; :func:`read_search_request` also reads ``excerpts`` and ``nprobe``) into ``(query, k, delay_s)`` or one :class:`~jaxparadigm.errors.InputError` naming the
-field. A body nested deeper than :data:`MAX_JSON_DEPTH` is refused by :func:`json_depth` before
-``json.loads`` sees it; integers too long for Python's int conversion and invalid UTF-8 are refused
-as "not a JSON object". Used by :class:`jaxparadigm.retrieval.service.http_service.SearchService`.
+A body is ``{"query": str}`` plus any fields of
+:class:`~jaxparadigm.retrieval.search_options.SearchOptions` by their names (``mode``, ``k``,
+``nprobe``, ``depth``, ``approx``, ``excerpts``, ``excerpt_chars``, ``dtype``, ``stream``; a key
+left out takes the service's default) and, under fault injection only, ``delay_s``.
+:func:`read_search_request` turns it into a :class:`SearchRequest` or one
+:class:`~jaxparadigm.errors.InputError` naming the key as the body spells it: an unknown key
+(listing the accepted ones, from the type), a bad value (the type's own check), a ``k`` over the
+service's ``max_k`` or a ``depth`` over :data:`MAX_DEPTH` (bounded work per request). A body nested
+deeper than :data:`MAX_JSON_DEPTH`, integers too long for Python's int conversion and invalid
+UTF-8 are refused as "not a JSON object" by
+:func:`~jaxparadigm.common.bounded_reading.read_json` before anything is built from them. Used
+by :class:`jaxparadigm.retrieval.service.http_service.SearchService`.
 """
 
 from __future__ import annotations
 
-import json
 from typing import NamedTuple
 
-from jaxparadigm.errors import InputError, require_int, short_repr
+from jaxparadigm.common.bounded_reading import JsonLineError, json_depth, read_json
+from jaxparadigm.common.numbers import check_float
+from jaxparadigm.errors import InputError, short_repr
+from jaxparadigm.retrieval.search_options import SearchOptions
 
 __all__ = [
+    "BODY_KEYS",
     "MAX_BODY_BYTES",
+    "MAX_DEPTH",
     "MAX_JSON_DEPTH",
     "MAX_K",
     "json_depth",
@@ -27,93 +38,69 @@ __all__ = [
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_JSON_DEPTH = 8  # the body is a flat object: {"query": ..., "k": ...}
-DEFAULT_K = 5  # a request without "k"
+DEFAULT_K = SearchOptions().k  # a request without "k"
 MAX_K = 100
-
-
-def json_depth(body: bytes, limit: int) -> int:
-    """The deepest nesting of ``[``/``{`` in the JSON text ``body`` (outside strings), counting up
-    to the first level over ``limit`` (then it stops: bounded work on hostile input) (C5.2)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in body:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                break
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    return deepest
+#: The deepest hybrid fusion a request may ask for (each ranking's top ``depth``).
+MAX_DEPTH = 1000
+#: How a body spells each field of SearchOptions: by its name.
+BODY_KEYS = {name: name for name in SearchOptions.keys()}
 
 
 class SearchRequest(NamedTuple):
-    """A checked ``POST /search`` body."""
+    """A checked ``POST /search`` body: the query, its :class:`SearchOptions` and the injected
+    delay (0 without fault injection)."""
 
     query: str
-    k: int
+    options: SearchOptions
     delay_s: float
-    excerpts: bool  # each passage also carries its best excerpt (the search page asks for it)
-    nprobe: int | None = None  # inverted lists to scan (an IVF index); None: the service's default
 
 
 def parse_search_request(
     body: bytes, fault_injection: bool = False, max_k: int = MAX_K
 ) -> tuple[str, int, float]:
-    """``(query, k, delay_s)`` from a request body (:func:`read_search_request` without
-    ``excerpts``); :class:`InputError` naming the field otherwise."""
+    """``(query, k, delay_s)`` from a request body (:func:`read_search_request`);
+    :class:`InputError` naming the key otherwise."""
     request = read_search_request(body, fault_injection, max_k)
-    return request.query, request.k, request.delay_s
+    return request.query, request.options.k, request.delay_s
 
 
 def read_search_request(
-    body: bytes, fault_injection: bool = False, max_k: int = MAX_K
+    body: bytes,
+    fault_injection: bool = False,
+    max_k: int = MAX_K,
+    defaults: SearchOptions | None = None,
 ) -> SearchRequest:
-    """A :class:`SearchRequest` from a request body; :class:`InputError` naming the field otherwise.
+    """A :class:`SearchRequest` from a request body; :class:`InputError` naming the key otherwise.
 
-    ``delay_s`` (default 0) is accepted only when ``fault_injection`` is on (used by load tests to
-    make requests time out); ``k`` defaults to 5 and must be an int in ``[1, max_k]``;
-    ``excerpts`` (default false) must be a JSON boolean; ``nprobe`` (absent: the service's
-    default) an int >= 1 (the service checks it against the index's lists). A body nested deeper than
-    ``MAX_JSON_DEPTH`` is refused before it is parsed.
+    ``query``: a non-empty string; the keys of :class:`SearchOptions` set its fields over
+    ``defaults`` (the service's; None: ``SearchOptions()``), with its checks, a ``k`` the body sends
+    at most ``max_k`` and a ``depth`` at most :data:`MAX_DEPTH`; ``delay_s`` (default 0, seconds in
+    [0, 60]) is accepted only when ``fault_injection`` is on (load tests make requests time out
+    with it). A body nested deeper than ``MAX_JSON_DEPTH`` is refused before it is parsed.
     """
-    if json_depth(body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
-        raise InputError(f"body: JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError, big ints
+        data = read_json(body, max_depth=MAX_JSON_DEPTH)
+    except JsonLineError as exc:  # not UTF-8, too deep, an integer too long, not JSON
         detail = " ".join(str(exc).split())[:120]
         raise InputError(f"body: not a JSON object ({detail})") from None
     if not isinstance(data, dict):
         raise InputError(f"body: got {type(data).__name__}, expected a JSON object")
-    unknown = sorted(set(data) - {"query", "k", "excerpts", "nprobe", "delay_s"})
+    accepted = ("query", *SearchOptions.keys())
+    unknown = sorted(set(data) - {*accepted, "delay_s"})
     if unknown or ("delay_s" in data and not fault_injection):
         bad = unknown[0] if unknown else "delay_s"
         raise InputError(
-            f"body key {short_repr(bad)}: unknown; expected query, k, excerpts, nprobe"
+            f"body key {short_repr(bad)}: unknown; expected one of {', '.join(accepted)}"
         )
-    query = data.get("query")
+    query = data.pop("query", None)
     if not isinstance(query, str) or not query.strip():
         raise InputError(f"query: got {short_repr(query)}, expected a non-empty string")
-    k = require_int("k", data.get("k", DEFAULT_K), 1, max_k)
-    delay = data.get("delay_s", 0.0)
-    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 60:
-        raise InputError(
-            f"delay_s: got {short_repr(delay)}, expected a number of seconds in [0, 60]"
-        )
-    excerpts = data.get("excerpts", False)
-    if not isinstance(excerpts, bool):
-        raise InputError(f"excerpts: got {short_repr(excerpts)}, expected true or false")
-    nprobe = data.get("nprobe")
-    if nprobe is not None:
-        require_int("nprobe", nprobe, 1)
-    return SearchRequest(query, k, float(delay), excerpts, nprobe)
+    delay = check_float("delay_s", data.pop("delay_s", 0.0), 0, 60, expected="a number of seconds")
+    options = SearchOptions.read(data, base=defaults, spelled=BODY_KEYS, what="body key")
+    for key, most in (("k", max_k), ("depth", MAX_DEPTH)):
+        if key in data and getattr(options, key) > most:  # the body's own (serve's may be more)
+            raise InputError(
+                f"{key}: got {getattr(options, key)}, expected an int in [1, {most}] (the most "
+                "this service answers)"
+            )
+    return SearchRequest(query, options, delay)

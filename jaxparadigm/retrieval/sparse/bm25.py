@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from jaxparadigm.common.numbers import check_float
 from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.sparse.keyword import STOPWORDS
 
@@ -53,14 +54,6 @@ def bm25_words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
 
 
-def _check_param(name: str, value: object, lo: float, hi: float | None) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < lo or (hi is not None and value > hi):  # type: ignore[operator]
-        want = f"a finite number >= {lo}" if hi is None else f"a number in [{lo}, {hi}]"
-        raise ValueError(f"{name}: got {value!r}, expected {want}")
-    return float(value)  # type: ignore[arg-type]
-
-
 def bm25_index(
     passages: Sequence[str], *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25
 ) -> BM25Index:
@@ -69,9 +62,9 @@ def bm25_index(
         raise TypeError(f"passages: got {type(passages).__name__}, expected a list of str")
     if len(passages) == 0:
         raise ValueError("passages: got an empty list, expected at least one passage")
-    k1 = _check_param("k1", k1, 0.0, None)
-    b = _check_param("b", b, 0.0, 1.0)
-    epsilon = _check_param("epsilon", epsilon, 0.0, None)
+    k1 = check_float("k1", k1, 0.0, error=ValueError)
+    b = check_float("b", b, 0.0, 1.0, error=ValueError)
+    epsilon = check_float("epsilon", epsilon, 0.0, error=ValueError)
     ids: dict[str, list[int]] = {}
     counts: dict[str, list[int]] = {}
     lengths = np.zeros(len(passages), np.float64)
@@ -109,7 +102,7 @@ def bm25_scores(index: BM25Index, query: str) -> np.ndarray:
 def bm25_top(index: BM25Index, query: str, k: int) -> list[int]:
     """The ``k`` best passage ids for ``query`` by :func:`bm25_scores`, best first; ties keep
     passage order; passages scoring 0 (no query word) are left out, so possibly fewer than k."""
-    require_int("k", k, 1)
+    k = require_int("k", k, 1)
     scores = bm25_scores(index, query)
     order = np.argsort(-scores, kind="stable")[:k]
     return [int(i) for i in order if scores[i] != 0.0]

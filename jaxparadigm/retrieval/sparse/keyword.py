@@ -36,7 +36,7 @@ def _check(query: str, docs: Sequence[str], top_k: int) -> None:
     for i, d in enumerate(docs):
         if not isinstance(d, str):
             raise TypeError(f"docs[{i}]: got {type(d).__name__}, expected str")
-    require_int("top_k", top_k, 1)
+    top_k = require_int("top_k", top_k, 1)
 
 
 def keyword_search(

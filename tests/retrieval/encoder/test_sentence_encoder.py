@@ -281,3 +281,17 @@ def test_micro_batches_round_robin_over_devices_give_the_same_embeddings(encoder
         SentenceEncoder(encoder.model, encoder.tokenizer, devices=[])
     with pytest.raises(InputError, match="devices: got"):
         SentenceEncoder(encoder.model, encoder.tokenizer, devices=["cpu:0"])
+
+
+def test_the_progress_of_an_encode_to_a_redirected_stderr_is_plain_lines(encoder, capsys):
+    """``show_progress_bar=True`` off a terminal: the first micro-batch's line (it compiles), then
+    one per tenth and the last; never tqdm's carriage returns; the embeddings unchanged."""
+    quiet = encoder.encode(SENTENCES[:12], batch_size=4)
+    got = encoder.encode(SENTENCES[:12], batch_size=4, show_progress_bar=True)
+    np.testing.assert_array_equal(got, quiet)
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    lines = err.splitlines()
+    assert lines[0].startswith("encode: ") and "sentences (compiled and ran in " in lines[0]
+    assert lines[-1].startswith("encode: 12/12 sentences")
+    assert all(line.startswith("encode: ") for line in lines)

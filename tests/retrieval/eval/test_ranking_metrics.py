@@ -60,9 +60,9 @@ def test_recall_is_monotone_in_k_and_bounds_mrr(ranks):
         ),
         (
             lambda: mean_reciprocal_rank([2, None, 0]),
-            "ranks[2]: got 0, expected an int >= 1 or None",
+            "ranks[2]: got 0, expected None or an int >= 1",
         ),
-        (lambda: mean_reciprocal_rank([1.0]), "ranks[0]: got 1.0, expected an int >= 1 or None"),
+        (lambda: mean_reciprocal_rank([1.0]), "ranks[0]: got 1.0, expected None or an int >= 1"),
         (lambda: recall_at_k([1], True), "k: got True, expected an int >= 1"),
         (lambda: recall_at_k([1], 2.0), "k: got 2.0, expected an int >= 1"),
         (

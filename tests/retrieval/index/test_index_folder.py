@@ -96,7 +96,7 @@ def test_search_vectors_refuses_bad_queries_naming_them(folder, queries, error, 
 
 def test_search_vectors_refuses_bad_k_and_any_nprobe(folder, rows):
     searcher = IndexSearcher(folder)
-    with pytest.raises(ValueError, match="k: got 0"):
+    with pytest.raises(ValueError, match=r"^search\.k: got 0, expected an int >= 1$"):
         searcher.search_vectors(rows[:1], 0)
     with pytest.raises(ValueError, match=r"nprobe: got 4, but .*idx has no IVF lists"):
         searcher.search_vectors(rows[:1], 3, nprobe=4)

@@ -14,11 +14,11 @@ import warnings
 import pytest
 
 from jaxparadigm.cli import main as cli_main
+from jaxparadigm.common.progress import Progress
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval.index import reader as index_module
 from jaxparadigm.retrieval.index.build import add_to_index, build_index
 from jaxparadigm.retrieval.index.owned_files import OWNED_FILE, holds_index, index_lock
-from jaxparadigm.retrieval.index.progress import PassageProgress
 from jaxparadigm.retrieval.index.reader import Index
 from jaxparadigm.retrieval.index.store import read_manifest, shard_passages
 from tests.retrieval.conftest import HashEncoder
@@ -277,14 +277,14 @@ def test_build_progress_to_a_redirected_stderr_is_plain_lines(tmp_path, docs, ha
 def test_passage_progress_lines_bar_and_off(monkeypatch):
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
     out = io.StringIO()
-    bar = PassageProgress(100, 0, "index add", stream=out, lines=4)
+    bar = Progress(100, "index add", unit="passage", stream=out, lines=4)
     for _ in range(10):
         bar.update(10)
     bar.close()
     got = [line.split(",")[0] for line in out.getvalue().splitlines()]
     assert got == [f"index add: {n}/100 passages" for n in (30, 50, 80, 100)]  # every 25
     resumed = io.StringIO()
-    bar = PassageProgress(100, 60, "index add", stream=resumed, lines=2)
+    bar = Progress(100, "index add", initial=60, unit="passage", stream=resumed, lines=2)
     bar.update(20)
     bar.update(20)
     assert [x.split(",")[0] for x in resumed.getvalue().splitlines()] == [
@@ -293,7 +293,7 @@ def test_passage_progress_lines_bar_and_off(monkeypatch):
     ]
     monkeypatch.setenv("TQDM_DISABLE", "1")
     off = io.StringIO()
-    PassageProgress(10, 0, stream=off).update(10)
+    Progress(10, "index", unit="passage", stream=off).update(10)
     assert off.getvalue() == ""
 
 

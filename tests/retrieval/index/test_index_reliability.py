@@ -4,6 +4,7 @@ persistent index holds to the input contract. Each test reproduces a finding tha
 
 import json
 import os
+import re
 import shutil
 import sys
 import warnings
@@ -392,10 +393,15 @@ def test_every_k_argument_is_refused_the_same_way(small_index):
         "chunk_words": lambda v: chunk_document("a b", v),
     }
     calls["recall k"] = lambda v: recall_at_k([1], v)
-    calls["index top_k"] = lambda v: index_search_text("q", str(small_index), v)
-    for name, call in calls.items():
+    for call in calls.values():
         for bad in (0, -1, True, 2.0, "3"):
             with pytest.raises(InputError, match=rf": got {bad!r}, expected an int >= 1"):
                 call(bad)
-        if name != "index top_k":  # valid k passes (that one would load MiniLM)
-            assert call(1) is not None
+        assert call(1) is not None
+    # search --index's k is a SearchOptions field: the one check of every door (search.k)
+    for bad in (0, -1, True, 2.0, "3"):
+        want = "an int >= 1" if type(bad) is int else "int"
+        with pytest.raises(
+            InputError, match=rf"^search\.k: got {re.escape(repr(bad))}, expected {want}$"
+        ):
+            index_search_text("q", str(small_index), bad)

@@ -240,11 +240,11 @@ def test_serve_takes_nprobe_per_request(built):
     svc = index_service(idx, encoder=enc, nprobe="default").start()
     try:
         exact = IndexSearcher(idx).search_vectors(enc.vector("files")[None], 5)
-        status, every = _post(svc.url, {"query": "files", "k": 5, "nprobe": 8})
+        status, every = _post(svc.url, {"query": "files", "k": 5, "nprobe": 8, "mode": "dense"})
         assert status == 200, every
         assert [h[0] for h in every["hits"]] == exact.ids[0].tolist()
         status, one = _post(
-            svc.url, {"query": "files", "k": 5}
+            svc.url, {"query": "files", "k": 5, "mode": "dense"}
         )  # the default: all 8 lists of a 300-row index
         assert status == 200 and [h[0] for h in one["hits"]] == exact.ids[0].tolist()
         for bad in (0, 9, True, "2", 1.5):

@@ -184,8 +184,19 @@ def test_processes_that_opened_different_manifests_refuse_to_search(tmp_path, ca
     [
         (["q", "--num-processes", "2"], "--num-processes: splits an index"),
         (["q", "--index", "x", "--devices-per-process", "2"], "without --num-processes"),
-        (["q", "--index", "x", "--num-processes", "2", "--mode", "hybrid"], "--mode hybrid"),
-        (["q", "--index", "x", "--num-processes", "2", "--nprobe", "3"], "--nprobe: the IVF"),
+        (
+            ["q", "--index", "x", "--num-processes", "2", "--mode", "hybrid"],
+            "--mode='hybrid': the BM25 ranking of hybrid needs every passage, but in a search "
+            "split over 2 processes each holds only its own shards; expected --mode='dense'",
+        ),
+        (
+            ["q", "--index", "x", "--num-processes", "2", "--nprobe", "3"],
+            "--nprobe=3: the IVF lists span every process's rows",
+        ),
+        (
+            ["q", "--index", "x", "--num-processes", "3", "--mode", "dense", "--approx"],
+            "--approx=True: a search split over 3 processes merges",
+        ),
         (["q", "--index", "x", "--num-processes", "0"], "--num-processes: got 0"),
     ],
 )

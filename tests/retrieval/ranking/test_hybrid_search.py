@@ -51,9 +51,9 @@ def test_hybrid_equals_rrf_of_dense_and_bm25(searcher, hash_encoder):
 
 
 def test_hybrid_bad_input(searcher, hash_encoder):
-    with pytest.raises(ValueError, match="k: got 0"):
+    with pytest.raises(ValueError, match=r"^search\.k: got 0, expected an int >= 1$"):
         hybrid_search(searcher, hash_encoder, "kestrel", k=0)
-    with pytest.raises(ValueError, match="depth: got 0"):
+    with pytest.raises(ValueError, match=r"^search\.depth: got 0, expected an int >= 1$"):
         hybrid_search(searcher, hash_encoder, "kestrel", depth=0)
     with pytest.raises(ValueError, match="keyword: got a BM25 index of 2 passages, expected 6"):
         hybrid_search(searcher, hash_encoder, "kestrel", keyword=bm25_index(["a", "b"]))

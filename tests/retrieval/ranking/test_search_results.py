@@ -82,14 +82,16 @@ def test_excerpt_is_the_best_sentence_with_marks(searcher, hash_encoder):
 @pytest.mark.parametrize(
     "kw, match",
     [
-        ({"mode": "bm25"}, "mode: got 'bm25', expected one of hybrid, dense"),
-        ({"k": 0}, "k: got 0"),
-        ({"approx": True}, "approx: given with mode 'hybrid'"),
-        ({"excerpt_chars": 0}, "excerpt_chars: got 0"),
+        ({"mode": "bm25"}, r"^search\.mode: got 'bm25', expected one of 'hybrid', 'dense'$"),
+        ({"k": 0}, r"^search\.k: got 0, expected an int >= 1$"),
+        ({"k": True}, r"^search\.k: got True, expected int$"),
+        ({"approx": True}, r"^search\.approx=True: approximates the dense ranking alone, but "),
+        ({"excerpt_chars": 0}, r"^search\.excerpt_chars: got 0, expected an int >= 1$"),
+        ({"options": "dense"}, r"^options: got str, expected a SearchOptions$"),
     ],
 )
 def test_bad_arguments_are_one_clear_error(searcher, hash_encoder, kw, match):
-    with pytest.raises(InputError, match=match):
+    with pytest.raises(TypeError if "options" in kw else InputError, match=match):
         search_with_excerpts(searcher, hash_encoder, "kestrel", **kw)
 
 
@@ -119,15 +121,19 @@ def test_search_json_has_serves_hits_and_passages(tiny_index, encoder, capsys):
     assert cli_main([*argv, "--mode", "dense"]) == 0
     printed = json.loads(capsys.readouterr().out)
     service = index_service(tiny_index, encoder=encoder)
-    status, served = service.handle("/search", json.dumps({"query": query, "k": 2}).encode())
+    body = {"query": query, "k": 2, "mode": "dense", "excerpts": False}
+    status, served = service.handle("/search", json.dumps(body).encode())
     assert status == 200
-    assert printed["hits"] == served["hits"] and printed["mode"] == "dense"
+    assert printed["hits"] == served["hits"] and printed["mode"] == served["mode"] == "dense"
     keys = ("source", "start", "end", "text")
     assert [{k: p[k] for k in keys} for p in printed["passages"]] == served["passages"]
     assert cli_main(argv) == 0  # the default: hybrid, its fused score named
     hybrid = json.loads(capsys.readouterr().out)
     assert hybrid["mode"] == "hybrid" and "reciprocal rank fusion" in hybrid["score"]
     assert all(0 < s <= 2 / 61 for _, s in hybrid["hits"])
+    status, served = service.handle("/search", json.dumps({"query": query, "k": 2}).encode())
+    assert status == 200 and served["hits"] == hybrid["hits"]  # serve's default: hybrid too
+    assert (served["mode"], served["score"]) == (hybrid["mode"], hybrid["score"])
 
 
 @pytest.fixture
@@ -159,6 +165,10 @@ def test_search_text_marks_words_and_names_the_score(searcher, hash_encoder, mon
     out = capsys.readouterr().out.splitlines()
     assert out[1].startswith("mode: dense; score: cosine") and "(cos" not in "\n".join(out)
     assert cli_main(["search", "kestrel", "--index", idx, "--approx"]) == 2
-    assert "--approx: approximates the dense ranking alone" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err == (
+        "jaxparadigm search: error: --approx=True: approximates the dense ranking alone, but "
+        "--mode='hybrid'; expected --mode='dense'\n"
+    )
     assert cli_main(["search", "kestrel", "--json"]) == 2  # no index
     assert "--json: searches an index; add --index DIR" in capsys.readouterr().err

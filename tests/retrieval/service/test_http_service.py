@@ -65,9 +65,21 @@ def test_search_over_http_equals_the_index(index):
         (b"[1]", "expected a JSON object"),
         (b'{"k": 2}', "query"),
         (b'{"query": "  "}', "query"),
-        (b'{"query": "x", "k": 0}', "k: got 0"),
-        (b'{"query": "x", "k": true}', "k: got True"),
-        (b'{"query": "x", "extra": 1}', "'extra'"),
+        (b'{"query": "x", "k": 0}', r"^k: got 0, expected an int >= 1$"),
+        (
+            b'{"query": "x", "k": 5}',
+            r"^k: got 5, expected an int in \[1, 4\] \(the most this service",
+        ),
+        (b'{"query": "x", "k": true}', r"^k: got True, expected int$"),
+        (
+            b'{"query": "x", "mode": "bm25"}',
+            r"^mode: got 'bm25', expected one of 'hybrid', 'dense'$",
+        ),
+        (b'{"query": "x", "depth": 1001}', r"^depth: got 1001, expected an int in \[1, 1000\]"),
+        (
+            b'{"query": "x", "extra": 1}',
+            "^body key 'extra': unknown; expected one of query, mode, k",
+        ),
         (b'{"query": "x", "delay_s": 1}', "'delay_s'"),  # fault injection is off
     ],
 )

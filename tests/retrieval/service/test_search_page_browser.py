@@ -65,11 +65,14 @@ class _Watched:
         self.page = browser.new_page(viewport={"width": 1000, "height": 760})
         self.requests: list[str] = []
         self.outside: list[str] = []
+        self.bodies: list[dict] = []  # the JSON bodies the page posted to /search
         self.page.route("**/*", self._route)
 
     def _route(self, route) -> None:
         url = route.request.url
         self.requests.append(url)
+        if url.endswith("/search") and route.request.post_data:
+            self.bodies.append(json.loads(route.request.post_data))
         if urlparse(url).hostname == "127.0.0.1":
             route.continue_()
         else:
@@ -85,8 +88,8 @@ class _Watched:
         return self.page.inner_text("#status")
 
 
-def _api(url: str, query: str, k: int) -> dict:
-    body = json.dumps({"query": query, "k": k}).encode()
+def _api(url: str, query: str, k: int, mode: str = "hybrid") -> dict:
+    body = json.dumps({"query": query, "k": k, "mode": mode}).encode()
     with urllib.request.urlopen(urllib.request.Request(url, data=body), timeout=30) as resp:
         return json.loads(resp.read())
 
@@ -106,7 +109,8 @@ def test_a_typed_query_lists_the_api_rows_with_file_offsets_score_and_marks(
     page = watched.page
     page.goto(service.url.removesuffix("search"))
     _search_by_keyboard(watched, QUERY)
-    api = _api(service.url, QUERY, 10)  # the page asks for 10 by default
+    api = _api(service.url, QUERY, 10)  # the page asks for 10 by default, ranked hybrid
+    assert watched.bodies == [{"query": QUERY, "k": 10, "mode": "hybrid", "excerpts": True}]
     assert watched.rows() == [row for row, _ in api["hits"]] and len(api["hits"]) > 1
     metas = page.eval_on_selector_all("#results li.hit .meta", "els => els.map(e => e.textContent)")
     for meta, (_, score), p in zip(metas, api["hits"], api["passages"], strict=True):
@@ -116,8 +120,8 @@ def test_a_typed_query_lists_the_api_rows_with_file_offsets_score_and_marks(
     assert "open" in {m.casefold() for m in marked}  # files.md: "To open a file for reading"
     assert watched.status() == f"{len(api['hits'])} result(s) for \u201c{QUERY}\u201d, best first."
 
-    # keyboard only: Tab walks k, the button and the hint-free results in rank order; / returns
-    for _ in range(3):
+    # keyboard only: Tab walks k, the ranking, the button and the results in rank order; / returns
+    for _ in range(4):
         page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.dataset.row") == str(api["hits"][0][0])
     page.keyboard.press("Tab")
@@ -129,6 +133,28 @@ def test_a_typed_query_lists_the_api_rows_with_file_offsets_score_and_marks(
     assert (tmp_path / "page.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert watched.outside == [] and watched.requests  # nothing left 127.0.0.1
     assert {urlparse(u).hostname for u in watched.requests} == {"127.0.0.1"}
+
+
+def test_the_ranking_control_defaults_to_hybrid_and_sends_the_mode_chosen(browser, service):
+    """The page's default request ranks hybrid (as search --index); choosing dense sends
+    "mode": "dense" and lists the dense rows, which differ from the hybrid ones here."""
+    watched = _Watched(browser)
+    page = watched.page
+    page.goto(service.url.removesuffix("search"))
+    options = page.eval_on_selector_all("#mode option", "els => els.map(e => e.value)")
+    assert options == ["hybrid", "dense"] and page.input_value("#mode") == "hybrid"
+    _search_by_keyboard(watched, QUERY)
+    hybrid = [row for row, _ in _api(service.url, QUERY, 10, "hybrid")["hits"]]
+    dense = [row for row, _ in _api(service.url, QUERY, 10, "dense")["hits"]]
+    assert watched.rows() == hybrid != dense  # the rankings differ: the test can tell them apart
+    page.select_option("#mode", "dense")
+    page.press("#q", "Enter")
+    for _ in range(200):  # the answer replaces the list (the page's CSP forbids wait_for_function)
+        if watched.rows() != hybrid:
+            break
+        page.wait_for_timeout(50)
+    assert watched.rows() == dense
+    assert [b["mode"] for b in watched.bodies] == ["hybrid", "dense"]
 
 
 def test_an_empty_query_is_a_message_and_sends_nothing(browser, service):

@@ -72,10 +72,11 @@ def test_serve_answers_http_searches_over_the_index_until_stopped(tiny_index, en
         ready = out.lines.get(timeout=120)
         url = re.search(r"at (http://127\.0\.0\.1:\d+/search)", ready)[1]
         assert "serving 3 passages" in ready
-        answer = _post(url, {"query": "how do I wait for a few seconds", "k": 2})
+        body = {"query": "how do I wait for a few seconds", "k": 2, "mode": "dense"}
+        answer = _post(url, body)
         hits = answer["hits"]
         t0 = time.perf_counter()
-        again = _post(url, {"query": "how do I wait for a few seconds", "k": 2})["hits"]
+        again = _post(url, body)["hits"]
         repeat_s = time.perf_counter() - t0
     finally:
         stop.set()
@@ -140,9 +141,10 @@ def test_serve_command_stops_cleanly_on_ctrl_c(tiny_index, sigint):
 @pytest.mark.parametrize("options", [{}, {"dtype": "int8", "resident": False, "block_rows": 8}])
 def test_serve_and_search_index_return_the_same_hits(tiny_index, encoder, options):
     """One engine: a serve request and ``search --index`` give the same rows and scores, same order
-    (with the search options of ``search --index``: dtype, streaming, block size)."""
+    (with the search options of ``search --index``: dtype, streaming, block size), in mode dense
+    and in serve's default mode, hybrid (as search_with_excerpts ranks)."""
     from jaxparadigm.app.index_command_output import index_search_text
-    from jaxparadigm.retrieval import IndexSearcher
+    from jaxparadigm.retrieval import IndexSearcher, search_with_excerpts
     from jaxparadigm.retrieval.service.index_service import index_service
 
     queries = ["how do I wait for a few seconds", "open a file", "merge two sets"]
@@ -151,10 +153,14 @@ def test_serve_and_search_index_return_the_same_hits(tiny_index, encoder, option
         assert service.index.vectors.dtype == options.get("dtype", "float32")
         for query in queries:
             for k in (1, 2, 7):  # 7 > rows: every row, as search --index gives
-                answer = _post(service.url, {"query": query, "k": k}, timeout=300)  # + compiles
+                body = {"query": query, "k": k, "mode": "dense"}
+                answer = _post(service.url, body, timeout=300)  # + compiles
                 want = searcher.search(encoder, query, k)[0]
                 assert answer["hits"] == [[h.row, h.score] for h in want]
                 assert [p["source"] for p in answer["passages"]] == [h.source for h in want]
+            hybrid = _post(service.url, {"query": query, "k": 2}, timeout=300)
+            want = search_with_excerpts(searcher, encoder, query, 2)
+            assert hybrid["mode"] == "hybrid" and hybrid["hits"] == [[h.row, h.score] for h in want]
     dtype, stream = options.get("dtype", "float32"), not options.get("resident", True)
     printed = index_search_text(
         queries[0], str(tiny_index), 3, dtype=dtype, stream=stream, mode="dense"

@@ -263,7 +263,12 @@ def test_excerpts_are_best_excerpt_of_each_passage_in_file_offsets(service):
         assert all(file_text[s:e].casefold() in words for s, e in ex["marks"])
     assert answer["passages"] == plain["passages"]
     status, refused = _search(service, {"query": query, "excerpts": 1})
-    assert (status, refused) == (400, {"error": "excerpts: got 1, expected true or false"})
+    assert (status, refused) == (400, {"error": "excerpts: got 1, expected bool"})
+    status, short = _search(service, {"query": query, "k": 4, "excerpts": True, "excerpt_chars": 9})
+    assert status == 200 and short["hits"] == plain["hits"]
+    for passage in short["passages"]:  # excerpt_chars: the longest excerpt, as best_excerpt's
+        want = best_excerpt(passage["text"], query, 9)
+        assert passage["excerpt"]["text"] == want.text and len(want.text) <= 9
 
 
 # --- generated request streams -------------------------------------------------------------------

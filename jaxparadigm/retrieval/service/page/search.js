@@ -1,0 +1,97 @@
+"use strict";
+const form = document.getElementById("search-form");
+const box = document.getElementById("q");
+const kSelect = document.getElementById("k");
+const modeSelect = document.getElementById("mode");
+const statusLine = document.getElementById("status");
+const list = document.getElementById("results");
+
+function say(text, kind) {
+  statusLine.textContent = text;
+  statusLine.className = kind || "";
+}
+
+function appendMarked(parent, text, marks, offset) {
+  let at = 0;
+  for (const [s, e] of marks) {
+    const a = s - offset, b = e - offset;
+    if (a < at || b > text.length) continue;
+    parent.append(text.slice(at, a));
+    const mark = document.createElement("mark");
+    mark.textContent = text.slice(a, b);
+    parent.append(mark);
+    at = b;
+  }
+  parent.append(text.slice(at));
+}
+
+function show(query, answer) {
+  const passages = answer.passages || [];
+  const items = answer.hits.map(([row, score], i) => {
+    const item = document.createElement("li");
+    item.className = "hit";
+    item.dataset.row = String(row);
+    item.tabIndex = 0;
+    const meta = document.createElement("div");
+    meta.className = "meta";
+    const p = passages[i];
+    meta.textContent = p ? p.source + " [" + p.start + ":" + p.end + "]" : "row " + row;
+    const shown = document.createElement("span");
+    shown.className = "score";
+    shown.textContent = "score " + score.toFixed(4);
+    meta.append(shown);
+    item.append(meta);
+    if (p && p.excerpt) {
+      const excerpt = document.createElement("p");
+      excerpt.className = "excerpt";
+      appendMarked(excerpt, p.excerpt.text, p.excerpt.marks, p.excerpt.start);
+      item.append(excerpt);
+    }
+    return item;
+  });
+  list.replaceChildren(...items);
+  say(items.length + " result(s) for \u201c" + query + "\u201d, best first.");
+}
+
+async function search(event) {
+  event.preventDefault();
+  const query = box.value;
+  if (!query.trim()) {
+    list.replaceChildren();
+    say("Type a question first: the query is empty.", "error");
+    box.focus();
+    return;
+  }
+  say("Searching\u2026");
+  let response, answer;
+  try {
+    response = await fetch("/search", {
+      method: "POST",
+      headers: {"Content-Type": "application/json"},
+      body: JSON.stringify(
+        {query: query, k: Number(kSelect.value), mode: modeSelect.value, excerpts: true}),
+    });
+    answer = await response.json();
+  } catch (err) {
+    list.replaceChildren();
+    say("The server did not answer (" + err.message + "). Is jaxparadigm serve still running?",
+        "error");
+    return;
+  }
+  if (!response.ok) {
+    list.replaceChildren();
+    say("The server refused the search (HTTP " + response.status + "): " + answer.error, "error");
+    return;
+  }
+  show(query, answer);
+}
+
+form.addEventListener("submit", search);
+document.addEventListener("keydown", (event) => {
+  if (event.key === "/" && document.activeElement !== box) {
+    event.preventDefault();
+    box.focus();
+    box.select();
+  }
+});
+box.focus();
