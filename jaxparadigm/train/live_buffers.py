@@ -7,8 +7,9 @@ per device ``d``,
 
 where a multi-device array contributes its addressable shards and a single-device array its one
 buffer. JAX hands out single-device views of a sharded array's own buffers (``addressable_shards``,
-``device_get``, a shard's ``.data``): they share the buffer's ``unsafe_buffer_pointer`` and are
-counted once. A single-device array whose buffer is no shard of a multi-device array is a
+``device_get``, a shard's ``.data``): they share the buffer's device and
+``unsafe_buffer_pointer`` and are counted once (a buffer is the pair: CPU devices can alias one
+host buffer, still held once by each). A single-device array whose buffer is no shard of a multi-device array is a
 *copy* (:attr:`Sample.copies` lists those of at least ``min_copy_bytes``): on a sharded run, an
 unsharded copy of a parameter or a moment held beside the layout.
 
@@ -33,6 +34,8 @@ from typing import Any, NamedTuple
 
 import jax
 
+from jaxparadigm.common.numbers import check_float, check_int
+
 __all__ = ["LiveBufferSampler", "Sample", "live_sample"]
 
 
@@ -50,9 +53,11 @@ class Sample(NamedTuple):
 
 
 def _buffers(arrays: Iterable[jax.Array]) -> tuple[dict, list]:
-    """``({pointer: (device id, nbytes)} of multi-device arrays' shards, [single-device arrays
-    as (pointer, device id, nbytes, shape, dtype)])``; deleted (donated) arrays are skipped."""
-    owned: dict[int, tuple[int, int]] = {}
+    """``({(device id, pointer): nbytes} of multi-device arrays' shards, [single-device arrays
+    as (device id, pointer, nbytes, shape, dtype)])``; deleted (donated) arrays are skipped. A
+    buffer is keyed by its device and its address: CPU devices may share one host buffer (a
+    ``device_put`` of a NumPy array can alias it), which is still held once per device."""
+    owned: dict[tuple[int, int], int] = {}
     single: list[tuple[int, int, int, tuple[int, ...], str]] = []
     for a in arrays:
         try:
@@ -61,11 +66,11 @@ def _buffers(arrays: Iterable[jax.Array]) -> tuple[dict, list]:
             if len(a.sharding.device_set) == 1:
                 device: Any = next(iter(a.sharding.device_set))
                 single.append(
-                    (a.unsafe_buffer_pointer(), device.id, a.nbytes, a.shape, str(a.dtype))
+                    (device.id, a.unsafe_buffer_pointer(), a.nbytes, a.shape, str(a.dtype))
                 )
                 continue
             for shard in a.addressable_shards:
-                owned[shard.data.unsafe_buffer_pointer()] = (shard.device.id, shard.data.nbytes)
+                owned[(shard.device.id, shard.data.unsafe_buffer_pointer())] = shard.data.nbytes
         except RuntimeError:  # deleted between the check and the read (another thread donated)
             continue
     return owned, single
@@ -77,13 +82,13 @@ def live_sample(where: str = "", min_copy_bytes: int = 1024) -> Sample:
     per_device: dict[int, int] = {}
     seen = dict(owned)
     copies = []
-    for pointer, device, nbytes, shape, dtype in single:
-        if pointer in seen:
+    for device, pointer, nbytes, shape, dtype in single:
+        if (device, pointer) in seen:
             continue
-        seen[pointer] = (device, nbytes)
+        seen[(device, pointer)] = nbytes
         if nbytes >= min_copy_bytes:
             copies.append((device, tuple(shape), dtype))
-    for device, nbytes in seen.values():
+    for (device, _), nbytes in seen.items():
         per_device[device] = per_device.get(device, 0) + nbytes
     return Sample(per_device, sorted(copies), where)
 
@@ -129,8 +134,11 @@ class LiveBufferSampler:
         packages: tuple[str, ...] = ("jaxparadigm",),
         min_copy_bytes: int = 1024,
     ) -> None:
-        if interval_s is not None and not interval_s > 0:
-            raise ValueError(f"interval_s: got {interval_s!r}, expected None or a time > 0")
+        if interval_s is not None:
+            interval_s = check_float(
+                "interval_s", interval_s, 0, lo_open=True, error=ValueError, expected="seconds"
+            )
+        min_copy_bytes = check_int("min_copy_bytes", min_copy_bytes, 0, error=ValueError)
         if isinstance(packages, str) or not all(isinstance(p, str) for p in packages):
             raise TypeError(f"packages: got {packages!r}, expected a tuple of package names")
         self.interval_s, self.packages, self.min_copy_bytes = interval_s, packages, min_copy_bytes

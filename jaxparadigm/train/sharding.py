@@ -56,6 +56,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from jaxparadigm.common.numbers import is_int
 from jaxparadigm.models.partitioning import RULES, logical_spec
 from jaxparadigm.train.placement_figures import (  # noqa: F401 (re-exported: the placement's names)
     COLLECTIVES,
@@ -122,7 +123,7 @@ def mesh_for(mode: str, tensor: int = 1, devices: Sequence[jax.Device] | None = 
     if mode != "fsdp_tensor":
         return data_mesh(devices)
     found = _ordered(devices)
-    if isinstance(tensor, bool) or not isinstance(tensor, int) or tensor < 1 or len(found) % tensor:
+    if not is_int(tensor) or tensor < 1 or len(found) % tensor:
         raise ValueError(
             f"train.sharding.tensor: got {tensor!r}, expected a divisor of the {len(found)} "
             "devices (the fsdp axis takes the remaining devices / tensor)"

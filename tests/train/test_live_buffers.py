@@ -1,6 +1,8 @@
 """The live-buffer count (C4.1): a sharded array's shards counted once per device whatever views of
 them exist, a copy counted and listed, the sampler's hook firing at returns of the named code."""
 
+from types import SimpleNamespace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,6 +22,31 @@ def _mesh():
 def _made_here(tag: str) -> jax.Array:
     """A function of this test module (the sampler's hook is pointed at it)."""
     return jnp.full((64, 64), 1.0) + len(tag)
+
+
+def _fake(device_ids: list[int], pointer: int, nbytes: int, shape=(8,)) -> SimpleNamespace:
+    """An array-like of one buffer address on each of ``device_ids`` (what a CPU device_put of one
+    aligned NumPy array can give: every device's buffer aliases the host's)."""
+    devices = [SimpleNamespace(id=i) for i in device_ids]
+    data = SimpleNamespace(unsafe_buffer_pointer=lambda: pointer, nbytes=nbytes)
+    return SimpleNamespace(
+        is_deleted=lambda: False,
+        sharding=SimpleNamespace(device_set=devices),
+        addressable_shards=[SimpleNamespace(device=d, data=data) for d in devices],
+        unsafe_buffer_pointer=lambda: pointer,
+        nbytes=nbytes,
+        shape=shape,
+        dtype="float32",
+    )
+
+
+def test_one_address_on_several_devices_is_held_by_each(monkeypatch):
+    # a replicated array whose 3 device buffers share one address, and device 1's own view of it
+    arrays = [_fake([0, 1, 2], 4096, 1024), _fake([1], 4096, 1024), _fake([2], 8192, 2048)]
+    monkeypatch.setattr(jax, "live_arrays", lambda: arrays)
+    got = live_sample(min_copy_bytes=1)
+    assert got.per_device == {0: 1024, 1: 1024, 2: 1024 + 2048}
+    assert got.copies == [(2, (8,), "float32")]  # the view on device 1 is no copy
 
 
 def test_views_are_counted_once_and_a_copy_is_listed():
@@ -54,7 +81,11 @@ def test_the_sampler_takes_a_sample_at_each_return_of_the_named_code():
     assert sampler.busiest.busiest >= 3 * 64 * 64 * 4  # the third sample sees all three
     device = kept[0].sharding.device_set.pop().id
     assert sampler.peak[device] >= 3 * 64 * 64 * 4
-    with pytest.raises(ValueError, match="interval_s: got 0"):
+    with pytest.raises(ValueError, match=r"^interval_s: got 0, expected seconds > 0$"):
         LiveBufferSampler(interval_s=0)
+    with pytest.raises(ValueError, match=r"^interval_s: got nan, expected seconds > 0$"):
+        LiveBufferSampler(interval_s=float("nan"))
+    with pytest.raises(ValueError, match=r"^min_copy_bytes: got -1, expected an int >= 0$"):
+        LiveBufferSampler(min_copy_bytes=-1)
     with pytest.raises(TypeError, match="packages: got 'jaxparadigm'"):
         LiveBufferSampler(packages="jaxparadigm")  # type: ignore[arg-type]
