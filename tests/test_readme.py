@@ -51,6 +51,7 @@ GUIDES = [
     "docs/guides/running.md",
     "docs/guides/searching.md",
     "docs/guides/scaling.md",
+    "docs/guides/mesh.md",
     "docs/guides/packages.md",
     "docs/guides/architecture.md",
     "docs/guides/contributing.md",
