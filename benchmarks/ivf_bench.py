@@ -1,7 +1,7 @@
 """IVF search: recall@10 vs queries/s over nprobe, against our exact search and FAISS IndexIVFFlat (issue 38).
 
     jaxparadigm bench ivf [--n 200000] [--lists 256] [--full] [--parts clustered pydoc]
-                          [--results FILE] [--plot FILE]
+                          [--compare] [--results FILE] [--plot FILE]
 
 1. **Clustered** ``n`` x 384 unit rows: ``10 * lists`` centres on the unit sphere, each row a
    centre plus Gaussian noise (``--sigma``, 0.05 per dimension: a noise norm of about 1, as
@@ -12,7 +12,10 @@
    ``IndexIVFFlat`` **with our centroids and so the same lists** (its coarse quantiser an
    ``IndexFlatL2`` holding our centroids: FAISS assigns and probes by L2, as we do), interleaved
    medians; our exact search at batch 1 and 64 beside them. Where FAISS is ahead, ours is timed
-   part by part (probe, host plan, device scan, host merge).
+   part by part (probe, host plan, device scan, host merge). ``--compare`` also times the
+   row-major scan (one (query, chunk) pair a tile, one loop a device: the scan before list-major
+   tiles) in the same rounds, prints after/before ratios and checks the two give equal ids and
+   scores at batch 64.
 2. **pydoc**: the Python documentation topics shipped with the interpreter (``pydoc_data``),
    ``--pydoc-window``-token passages encoded by MiniLM (``index build``), IVF lists trained on
    them, and the 70 labelled queries of the claims: recall@10 against exact per ``nprobe``,
@@ -119,8 +122,10 @@ def clustered_section(args, lines, faiss, curve) -> None:
         faiss_add = time.perf_counter() - t0
         moved, gap = moved_rows(quant, centroids, s.index.ivf, x)
     rows = []
+    old = row_major(s) if args.compare else None
     for p in [v for v in args.nprobe if v <= args.lists]:
-        ours64 = s.search_vectors(q64, 10, nprobe=p).ids
+        got64 = s.search_vectors(q64, 10, nprobe=p)
+        ours64 = got64.ids
         ours1 = s.search_vectors(q1, 10, nprobe=p).ids
         fns = {
             "ours b1": one_by_one(lambda q, p=p: s.search_vectors(q, 10, nprobe=p), q1),
@@ -130,6 +135,14 @@ def clustered_section(args, lines, faiss, curve) -> None:
             "nprobe": p,
             "recall": recall(np.concatenate([ours64, ours1]), np.concatenate([exact64, exact1])),
         }
+        row["G"] = s._ivf.tile_queries(s._ivf.probe(q64, p))
+        if old is not None:
+            before = old.search(q64, 10, p)
+            row["same as row-major"] = bool(
+                np.array_equal(before.ids, ours64) and np.array_equal(before.scores, got64.scores)
+            )
+            fns["row-major b1"] = one_by_one(lambda q, p=p: old.search(q, 10, p), q1)
+            fns["row-major b64"] = lambda p=p: old.search(q64, 10, p)
         if fx is not None:
             fx.nprobe = p
             f64 = fx.search(q64, 10)[1]
@@ -150,14 +163,28 @@ def clustered_section(args, lines, faiss, curve) -> None:
         rows.append(row)
     curve["clustered"] = rows
     hit = next((r for r in rows if r["recall"] >= 0.95), None)
-    head = "| nprobe | recall@10 | ours b1 q/s | ours b64 q/s |"
-    rule = "|---|---|---|---|"
+    head = "| nprobe | recall@10 | ours b1 q/s | ours b64 q/s | b64 tile queries |"
+    rule = "|---|---|---|---|---|"
+    if old is not None:
+        head += (
+            " row-major b1 q/s | row-major b64 q/s | b1 after/before | b64 after/before | equal |"
+        )
+        rule += "---|---|---|---|---|"
     if fx is not None:
         head += " FAISS recall@10 | identical top-10 ids | FAISS b1 q/s | FAISS b64 q/s | b1 ours/FAISS | b64 ours/FAISS |"
         rule += "---|---|---|---|---|---|"
     table = [head, rule]
     for r in rows:
-        line = f"| {r['nprobe']} | {r['recall']:.4f} | {r['ours b1']:.0f} | {r['ours b64']:.0f} |"
+        line = (
+            f"| {r['nprobe']} | {r['recall']:.4f} | {r['ours b1']:.0f} | {r['ours b64']:.0f} | "
+            f"{r['G']} |"
+        )
+        if old is not None:
+            line += (
+                f" {r['row-major b1']:.0f} | {r['row-major b64']:.0f} | "
+                f"{r['ours b1'] / r['row-major b1']:.2f}x | "
+                f"{r['ours b64'] / r['row-major b64']:.2f}x | {r['same as row-major']} |"
+            )
         if fx is not None:
             line += (
                 f" {r['faiss recall']:.4f} | {r['same ids']:.0%} | {r['faiss b1']:.0f} | "
@@ -216,31 +243,51 @@ def clustered_section(args, lines, faiss, curve) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def row_major(s):
+    """The row-major scan over ``s``'s lists and devices (one (query, chunk) pair a tile, one
+    loop a device): the scan before list-major tiles, for ``--compare``."""
+    from jaxparadigm.retrieval.dense.ivf_search import IVFSearcher
+
+    ivf = s.index.ivf
+    return IVFSearcher(
+        ivf.centroids,
+        ivf.offsets,
+        ivf.ids,
+        ivf.rows,
+        devices=s.vectors.devices,
+        tile_queries=1,
+        scans=1,
+    )
+
+
 def breakdown(s, q: np.ndarray, nprobe: int, repeats: int, lines) -> None:
     """Where our batch's time goes: probe (device), plan (host numpy), the rest (device scan +
     transfers + host merge), medians."""
     ivf = s._ivf
     probed = ivf.probe(q, nprobe)
+    group = ivf.tile_queries(probed)
     t = interleaved(
         {
             "probe": lambda: ivf.probe(q, nprobe),
-            "plan": lambda: ivf.plan(probed),
+            "plan": lambda: ivf.plan(probed, group),
             "all": lambda: ivf.search(q, 10, nprobe),
         },
         repeats,
     )
-    pq, pc, slots = ivf.plan(probed)
-    pairs = int(np.sum(pc != ivf.empty_chunk))
-    scanned = pairs * ivf.chunk_rows * ivf.dim * 4
+    tiles = ivf.plan(probed, group)
+    real = tiles.tile_chunk != ivf.empty_chunk
+    chunk_reads = int(np.sum(real))
+    pairs = int(np.sum(tiles.tile_query < len(q)))
+    scanned = chunk_reads * ivf.chunk_rows * ivf.dim * 4
     rest = t["all"] - t["probe"] - t["plan"]
     lines.append(
         f"Where our batch-{len(q)} time goes at nprobe {nprobe}: {t['all'] * 1e3:.1f} ms = probe "
         f"{t['probe'] * 1e3:.1f} ms + host plan {t['plan'] * 1e3:.1f} ms + scan and merge "
-        f"{rest * 1e3:.1f} ms; the scan reads {pairs:,} (query, chunk) pairs of {ivf.chunk_rows} "
-        f"rows ({scanned / 2**20:,.0f} MiB read pair by pair, "
-        f"{scanned / max(rest, 1e-9) / 1e9:.1f} GB/s; {len(np.unique(pc[pc != ivf.empty_chunk])):,} "
-        "distinct chunks: a chunk several queries probe is read once from memory, then from "
-        "cache). FAISS scans each query's lists on its own OpenMP thread."
+        f"{rest * 1e3:.1f} ms; the scan reads {chunk_reads:,} tiles of {ivf.chunk_rows} rows and "
+        f"up to {group} queries ({pairs:,} (query, chunk) pairs; {scanned / 2**20:,.0f} MiB "
+        f"read tile by tile, {scanned / max(rest, 1e-9) / 1e9:.1f} GB/s; "
+        f"{len(np.unique(tiles.tile_chunk[real])):,} distinct chunks) in {ivf.scans} loop(s) a "
+        "device. FAISS scans each query's lists on its own OpenMP thread."
     )
 
 
@@ -344,6 +391,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--parts", nargs="+", default=["clustered"])
     parser.add_argument("--pydoc-window", type=int, default=64)
     parser.add_argument("--pydoc-lists", type=int, default=0, help="default: 40 rows per list")
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="also time the row-major scan (one (query, chunk) pair a tile, one loop: the scan "
+        "before list-major tiles) in the same rounds, with after/before ratios and an equality check",
+    )
     parser.add_argument("--results", help="append the section to this markdown file")
     parser.add_argument("--plot", help="write the recall/q/s curve to this PNG")
     parser.add_argument(

@@ -9,7 +9,10 @@ bytes/param (read p, g, m, v; write p, m, v) and its fraction of the triad, and,
 own accounting of the compiled program (``cost_analysis`` bytes accessed per param and the loop
 fusion count): the evidence of how many passes XLA:CPU makes over the parameters.
 
-Variants: our ``adam`` and ``optax.adam`` on ``--leaves`` leaves; our ``adam`` on the same
+Variants: our ``adam`` and ``optax.adam`` on ``--leaves`` leaves; our ``adam`` and our chain
+through ``jaxparadigm.optim.update_step`` (the library's compiled step: on XLA:CPU each leaf's
+loops back to back, so ``p'`` re-reads ``m'``/``v'`` from cache; before -> after: the ratio
+``ours adam (update_step) / ours adam``); our ``adam`` on the same
 parameters held as one flat buffer by the caller, and inside ``optax.flatten`` (which
 concatenates the leaves every step); our ``chain_for`` (clip + warmup-cosine + adam) and optax's
 equivalent; ``torch.optim.Adam(fused=True)`` and torch's ``clip_grad_norm_`` + fused Adam.
@@ -28,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import re
 import statistics
@@ -42,7 +44,10 @@ import jax.numpy as jnp
 import optax
 
 from jaxparadigm.config import ClipConfig, OptimConfig, ScheduleConfig
-from jaxparadigm.optim import adam, chain_for
+from jaxparadigm.optim import adam, chain_for, update_step
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # for ``jaxparadigm bench``
+from index_bench import cpu_info  # noqa: E402
 
 BYTES_PER_PARAM = 7 * 4  # read p, g, m, v; write p, m, v (float32)
 TRIAD_BYTES = 3 * 4  # read a, b; write a
@@ -73,7 +78,11 @@ def _xla_evidence(compiled) -> dict:
     }
 
 
-def _jax_runner(tx, sizes: list[int], seed: int) -> tuple[Callable[[], None], dict]:
+def _jax_runner(
+    tx, sizes: list[int], seed: int, fused: bool = False
+) -> tuple[Callable[[], None], dict]:
+    """A runner of one donated step (``fused``: ``jaxparadigm.optim.update_step``, the library's
+    compiled step; else ``jax.jit`` of update + apply_updates by hand) and its XLA evidence."""
     keys = jax.random.split(jax.random.key(seed), 2 * len(sizes))
     params = [
         jax.random.normal(k, (n,), jnp.float32) for k, n in zip(keys[::2], sizes, strict=True)
@@ -83,7 +92,7 @@ def _jax_runner(tx, sizes: list[int], seed: int) -> tuple[Callable[[], None], di
         for k, n in zip(keys[1::2], sizes, strict=True)
     ]
     state = tx.init(params)
-    step = jax.jit(_step_fn(tx), donate_argnums=(0, 1))
+    step = update_step(tx) if fused else jax.jit(_step_fn(tx), donate_argnums=(0, 1))
     evidence = _xla_evidence(step.lower(params, state, grads).compile())
     box = {"params": params, "state": state}
 
@@ -183,6 +192,10 @@ def _summarise(times: dict[str, list[float]], evidence: dict, n: int) -> dict:
             )
         rows[name] = row
     pairs = [
+        ("ours adam (update_step)", "ours adam"),
+        ("ours chain (update_step)", "ours chain (clip+schedule+adam)"),
+        ("ours adam (update_step)", "torch fused adam"),
+        ("ours chain (update_step)", "torch clip + fused adam"),
         ("ours adam", "optax adam"),
         ("ours adam (flat buffer)", "ours adam"),
         ("optax.flatten(ours adam)", "ours adam"),
@@ -289,17 +302,19 @@ def main(argv: list[str] | None = None) -> dict:
         optax.adam(optax.warmup_cosine_decay_schedule(0.0, lr, warmup, decay)),
     )
     jax_variants = {
-        "ours adam": (adam(lr), sizes),
-        "optax adam": (optax.adam(lr), sizes),
-        "ours adam (flat buffer)": (adam(lr), [n]),
-        "optax.flatten(ours adam)": (optax.flatten(adam(lr)), sizes),
-        "ours chain (clip+schedule+adam)": (chain_for(cfg), sizes),
-        "optax chain (clip+schedule+adam)": (optax_chain, sizes),
+        "ours adam": (adam(lr), sizes, False),
+        "ours adam (update_step)": (adam(lr), sizes, True),
+        "optax adam": (optax.adam(lr), sizes, False),
+        "ours adam (flat buffer)": (adam(lr), [n], False),
+        "optax.flatten(ours adam)": (optax.flatten(adam(lr)), sizes, False),
+        "ours chain (clip+schedule+adam)": (chain_for(cfg), sizes, False),
+        "ours chain (update_step)": (chain_for(cfg), sizes, True),
+        "optax chain (clip+schedule+adam)": (optax_chain, sizes, False),
     }
     runners, evidence = {}, {}
     runners["triad"], evidence["triad"] = _triad_runner(n)
-    for name, (tx, leaf_sizes) in jax_variants.items():
-        runners[name], evidence[name] = _jax_runner(tx, leaf_sizes, 0)
+    for name, (tx, leaf_sizes, fused) in jax_variants.items():
+        runners[name], evidence[name] = _jax_runner(tx, leaf_sizes, 0, fused)
     if not args.no_torch:
         runners.update(_torch_runners(sizes, n, lr, max_norm))
 
@@ -323,7 +338,7 @@ def main(argv: list[str] | None = None) -> dict:
         "runs": summaries,
         "backend": jax.default_backend(),
         "jax": jax.__version__,
-        "machine": platform.processor() or platform.machine(),
+        "machine": cpu_info(),
         "cpu_count": os.cpu_count(),
         "torch_threads": torch_threads,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
@@ -336,6 +351,7 @@ def main(argv: list[str] | None = None) -> dict:
         f"{args.runs} run(s); jax {jax.__version__} on {jax.default_backend()}, "
         f"{os.cpu_count()} CPUs, torch threads {torch_threads}, XLA_FLAGS={result['xla_flags']!r}"
     )
+    print(f"CPU: {result['machine']}")
     print(f"1-min load average: {load_start[0]:.2f} at start, {load_end[0]:.2f} at end")
     for index, summary in enumerate(summaries, start=1):
         _print_run(index, summary)

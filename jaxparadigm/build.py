@@ -12,14 +12,16 @@ sharding against devices) come from :mod:`jaxparadigm.config.relations` and rais
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import jax
 import optax
 from flax import nnx
 
-from jaxparadigm.config import Config
+from jaxparadigm.config import Config, config_from_dict
 from jaxparadigm.config.relations import devices_problem, model_data_problem, processes_problem
 from jaxparadigm.config.sections import ModelConfig, OptimConfig
 from jaxparadigm.errors import ConfigError
@@ -138,8 +140,35 @@ def train_settings(cfg: Config, run_dir: str | Path | None = None) -> TrainSetti
     )
 
 
+def _config(cfg: Config | Mapping[str, Any]) -> Config:
+    """``cfg`` itself, or the :class:`Config` the config loader builds from a mapping (one
+    ``ConfigError`` listing every problem, as for a YAML file); ``TypeError`` for anything else."""
+    if isinstance(cfg, Config):
+        return cfg
+    if isinstance(cfg, Mapping):
+        return config_from_dict(cfg, source="train_from_config(cfg=...)")
+    raise TypeError(
+        f"cfg: got {type(cfg).__name__}, expected a jaxparadigm.config.Config or a mapping of "
+        "its fields (a config file: jaxparadigm.config.load_config(path))"
+    )
+
+
+def _check_parts(dataset: Any, tx: Any, run_dir: Any) -> None:
+    """``dataset`` None or a Dataset, ``tx`` None or an optax transformation, ``run_dir`` None,
+    a str or a path: one ``TypeError`` naming the first that is not."""
+    for name, value, ok, what in (
+        ("dataset", dataset, isinstance(dataset, Dataset), "a jaxparadigm.train.Dataset"),
+        ("tx", tx, isinstance(tx, optax.GradientTransformation), "an optax transformation"),
+        ("run_dir", run_dir, isinstance(run_dir, (str, os.PathLike)), "a str or a path"),
+    ):
+        if value is not None and not ok:
+            raise TypeError(
+                f"{name}: got {type(value).__name__} {value!r:.80}, expected None or {what}"
+            )
+
+
 def train_from_config(
-    cfg: Config,
+    cfg: Config | Mapping[str, Any],
     *,
     dataset: Dataset | None = None,
     tx: optax.GradientTransformation | None = None,
@@ -153,7 +182,9 @@ def train_from_config(
 ) -> TrainResult:
     """Train the model of ``cfg`` for ``cfg.train.steps`` steps (C5.1, C5.2).
 
-    Without ``dataset``: joins the distributed run (:func:`join_run`) and builds the dataset;
+    ``cfg`` is a :class:`Config` or a mapping of its fields (built by the config loader, every
+    problem in one ``ConfigError``). Every argument is checked before anything runs (one
+    ``TypeError``/``ValueError`` naming it). Without ``dataset``: joins the distributed run (:func:`join_run`) and builds the dataset;
     with it, the caller has done both (``join_run(cfg)``, then ``dataset_for(cfg)``), so the run is
     set up once. Then builds
     the model, ``tx``/``lr_fn`` (default ``chain_for(cfg.optim)`` / ``schedule_for(cfg.optim)``),
@@ -161,7 +192,16 @@ def train_from_config(
     model built with its parameters in the run's layout, ``initial_state.model_in_layout``; whose
     ``stop_at``, ``batch_transform``, ``progress``, ``write_plots``, ``plot`` these are).
     """
-    check_run_arguments(stop_at, batch_transform)
+    cfg = _config(cfg)
+    _check_parts(dataset, tx, run_dir)
+    check_run_arguments(
+        stop_at,
+        batch_transform,
+        lr_fn=lr_fn,
+        progress=progress,
+        write_plots=write_plots,
+        plot=plot,
+    )
     if dataset is None:
         join_run(cfg)
     _raise_if(processes_problem(cfg, jax.process_count()))

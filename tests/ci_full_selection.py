@@ -35,6 +35,11 @@ CI_FULL = (
         "top 80); the decision rules stay in the default run on stored evidence (test_rules)",
     ),
     (
+        "tests/retrieval/dense/test_ivf_search.py::test_list_major_equals_row_major_equals_exact",
+        "hypothesis over tile widths, scans and devices (a compile per shape); the fixed case "
+        "test_list_major_in_two_scans_equals_row_major_and_exact_on_shared_lists stays",
+    ),
+    (
         "tests/claims/test_evidence_fixture.py::test_fixture_matches_a_fresh_measurement*",
         "re-measures the stored evidence (12 s for C1.2 alone)",
     ),
@@ -66,6 +71,12 @@ CI_FULL = (
     (
         "tests/autodiff/test_port_lax_autodiff.py::test_scatter_max_min[1-min]",
         "11 s; test_scatter_max_min[2-max] stays",
+    ),
+    (
+        "tests/optim/test_lion.py::LionVariantsTest::test_five_steps_equal_optax_bit_for_bit_mask_*"
+        "__with_jit",
+        "1.8 s each (two more jitted chains); the __without_jit variants of the masked lion "
+        "stay, and test_lion_mask_leaves_the_unselected_leaves_undecayed",
     ),
     (
         "tests/train/test_checkpoint_kill_matrix.py::*",

@@ -13,6 +13,8 @@ from jaxparadigm.autodiff.graph import Graph, trace
 from jaxparadigm.autodiff.registry import (
     MissingJVPRule,
     MissingVJPRule,
+    NoDerivative,
+    NotDifferentiable,
     get_jvp,
     get_vjp,
     register_jvp,
@@ -27,6 +29,8 @@ __all__ = [
     "Graph",
     "MissingJVPRule",
     "MissingVJPRule",
+    "NoDerivative",
+    "NotDifferentiable",
     "get_jvp",
     "get_vjp",
     "func",

@@ -17,7 +17,8 @@ complex-linear: ``J(i v) = i J(v)`` for every direction ``v`` (the Cauchy-Rieman
 ``u_x = v_y``, ``u_y = -v_x``). jax does not check the promise and, for ``conj``/``abs``/``real``,
 silently returns a number that is no derivative. ``check_holomorphic(f, *args)`` verifies the
 equations numerically at the evaluation point, one JVP pair per input coordinate (``e_k`` and
-``i e_k``), and raises ``ValueError`` naming the function when they fail.
+``i e_k``), and raises ``ValueError`` naming the function (``describe_function``: through
+``functools.partial`` and ``functools.wraps``, with its file and line) when they fail.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import numpy as np
 
 from jaxparadigm.autodiff import forward_mode
 from jaxparadigm.autodiff.argnums import normalize_argnums, resolve_argnums
+from jaxparadigm.autodiff.tape.control_flow_error import describe_function
 
 __all__ = ["CONVENTIONS", "check_convention", "check_holomorphic", "to_torch_convention"]
 
@@ -56,10 +58,6 @@ def to_torch_convention(grads: Any) -> Any:
     """``conj`` of every complex leaf (``dL/dx + i dL/dy``, torch's ``2 dL/dz*``); real leaves
     unchanged."""
     return jax.tree_util.tree_map(lambda g: jnp.conj(g) if jnp.iscomplexobj(g) else g, grads)
-
-
-def _fn_name(f: Callable) -> str:
-    return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
 
 
 def _tolerance(dtype) -> float:
@@ -120,7 +118,8 @@ def check_holomorphic(
         scale = max(scale, float(np.max(np.abs(jic), initial=0.0)))
     if not worst <= tol * (1.0 + scale):
         raise ValueError(
-            f"check_holomorphic: {_fn_name(f)} is not holomorphic at the evaluation point: the "
+            f"check_holomorphic: the function {describe_function(f)} is not holomorphic at the "
+            "evaluation point: the "
             f"Cauchy-Riemann equations fail (|J(i v) - i J(v)| = {worst:.3g} > "
             f"{tol:.3g} * (1 + {scale:.3g})), so df/dz does not exist there and "
             "holomorphic=True would return a number that is no derivative (jax#3293); for a "

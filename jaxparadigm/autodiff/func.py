@@ -43,8 +43,10 @@ def _with_holomorphy_check(
     if not check:
         return transform
 
+    @functools.wraps(func)  # errors of an enclosing transform name the user's function
     def checked(*args, **kwargs):
-        check_holomorphic(lambda *a: func(*a, **kwargs), *args, argnums=argnums)
+        bound = functools.partial(func, **kwargs) if kwargs else func  # named as the user's
+        check_holomorphic(bound, *args, argnums=argnums)
         return transform(*args, **kwargs)
 
     return checked
@@ -150,6 +152,7 @@ def jacrev(
     argnums = normalize_argnums(argnums, "jacrev")
     chunk_size = check_chunk_size(chunk_size, "jacrev")
 
+    @functools.wraps(func)  # errors of an enclosing transform (hessian) name the user's function
     def jac_fn(*args):
         nums, rebuild = _select(args, argnums)
         reverse_mode.wrt_mask(args, nums, "jacrev", holomorphic)  # inexact inputs only
@@ -217,6 +220,7 @@ def hessian(
     inner = jacrev(func, argnums, chunk_size=chunk_size, holomorphic=holomorphic)
     outer = forward_mode.jacfwd(inner, argnums, chunk_size=chunk_size, holomorphic=holomorphic)
 
+    @functools.wraps(func)
     def hessian_f(*args):
         resolve_argnums(argnums, len(args), "hessian")  # errors name hessian, not its parts
         return outer(*args)

@@ -29,7 +29,12 @@ import numpy as np
 from jax.core import ShapedArray
 from jax.extend import core as jcore
 
-from jaxparadigm.autodiff.registry import get_forward, get_vjp, has_forward
+from jaxparadigm.autodiff.registry import (
+    apply_vjp,
+    get_forward,
+    has_forward,
+    has_zero_derivative,
+)
 from jaxparadigm.autodiff.tape.control_flow_error import (
     CONCRETIZATION_ERRORS,
     value_control_flow_error,
@@ -194,9 +199,12 @@ class Graph:
         return [_read(env, v) for v in self.outputs]
 
     def active_vars(self, wrt: Sequence[bool]) -> set:
-        """Float variables that depend on the inputs flagged in ``wrt`` (activity analysis)."""
+        """Float variables that depend on the inputs flagged in ``wrt`` (activity analysis),
+        other than through a primitive of zero derivative (``stop_gradient``, ``floor``)."""
         active = {v for v, w in zip(self.inputs, wrt, strict=True) if w and _is_float(v.aval)}
         for node in self.nodes:
+            if has_zero_derivative(node.name):
+                continue
             if any(isinstance(v, jcore.Var) and v in active for v in node.inputs):
                 active.update(
                     v
@@ -209,7 +217,8 @@ class Graph:
         """Reverse sweep: input cotangents (``None`` = zero) given output cotangents. C3.2.
 
         Visits ``nodes`` in reverse topological order; each node's rule comes from the registry
-        (``MissingVJPRule`` if absent); cotangents of a fanned-out variable are summed.
+        (``MissingVJPRule`` if absent); cotangents of a fanned-out variable are summed. A rule's
+        ``NoDerivative`` for a differentiated operand raises ``NotDifferentiable``.
         """
         wrt = [True] * len(self.inputs) if wrt is None else list(wrt)
         active = self.active_vars(wrt)
@@ -235,18 +244,11 @@ class Graph:
             cts = [ct_env.pop(v, None) for v in node.outputs]
             if all(c is None for c in cts):
                 continue
-            rule = get_vjp(node.name)
             primals = [_read(env, v) for v in node.inputs]
             ct = cts if node.eqn.primitive.multiple_results else cts[0]
-            if node in env:  # residuals kept by the primitive's forward rule
-                in_cts = rule(ct, *primals, residuals=env[node], **node.params)
-            else:
-                in_cts = rule(ct, *primals, **node.params)
-            if len(in_cts) != len(node.inputs):
-                raise TypeError(
-                    f"VJP rule for {node.name!r} returned {len(in_cts)} cotangents "
-                    f"for {len(node.inputs)} primals"
-                )
+            kw = dict(node.params, residuals=env[node]) if node in env else dict(node.params)
+            differentiated = [isinstance(v, jcore.Var) and v in active for v in node.inputs]
+            in_cts = apply_vjp("reverse mode", node.name, ct, primals, differentiated, **kw)
             for v, c in zip(node.inputs, in_cts, strict=True):
                 if c is not None and isinstance(v, jcore.Var) and v in active:
                     if tuple(jnp.shape(c)) != tuple(_shaped(v).shape):

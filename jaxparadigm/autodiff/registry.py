@@ -30,6 +30,12 @@ When a primitive has one, ``Graph.forward`` runs it instead of binding the primi
 (``custom_vjp_call``: what the user's ``fwd`` saved; ``jit``/``scan``: the inner program's
 forward environment). A VJP rule called on its own gets ``residuals=None`` and recomputes them.
 
+A primitive with no derivative in one operand (polygamma's order ``m``, betainc's ``a`` and ``b``:
+jax refuses them) says so with :class:`NoDerivative`: its VJP rule returns ``NoDerivative("m")``
+for that operand, and its JVP rule is built with the same marker. Either sweep raises
+:class:`NotDifferentiable` (one ``ValueError`` naming the primitive and the operand) when the
+operand is differentiated, and treats it as a constant otherwise -- never a silent zero.
+
 All three tables are instances of one mechanism, :class:`RuleTable`, keyed by the primitive's
 ``.name`` (the name a jaxpr equation carries). The rule modules register with the primitive
 *object* (``@register_vjp(P.sin_p)``, ``@register_jvp(P.sin_p)``), so one search for ``sin_p``
@@ -39,7 +45,8 @@ finds both of a primitive's rules; a string is accepted for a primitive with no 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from jax.extend.core import Primitive
@@ -48,7 +55,10 @@ __all__ = [
     "JVPRule",
     "MissingJVPRule",
     "MissingVJPRule",
+    "NoDerivative",
+    "NotDifferentiable",
     "RuleTable",
+    "apply_vjp",
     "VJPRule",
     "PrimitiveKey",
     "get_forward",
@@ -57,10 +67,13 @@ __all__ = [
     "has_forward",
     "has_jvp",
     "has_vjp",
+    "has_zero_derivative",
     "primitive_name",
+    "refuse_no_derivative",
     "register_forward",
     "register_jvp",
     "register_vjp",
+    "register_zero_derivative",
     "registered_jvp_primitives",
     "registered_primitives",
     "unregister_jvp",
@@ -117,6 +130,46 @@ class MissingJVPRule(NotImplementedError):
             f"        return primal_out, tangent_out  # a None tangent means zero\n"
             f"(registered: {len(JVP_RULES)} primitives; see registered_jvp_primitives())."
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class NoDerivative:
+    """A rule's answer for an operand its primitive has no derivative in (``operand``: its name).
+
+    A VJP rule returns it in that operand's place; ``tangents.partials_rule`` takes it in that
+    operand's partial. The sweeps turn it into :class:`NotDifferentiable` when the operand is
+    differentiated (``refuse_no_derivative``), and into a zero cotangent when it is a constant.
+    """
+
+    operand: str
+
+
+class NotDifferentiable(ValueError):
+    """A program differentiates a primitive in an operand it has no derivative in (claim C3.2)."""
+
+    def __init__(self, mode: str, primitive_name: str, operand: str, position: int):
+        self.primitive_name, self.operand, self.position = primitive_name, operand, position
+        super().__init__(
+            f"{mode}: primitive {primitive_name!r} is not differentiable with respect to its "
+            f"argument {operand!r} (operand {position}; jax refuses it too); pass {operand} as a "
+            "constant or through jax.lax.stop_gradient"
+        )
+
+
+def refuse_no_derivative(
+    mode: str, primitive_name: str, in_cts: Sequence, differentiated: Sequence[bool]
+) -> list:
+    """``in_cts`` with each ``NoDerivative`` marker replaced by ``None`` (a zero cotangent).
+
+    Raises ``NotDifferentiable`` for the first marker whose operand is ``differentiated``.
+    """
+    out = list(in_cts)
+    for i, (c, d) in enumerate(zip(out, differentiated, strict=True)):
+        if isinstance(c, NoDerivative):
+            if d:
+                raise NotDifferentiable(mode, primitive_name, c.operand, i)
+            out[i] = None
+    return out
 
 
 class RuleTable:
@@ -178,15 +231,74 @@ VJP_RULES = RuleTable("VJP", MissingVJPRule)
 JVP_RULES = RuleTable("JVP", MissingJVPRule)
 
 
+# Primitives whose derivative is zero everywhere (``rules.zero_derivative``): the activity
+# analysis of either reverse sweep stops at their outputs, as jax's symbolic zeros do.
+_ZERO_DERIVATIVE: set[str] = set()
+
+
+def register_zero_derivative(primitive: PrimitiveKey) -> None:
+    """Mark ``primitive``'s outputs as never differentiated (sign, floor, stop_gradient). C3.2."""
+    _ZERO_DERIVATIVE.add(primitive_name(primitive, "register_zero_derivative"))
+
+
+def has_zero_derivative(primitive: PrimitiveKey) -> bool:
+    """Whether ``primitive``'s derivative is zero everywhere (its outputs are constants). C3.2."""
+    return primitive_name(primitive, "has_zero_derivative") in _ZERO_DERIVATIVE
+
+
+# Primitives whose VJP rule takes ``active=`` (it runs an inner sweep: jit, remat, scan, cond).
+_TAKES_ACTIVE: set[str] = set()
+
+
 def register_vjp(
-    primitive: PrimitiveKey, *aliases: PrimitiveKey, overwrite: bool = False
+    primitive: PrimitiveKey,
+    *aliases: PrimitiveKey,
+    overwrite: bool = False,
+    takes_active: bool = False,
 ) -> Callable[[_Rule], _Rule]:
     """Decorator adding ``rule`` to the VJP registry under ``primitive`` (and ``aliases``). C3.2.
 
-    ``rule(ct, *primals, **params)`` returns one cotangent per primal (``None`` for zero).
-    Registering a name twice raises ``ValueError`` unless ``overwrite=True``.
+    ``rule(ct, *primals, **params)`` returns one cotangent per primal (``None`` for zero, a
+    ``NoDerivative`` where the primitive has no derivative). With ``takes_active=True`` the
+    sweeps also pass ``active=`` (one bool per primal: is it differentiated), for a rule whose
+    inner sweep must differentiate only those operands. Registering a name twice raises
+    ``ValueError`` unless ``overwrite=True``.
     """
-    return VJP_RULES.register(primitive, *aliases, overwrite=overwrite)
+    names = {primitive_name(p, "register_vjp") for p in (primitive, *aliases)}
+    register = VJP_RULES.register(primitive, *aliases, overwrite=overwrite)
+
+    def decorate(rule: _Rule) -> _Rule:
+        register(rule)
+        (_TAKES_ACTIVE.update if takes_active else _TAKES_ACTIVE.difference_update)(names)
+        return rule
+
+    return decorate
+
+
+def apply_vjp(
+    mode: str,
+    primitive: PrimitiveKey,
+    ct: Any,
+    primals: Sequence,
+    active: Sequence[bool],
+    /,
+    **kw: Any,
+) -> list:
+    """The input cotangents of one application of ``primitive``: its VJP rule, checked. C3.2.
+
+    ``active[i]``: whether primal ``i`` is differentiated (passed on as ``active=`` to a rule
+    registered with ``takes_active``); ``kw``: the equation's parameters (and ``residuals``).
+    A rule's ``NoDerivative`` becomes ``NotDifferentiable`` for an active operand, else ``None``.
+    """
+    name = primitive_name(primitive, "apply_vjp")
+    if name in _TAKES_ACTIVE:
+        kw["active"] = tuple(active)
+    in_cts = get_vjp(name)(ct, *primals, **kw)
+    if len(in_cts) != len(primals):
+        raise TypeError(
+            f"VJP rule for {name!r} returned {len(in_cts)} cotangents for {len(primals)} primals"
+        )
+    return refuse_no_derivative(mode, name, in_cts, active)
 
 
 def get_vjp(primitive: PrimitiveKey) -> VJPRule:
@@ -207,6 +319,7 @@ def registered_primitives() -> tuple[str, ...]:
 def unregister_vjp(primitive: PrimitiveKey) -> None:
     """Remove a VJP rule (used by tests that register temporary rules). C3.2."""
     VJP_RULES.unregister(primitive)
+    _TAKES_ACTIVE.discard(primitive_name(primitive, "unregister_vjp"))
 
 
 def register_jvp(

@@ -44,9 +44,12 @@ class Saved:
         env.update(self.env)
         return env
 
-    def backward(self, cts: Sequence, restored: dict | None = None) -> list:
-        """Input cotangents of the saved call given its output cotangents (``None`` = zero)."""
-        return self.graph.backward(self.full_env(restored), list(cts))
+    def backward(
+        self, cts: Sequence, restored: dict | None = None, wrt: Sequence[bool] | None = None
+    ) -> list:
+        """Input cotangents of the saved call given its output cotangents (``None`` = zero);
+        ``wrt``: the call's differentiated inputs (all when ``None``)."""
+        return self.graph.backward(self.full_env(restored), list(cts), wrt)
 
     def tree_flatten(self) -> tuple[list[Any], tuple[Graph, tuple[Any, ...]]]:
         keys = tuple(self.env)

@@ -30,6 +30,7 @@ from jaxparadigm.optim.lion import ScaleByLionState, lion, scale_by_lion
 from jaxparadigm.optim.loss_scale import DynamicLossScale, LossScaleState, dynamic_loss_scale
 from jaxparadigm.optim.optimisers import OPTIMISERS
 from jaxparadigm.optim.sgd import sgd, trace
+from jaxparadigm.optim.update_step import update_step
 from jaxparadigm.optim.weight_decay import add_decayed_weights
 
 __all__ = [
@@ -68,4 +69,5 @@ __all__ = [
     "set_hyperparams",
     "sgd",
     "trace",
+    "update_step",
 ]

@@ -16,7 +16,11 @@ import jax.numpy as jnp
 import optax
 
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparam_checks import check_learning_rate, check_torch_range
+from jaxparadigm.optim.hyperparam_checks import (
+    check_learning_rate,
+    check_torch_range,
+    warn_value,
+)
 from jaxparadigm.optim.param_dtypes import require_inexact
 
 
@@ -136,14 +140,18 @@ def adam_torch_style(
 
     Arguments are checked as ``torch.optim.Adam`` checks them (this is torch's optimiser, and torch
     is its oracle), not as optax: ``0 <= lr``, ``0 <= eps``, ``0 <= b1, b2 < 1``,
-    ``0 <= weight_decay`` (NaN refused, ``inf`` taken where torch takes it); anything torch
-    refuses raises ``ValueError`` naming the argument.
+    ``0 <= weight_decay`` (NaN refused, ``inf`` taken where torch takes it: an infinite
+    ``learning_rate`` or ``weight_decay`` with a ``UserWarning``); anything torch refuses raises
+    ``ValueError`` naming the argument.
     """
     learning_rate = check_learning_rate("learning_rate", learning_rate, torch_rules=True)
     b1 = check_torch_range("b1", b1, low=0.0, high=1.0, high_open=True)
     b2 = check_torch_range("b2", b2, low=0.0, high=1.0, high_open=True)
     eps = check_torch_range("eps", eps, low=0.0)
     wd = check_torch_range("weight_decay", weight_decay, low=0.0)
+    for name, value in (("learning_rate", learning_rate), ("weight_decay", wd)):
+        if not callable(value) and math.isinf(value):
+            warn_value(name, value, "torch takes it too, but every step is infinite or NaN")
 
     def update_fn(
         updates: Any, state: AdamTorchState, params: Any = None

@@ -3,10 +3,15 @@
 All four compute the same global L2 norm ``||g|| = sqrt(sum_leaves sum |g|^2)`` (PyTorch reaches it
 as the norm of the per-leaf norms); they differ in how the factor is applied:
 
-* ``clip_by_global_norm`` (optax/TF result): ``g * max_norm / max(||g||, max_norm)``
+* ``clip_by_global_norm`` (optax's): ``g`` if ``||g|| < max_norm``, else ``(g / ||g||) * max_norm``
 * ``clip_grad_norm_torch``: ``g * min(1, max_norm / (||g|| + eps))`` (always multiplies)
 * ``clip_by_global_norm_tf``: ``g * clip_norm * min(1/||g||, 1/clip_norm)`` (TF's formula)
-* ``clip_by_norm_per_leaf``: each leaf by its own norm, ``g_i * m / max(||g_i||, m)``
+* ``clip_by_norm_per_leaf``: each leaf by its own norm, as optax's clip of that leaf alone
+
+``global_norm`` and the two optax-style clips compute as optax does, op for op (per-leaf sums of
+``re^2 + im^2`` reduced in tree order, then the per-leaf ``select`` and ``(g / n) * m``), so they
+are bitwise equal to ``optax.clip_by_global_norm``; the torch and TF clips follow their own
+formulas (their oracles).
 
 As their peers (``optax.clip_by_global_norm``, ``torch.nn.utils.clip_grad_norm_``,
 ``tf.clip_by_global_norm``) none refuses a bound: ``max_norm <= 0``, NaN or ``inf`` are computed
@@ -25,7 +30,6 @@ import jax.numpy as jnp
 import optax
 
 from jaxparadigm.optim.hyperparam_checks import accept_number, check_torch_range, is_host_zero
-from jaxparadigm.optim.param_dtypes import abs_sq
 
 
 def _empty(params):
@@ -34,12 +38,15 @@ def _empty(params):
 
 
 def _sum_sq(x: jax.Array) -> jax.Array:
-    """``sum |x|^2`` of one leaf (complex leaves: ``(conj(x) x).real``, as ``optax.tree.norm``)."""
-    return jnp.sum(abs_sq(x) if jnp.iscomplexobj(x) else jnp.square(x))
+    """``sum |x|^2`` of one leaf as ``optax.tree.norm`` computes it: ``sum(re^2 + im^2)``."""
+    if jnp.iscomplexobj(x):
+        return jnp.sum(jnp.square(x.real) + jnp.square(x.imag))
+    return jnp.sum(jnp.square(x))
 
 
 def global_norm(tree: Any) -> jax.Array:
-    """``sqrt(sum over leaves of sum(|leaf|**2))`` (C4.4); same reduction order as ``optax.tree.norm``."""
+    """``sqrt(sum over leaves of sum(|leaf|**2))`` (C4.4): ``optax.tree.norm``'s ops and reduction
+    order (each leaf summed, the sums added in tree order from 0), so bitwise equal to it."""
     sums = jax.tree.map(_sum_sq, tree)
     return jnp.sqrt(jax.tree.reduce(operator.add, sums, initializer=0))
 
@@ -60,10 +67,10 @@ def _check_bound(name: str, value: Any, *, tf_formula: bool = False) -> None:
     accept_number(name, value, problem, warn_infinite=False)
 
 
-def _factor(norm: jax.Array, max_norm: Any) -> jax.Array:
-    """``1`` where ``norm < max_norm``, else ``max_norm / norm``: optax's result for every bound
-    (``inf``: 1; ``0`` or NaN: ``0/0`` or NaN as ``(t / norm) * max_norm``), one scalar."""
-    return jnp.where(norm < max_norm, jnp.ones_like(norm), max_norm / norm)
+def _clip_leaf(t: jax.Array, norm: jax.Array, max_norm: Any) -> jax.Array:
+    """optax's clip of one leaf: ``t`` where ``norm < max_norm``, else ``(t / norm) * max_norm``
+    (``inf``: no clipping; ``0`` or NaN: ``0/0`` or NaN), in the leaf's dtype."""
+    return jax.lax.select(norm < max_norm, t, (t / norm.astype(t.dtype)) * max_norm)
 
 
 def _scale_all(tree: Any, factor: jax.Array) -> Any:
@@ -71,17 +78,18 @@ def _scale_all(tree: Any, factor: jax.Array) -> Any:
 
 
 def clip_by_global_norm(max_norm: float) -> optax.GradientTransformation:
-    """Rescale so the global norm is at most ``max_norm`` (optax semantics, C4.4).
+    """Rescale so the global norm is at most ``max_norm`` (``optax.clip_by_global_norm``, C4.4).
 
-    ``g <- g * (max_norm / ||g||)`` when ``||g|| >= max_norm``, else unchanged: one scalar factor
-    (exactly 1.0 when ``||g|| < max_norm``), one multiply per leaf that XLA fuses into the
-    consumer; no per-leaf select. Any bound optax takes gives optax's result (``inf``: no clipping).
+    ``g <- (g / ||g||) * max_norm`` when ``||g|| >= max_norm``, else unchanged, computed as optax
+    computes it (a ``select`` per leaf), so the result is bitwise optax's at every step. Any bound
+    optax takes gives optax's result (``inf``: no clipping).
     """
     _check_bound("max_norm", max_norm)
 
     def update_fn(updates, state, params=None):
         del params
-        return _scale_all(updates, _factor(global_norm(updates), max_norm)), state
+        norm = global_norm(updates)
+        return jax.tree.map(lambda t: _clip_leaf(t, norm, max_norm), updates), state
 
     return optax.GradientTransformation(_empty, update_fn)
 
@@ -140,13 +148,14 @@ def clip_by_global_norm_tf(clip_norm: float) -> optax.GradientTransformation:
 def clip_by_norm_per_leaf(max_norm: float) -> optax.GradientTransformation:
     """Clip each leaf by its own L2 norm (``tf.clip_by_norm`` per tensor, C4.4).
 
-    ``g_i <- g_i * max_norm / max(||g_i||, max_norm)``: a different paradigm from global clipping,
-    since the relative sizes of the leaves change.
+    ``g_i <- (g_i / ||g_i||) * max_norm`` where ``||g_i|| >= max_norm``: a different paradigm
+    from global clipping, since the relative sizes of the leaves change. Each leaf is clipped
+    exactly as ``optax.clip_by_global_norm`` clips a tree of that leaf alone.
     """
     _check_bound("max_norm", max_norm)
 
     def clip_leaf(t):
-        return t * _factor(jnp.sqrt(_sum_sq(t)), max_norm).astype(t.dtype)
+        return _clip_leaf(t, jnp.sqrt(_sum_sq(t)), max_norm)
 
     def update_fn(updates, state, params=None):
         del params

@@ -3,14 +3,17 @@
 ``u = sign((1 - b1) g + b1 m)``; ``m <- (1 - b2) g + b2 m`` (the momentum, stored in
 ``mu_dtype``); ``lion`` chains it with decoupled weight decay and the learning rate:
 ``p <- p - lr (u + wd p)``, as ``optax.lion`` (defaults ``b1=0.9``, ``b2=0.99``,
-``weight_decay=1e-3``). Every update entry is +-lr (or 0) before weight decay, so Lion wants a
-learning rate 3-10x smaller than AdamW's. Coefficients are taken as optax takes them (no checks:
-optax has none, and no value makes the update NaN); integer params or gradients raise
-``TypeError``.
+``weight_decay=1e-3``, ``mask=None``: the decay on the leaves ``mask`` selects). Every update
+entry is +-lr (or 0) before weight decay, so Lion wants a learning rate 3-10x smaller than
+AdamW's. Hyper-parameters are checked at construction as adam's are (``hyperparam_checks``'
+policy for an argument optax takes): any real number, as optax; a non-number (a string) raises
+``TypeError`` naming it; NaN, infinite, bool or ``b1``/``b2`` outside ``[0, 1]`` values warn.
+Integer params or gradients raise ``TypeError``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -18,7 +21,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxparadigm.optim.counters import safe_increment
-from jaxparadigm.optim.hyperparam_checks import storage_dtype
+from jaxparadigm.optim.hyperparam_checks import accept_number, storage_dtype
 from jaxparadigm.optim.learning_rate import scale_by_learning_rate
 from jaxparadigm.optim.param_dtypes import require_inexact
 from jaxparadigm.optim.weight_decay import add_decayed_weights
@@ -33,11 +36,21 @@ class ScaleByLionState(NamedTuple):
     mu: Any
 
 
+def _interpolation_problem(b: float) -> str | None:
+    """Why a Lion ``b1``/``b2`` outside ``[0, 1]`` is surely a mistake (None inside)."""
+    if 0.0 <= b <= 1.0:
+        return None
+    return "outside [0, 1] (1 - b) g + b m is no interpolation between gradient and momentum"
+
+
 def scale_by_lion(
     b1: Any = 0.9, b2: Any = 0.99, mu_dtype: Any = None
 ) -> optax.GradientTransformation:
     """Lion's direction ``sign((1 - b1) g + b1 m)`` and momentum ``m <- (1 - b2) g + b2 m``
-    (optax's ``scale_by_lion``, ``mode='hard'``; C4.1)."""
+    (optax's ``scale_by_lion``, ``mode='hard'``; C4.1). ``b1``, ``b2``: any real number, as
+    optax (checked at construction: a non-number raises, a surely-wrong one warns)."""
+    accept_number("b1", b1, _interpolation_problem)
+    accept_number("b2", b2, _interpolation_problem)
     mu_dtype = storage_dtype("mu_dtype", mu_dtype)
 
     def init_fn(params):
@@ -63,11 +76,15 @@ def lion(
     b2: Any = 0.99,
     mu_dtype: Any = None,
     weight_decay: Any = 1e-3,
+    mask: Any | Callable[[Any], Any] | None = None,
 ) -> optax.GradientTransformation:
-    """``scale_by_lion -> add_decayed_weights(weight_decay) -> -learning_rate`` (``optax.lion``;
-    C4.1): ``p <- p - lr (sign((1 - b1) g + b1 m) + wd p)``."""
+    """``scale_by_lion -> add_decayed_weights(weight_decay, mask) -> -learning_rate``
+    (``optax.lion``; C4.1): ``p <- p - lr (sign((1 - b1) g + b1 m) + wd p)``, the ``wd p`` term
+    only on the leaves ``mask`` selects (a pytree of flags or a callable ``updates -> flags``, as
+    ``optax.lion``'s; None: every leaf). Every argument is checked by the part that takes it, here
+    at construction, before any update."""
     return optax.chain(
         scale_by_lion(b1, b2, mu_dtype),
-        add_decayed_weights(weight_decay),
+        add_decayed_weights(weight_decay, mask),
         scale_by_learning_rate(learning_rate),
     )

@@ -100,8 +100,12 @@ def trace(
     complex params keeping the real part). As ``optax.trace``, any real ``decay`` is taken
     (outside ``[0, 1)``: a ``UserWarning``). Integer params or updates raise ``TypeError``.
     """
-    check_momentum("momentum", decay)
-    nesterov = check_nesterov(nesterov)
+    check_momentum("decay", decay)
+    return _trace(decay, check_nesterov(nesterov), accumulator_dtype)
+
+
+def _trace(decay: Any, nesterov: bool, accumulator_dtype: Any) -> optax.GradientTransformation:
+    """``trace`` with ``decay`` and ``nesterov`` already checked (under the caller's names)."""
     accumulator_dtype = storage_dtype("accumulator_dtype", accumulator_dtype)
 
     def init_fn(params):
@@ -155,11 +159,11 @@ def sgd(
         parts.append(add_decayed_weights(weight_decay))  # checks (and warns about) the value
     elif weight_decay is not None:
         check_weight_decay("weight_decay", weight_decay)
+    if momentum is not None:
+        check_momentum("momentum", momentum)
     if with_momentum:
-        parts.append(trace(momentum, nesterov, accumulator_dtype))  # checks the momentum
+        parts.append(_trace(momentum, nesterov, accumulator_dtype))
     else:
-        if momentum is not None:
-            check_momentum("momentum", momentum)
         storage_dtype("accumulator_dtype", accumulator_dtype)
     parts.append(scale_by_learning_rate(learning_rate))
     return optax.chain(*parts)

@@ -42,6 +42,7 @@ from flax import nnx
 
 from jaxparadigm.common.numbers import check_int
 from jaxparadigm.common.progress import Progress
+from jaxparadigm.common.quoting import quote
 from jaxparadigm.errors import ConfigError
 from jaxparadigm.optim import DynamicLossScale
 from jaxparadigm.train.checkpoint import (
@@ -89,14 +90,38 @@ class TrainResult(NamedTuple):
 
 
 def check_run_arguments(
-    stop_at: int | None, batch_transform: Callable[[int, dict], dict] | None
+    stop_at: int | None,
+    batch_transform: Callable[[int, dict], dict] | None,
+    *,
+    lr_fn: Any = None,
+    loss_scale: Any = None,
+    progress: Any = True,
+    write_plots: Any = None,
+    plot: Any = None,
 ) -> None:
-    """``stop_at`` is None or an int >= 0; ``batch_transform`` None or a callable (else raise)."""
+    """One ``TypeError``/``ValueError`` for the first bad call option of :func:`train`, naming
+    it, its value and what was expected (before anything runs): ``stop_at`` None or an int
+    ``>= 0``; ``batch_transform``, ``lr_fn``, ``plot`` None or callables; ``loss_scale`` None or
+    a ``DynamicLossScale``; ``progress`` a bool; ``write_plots`` None or a bool."""
     if stop_at is not None:
         check_int("stop_at", stop_at, 0, error=ValueError, expected="None or an int")
-    if batch_transform is not None and not callable(batch_transform):
+    for name, value, what in (
+        ("batch_transform", batch_transform, "a callable (step, batch) -> batch"),
+        ("lr_fn", lr_fn, "None or a callable opt_steps -> learning rate (a schedule)"),
+        ("plot", plot, "None or a callable (records, run_dir) -> [paths]"),
+    ):
+        if value is not None and not callable(value):
+            raise TypeError(f"{name}: got {quote(value)}, expected {what}")
+    if loss_scale is not None and not isinstance(loss_scale, DynamicLossScale):
         raise TypeError(
-            f"batch_transform: got {type(batch_transform).__name__}, expected a callable"
+            f"loss_scale: got {quote(loss_scale)}, expected None or a DynamicLossScale "
+            "(jaxparadigm.optim.dynamic_loss_scale())"
+        )
+    if not isinstance(progress, bool):
+        raise TypeError(f"progress: got {quote(progress)}, expected a bool")
+    if write_plots is not None and not isinstance(write_plots, bool):
+        raise TypeError(
+            f"write_plots: got {quote(write_plots)}, expected None (settings.plots) or a bool"
         )
 
 
@@ -163,11 +188,13 @@ def train(
     run's plots (e.g. ``jaxparadigm.app.train_plots.plot_training``) when ``write_plots`` (default
     ``settings.plots``), on the primary process. Raises :class:`TrainingAborted` when the guard
     gives up, ``ConfigError``/``CheckpointError`` (input errors) for an unusable run directory,
-    one ``TypeError``/``ValueError`` for a bad argument (:func:`check_train_arguments`).
+    one ``TypeError``/``ValueError`` for a bad argument before any step runs
+    (:func:`check_train_arguments`, :func:`check_run_arguments`).
     """
     t0 = time.perf_counter()  # "step 1 (compiled and ran in ...)" counts set-up and compiling
     check_train_arguments(model, dataset, tx, settings)
-    check_run_arguments(stop_at, batch_transform)
+    options = {"lr_fn": lr_fn, "loss_scale": loss_scale, "progress": progress, "plot": plot}
+    check_run_arguments(stop_at, batch_transform, write_plots=write_plots, **options)
     _check_data(dataset)
     state, steps, placement = _setup(model, dataset, tx, settings, lr_fn, loss_scale)
     ckpt = _open_checkpoints(settings)

@@ -134,6 +134,9 @@ def test_ctrl_c_ends_with_one_line_and_exit_130(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as in a terminal: SIGINT's default disposition, not the one this session
+        # inherited (ignored when the suite runs in the background: the run would never stop)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stderr is not None
     ckpt = tmp_path / "own" / "checkpoints"

@@ -13,6 +13,7 @@ import pytest
 
 from jaxparadigm.autodiff import func
 from jaxparadigm.autodiff.complex_conventions import check_holomorphic, to_torch_convention
+from jaxparadigm.autodiff.tape.control_flow_error import ValueControlFlowError
 
 Z = np.array([1.0 + 2.0j, -0.5 + 0.3j, 0.7 - 1.1j], np.complex64)
 
@@ -116,12 +117,41 @@ def test_non_holomorphic_functions_are_caught(name):
         func.grad(lambda z: jnp.sum(f(z)), holomorphic=True, check_holomorphic=True)(z)
 
 
-def test_the_error_names_the_function():
-    def my_conjugating_model(z):
-        return jnp.conj(z) * 2
+def my_conjugating_model(z, scale=2.0):
+    return jnp.conj(z) * scale
 
-    with pytest.raises(ValueError, match="my_conjugating_model is not holomorphic"):
+
+def test_the_error_names_the_function():
+    with pytest.raises(ValueError, match="`my_conjugating_model` .*is not holomorphic"):
         check_holomorphic(my_conjugating_model, jnp.asarray(Z))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"scale": 3.0}], ids=["no_kwargs", "kwargs"])
+@pytest.mark.parametrize("transform", ["grad", "jacrev", "jacfwd"])
+def test_the_transforms_check_names_the_users_function(transform, kwargs):
+    """``check_holomorphic=True`` of a transform names the function it was given (its qualname,
+    file and line), not the transform's internal wrapper (``_with_holomorphy_check.<locals>``)."""
+    f = my_conjugating_model
+    if transform == "grad":
+
+        def f(z, scale=2.0):
+            return jnp.sum(my_conjugating_model(z, scale))
+
+    wrapped = getattr(func, transform)(f, holomorphic=True, check_holomorphic=True)
+    with pytest.raises(ValueError, match="is not holomorphic") as info:
+        wrapped(jnp.asarray(Z), **kwargs)
+    msg = str(info.value)
+    assert f"`{f.__qualname__}` ({f.__code__.co_filename}:{f.__code__.co_firstlineno})" in msg
+    assert "<locals>.checked" not in msg and "<lambda>" not in msg
+
+
+def test_hessian_under_jit_names_the_users_function():
+    def my_branchy(x):
+        return x * x if x > 0 else -x
+
+    with pytest.raises(ValueControlFlowError, match="the function `.*my_branchy`") as info:
+        jax.jit(func.hessian(my_branchy))(jnp.float32(1.0))
+    assert "jac_fn" not in str(info.value)
 
 
 def test_check_holomorphic_arguments():

@@ -127,3 +127,42 @@ def test_under_jit_the_suggested_spellings_work():
     for f in (where, cond):
         for w in (2.0, -3.0):
             assert float(jax.jit(func.grad(f))(w)) == float(jax.grad(piecewise)(w))
+
+
+CONVERSIONS = {
+    "int": int,
+    "bool": bool,
+    "item": lambda v: v.item(),
+    "float": float,
+    "complex": lambda v: complex(v).real,
+}
+
+
+@pytest.mark.parametrize("name", list(CONVERSIONS))
+def test_python_scalar_conversions_are_the_value_as_a_constant(name):
+    """``int``, ``bool``, ``.item()``, ``float``, ``complex`` of a differentiated value are that
+    value as a Python constant, in every transform (``float``/``complex`` raised jax's
+    ``ConcretizationTypeError`` where the other three worked). The oracle: jax's derivative of the
+    same function with the constant computed from the value outside any trace."""
+    conv = CONVERSIONS[name]
+    x = jnp.float32(2.5)
+
+    def f(x, c):
+        return jnp.sin(x) * c * x
+
+    constant = conv(x)  # jax, no tracing
+    assert isinstance(constant, (int, bool, float))
+    want = {
+        "grad": jax.grad(f)(x, constant),
+        "jacfwd": jax.jacfwd(f)(x, constant),
+        "hessian": jax.hessian(f)(x, constant),
+    }
+    for transform, expected in want.items():
+        got = getattr(func, transform)(lambda x: f(x, conv(x)))(x)
+        np.testing.assert_allclose(got, expected, rtol=1e-6, err_msg=f"{name}: {transform}")
+    assert float(func.grad(lambda x: f(x, conv(x)))(x)) != 0.0
+
+
+def test_float_of_a_value_under_jit_is_the_one_control_flow_error():
+    with pytest.raises(ValueControlFlowError):
+        jax.jit(func.grad(lambda x: x * float(x)))(jnp.float32(2.5))

@@ -197,7 +197,17 @@ CASES = [
         lambda: optax.chain(optax.add_decayed_weights(-0.1), optax.sgd(0.1, momentum=0.9)),
         ["weight_decay"],
     ),
-    ("trace_negative", lambda: ours.trace(-0.5), lambda: optax.trace(-0.5), ["momentum"]),
+    ("trace_negative", lambda: ours.trace(-0.5), lambda: optax.trace(-0.5), ["decay"]),
+    ("lion_b1_negative", lambda: ours.lion(0.1, b1=-0.5), lambda: optax.lion(0.1, b1=-0.5), ["b1"]),
+    ("lion_b2_above_one", lambda: ours.lion(0.1, b2=1.5), lambda: optax.lion(0.1, b2=1.5), ["b2"]),
+    ("lion_b1_nan", lambda: ours.lion(0.1, b1=NAN), lambda: optax.lion(0.1, b1=NAN), ["b1"]),
+    ("lion_b_at_one", lambda: ours.lion(0.1, b1=1.0), lambda: optax.lion(0.1, b1=1.0), []),
+    (
+        "lion_string_mask_flag",
+        lambda: ours.lion(0.1, mask={"w": "no", "b": False}),
+        lambda: optax.lion(0.1, mask={"w": "no", "b": False}),
+        ["mask"],
+    ),
     (
         "add_decayed_weights_negative",
         lambda: ours.add_decayed_weights(-0.1),

@@ -24,10 +24,12 @@ def test_bench_runs_and_reports_fractions_of_the_triad(tmp_path):
     assert set(run["variants"]) == {
         "triad",
         "ours adam",
+        "ours adam (update_step)",
         "optax adam",
         "ours adam (flat buffer)",
         "optax.flatten(ours adam)",
         "ours chain (clip+schedule+adam)",
+        "ours chain (update_step)",
         "optax chain (clip+schedule+adam)",
     }
     triad = run["variants"]["triad"]

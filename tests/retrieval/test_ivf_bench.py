@@ -12,7 +12,8 @@ def test_ivf_bench_curve_on_a_tiny_corpus(capsys, tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     args = ["--n", "3000", "--dim", "32", "--lists", "16", "--single", "2", "--repeats", "1"]
-    result = module.main([*args, "--nprobe", "1", "16", "--plot", str(tmp_path / "c.png")])
+    plot = str(tmp_path / "c.png")
+    result = module.main([*args, "--nprobe", "1", "16", "--compare", "--plot", plot])
     out = capsys.readouterr().out
     assert (
         out.startswith("bench ivf: quick size") and "`train_ivf`" in out and "load average" in out
@@ -23,6 +24,8 @@ def test_ivf_bench_curve_on_a_tiny_corpus(capsys, tmp_path):
     assert 0 < rows[1]["recall"] <= 1.0
     for r in rows.values():
         assert r["ours b1"] > 0 and r["ours b64"] > 0
+        assert r["same as row-major"] is True and r["row-major b64"] > 0  # --compare
+        assert r["G"] in (1, 4, 8, 16)
         if "faiss recall" in r:  # faiss-cpu installed (the bench extra): the same lists
             assert r["same ids"] == 1.0 and r["faiss recall"] == r["recall"]
     assert (tmp_path / "c.png").stat().st_size > 1000

@@ -19,6 +19,16 @@ from jaxparadigm.train.interrupt_guard import deferring_interrupts
 CFG = config_from_dict({"name": "interrupt"})
 
 
+@pytest.fixture(autouse=True)
+def python_sigint_handler():
+    """Python's own SIGINT handler (raise ``KeyboardInterrupt``), as in a terminal, whatever the
+    session inherited: a suite started in the background (``cmd &``, ``nohup``) inherits SIGINT
+    ignored, and Python then installs no handler, so these tests saw no KeyboardInterrupt."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def test_a_sigint_inside_the_block_is_raised_after_it():
     before = signal.getsignal(signal.SIGINT)
     ran = []

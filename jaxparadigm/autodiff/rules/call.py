@@ -49,10 +49,11 @@ from jaxparadigm.autodiff.saved import Saved
 __all__ = ["custom_rule_jvp_program"]
 
 
-def _inner_vjp(jaxpr, cts, primals):
-    """Run our forward + reverse sweep over an inner (closed or open) jaxpr."""
+def _inner_vjp(jaxpr, cts, primals, active):
+    """Run our forward + reverse sweep over an inner (closed or open) jaxpr; ``active``: the
+    differentiated inputs."""
     graph = Graph(jaxpr)
-    _, backward = graph.vjp(primals)
+    _, backward = graph.vjp(primals, active)
     return tuple(backward(list(cts)))
 
 
@@ -66,12 +67,13 @@ def _jit_forward(*primals, jaxpr=None, call_jaxpr=None, **params):
     return graph.outputs_of(env), Saved.of(graph, env)
 
 
-@register_vjp(P.jit_p, "pjit", P.closed_call_p, "core_call")
-def _jit_vjp(cts, *primals, jaxpr=None, call_jaxpr=None, residuals=None, **params):
-    """The cotangents of the call's inputs are those of the called graph's inputs."""
+@register_vjp(P.jit_p, "pjit", P.closed_call_p, "core_call", takes_active=True)
+def _jit_vjp(cts, *primals, jaxpr=None, call_jaxpr=None, residuals=None, active=None, **params):
+    """The cotangents of the call's inputs are those of the called graph's inputs (the sweep
+    differentiates the ``active`` ones, all when ``None``)."""
     if residuals is None:
         _, residuals = _jit_forward(*primals, jaxpr=jaxpr, call_jaxpr=call_jaxpr)
-    return tuple(residuals.backward(cts))
+    return tuple(residuals.backward(cts, wrt=active))
 
 
 @register_jvp(P.jit_p, "pjit", P.closed_call_p, "core_call")
@@ -81,12 +83,12 @@ def _call_jvp(primals, tangents, *, jaxpr=None, call_jaxpr=None, **params):
 
 
 # "checkpoint": the legacy name of remat_p ("remat2" in jax 0.10), kept as an alias.
-@register_vjp(P.remat_p, "checkpoint")
-def _remat_vjp(cts, *primals, jaxpr, prevent_cse=True, **params):
+@register_vjp(P.remat_p, "checkpoint", takes_active=True)
+def _remat_vjp(cts, *primals, jaxpr, prevent_cse=True, active=None, **params):
     """Rematerialised block: recompute the inner forward in the backward sweep, then sweep back."""
     if prevent_cse and primals:
         primals = lax.optimization_barrier(tuple(primals))
-    return _inner_vjp(jaxpr, cts, primals)
+    return _inner_vjp(jaxpr, cts, primals, active)
 
 
 @register_jvp(P.remat_p, "checkpoint")
@@ -204,7 +206,8 @@ def _custom_jvp_call_vjp(
     arg_cts = [next(t_cts) if f else None for f in flags]
     const_cts = [None] * num_consts
     if any(jnp.issubdtype(jnp.result_type(c), jnp.inexact) for c in primals[:num_consts]):
-        const_cts = list(_inner_vjp(call_jaxpr, cts, primals)[:num_consts])
+        body_wrt = [True] * num_consts + [False] * len(args)
+        const_cts = list(_inner_vjp(call_jaxpr, cts, primals, body_wrt)[:num_consts])
     return (*const_cts, *arg_cts)
 
 

@@ -89,11 +89,22 @@ def _scan_forward(*args, reverse, length, jaxpr, num_consts, num_carry, unroll=1
     return [*carry, *ys], saved
 
 
-@register_vjp(P.scan_p)
+@register_vjp(P.scan_p, takes_active=True)
 def _scan_vjp(
-    cts, *args, reverse, length, jaxpr, num_consts, num_carry, unroll=1, residuals=None, **params
+    cts,
+    *args,
+    reverse,
+    length,
+    jaxpr,
+    num_consts,
+    num_carry,
+    unroll=1,
+    residuals=None,
+    active=None,
+    **params,
 ):
-    """Reverse scan over the saved per-iteration environments (see the module docstring)."""
+    """Reverse scan over the saved per-iteration environments (see the module docstring); the
+    body differentiates the ``active`` consts and xs and the carries they reach (a fixed point)."""
     if residuals is None:
         _, residuals = _scan_forward(
             *args,
@@ -113,6 +124,7 @@ def _scan_vjp(
     present = [c is not None and _is_float(a) for c, a in zip(ct_ys, y_avals, strict=True)]
     ct_ys_given = [c for c, p in zip(ct_ys, present, strict=True) if p]
     acc0 = [_dense(None, v.aval) for v in c_vars]
+    body_wrt = None if active is None else _body_active(jaxpr, active, num_consts, num_carry)
 
     def step(carry, inp):
         ct_c, acc = carry
@@ -120,7 +132,7 @@ def _scan_vjp(
         given = iter(given)
         ct_y = [next(given) if p else None for p in present]
         restored = dict(zip(c_vars, consts, strict=True)) | dict(zip(x_vars, x, strict=True))
-        in_cts = saved.backward([*ct_c, *ct_y], restored)
+        in_cts = saved.backward([*ct_c, *ct_y], restored, body_wrt)
         d_consts, d_carry, d_x = _split(in_cts, num_consts, num_carry)
         acc = [
             a if d is None or a is None else a + _dense(d, v.aval)
@@ -138,6 +150,14 @@ def _scan_vjp(
         unroll=unroll,
     )
     return (*d_consts, *ct_init, *ct_xs)
+
+
+def _body_active(jaxpr, active, num_consts, num_carry) -> list[bool]:
+    """The scan body's differentiated inputs: active consts and xs, and each carry that is active
+    at the start or that the body makes active (the fixed point ``_carry_fixed_point``)."""
+    consts, init, xs = _split(list(active), num_consts, num_carry)
+    carry, _ = _carry_fixed_point(jaxpr, consts, init, xs, num_carry)
+    return [*consts, *carry, *xs]
 
 
 def _carry_fixed_point(jaxpr, nz_consts, nz_carry, nz_xs, n_carry):
@@ -187,23 +207,26 @@ def _scan_jvp(
     return outs, [*scatter_nonzero(c_t, nz_carry), *scatter_nonzero(ys_t, nz_ys)]
 
 
-def _branch_vjp(branch):
-    """One branch's VJP: recompute its forward through our graph, then sweep back."""
+def _branch_vjp(branch, active):
+    """One branch's VJP: recompute its forward through our graph, then sweep back over the
+    ``active`` operands (all when ``None``)."""
 
     def vjp(ops, cts):
         graph = Graph(branch)
-        in_cts = graph.backward(graph.forward(ops), cts)
+        in_cts = graph.backward(graph.forward(ops, active), cts, active)
         return [_dense(c, v.aval) for c, v in zip(in_cts, graph.inputs, strict=True)]
 
     return vjp
 
 
-@register_vjp(P.cond_p)
-def _cond_vjp(cts, index, *ops, branches, **params):
+@register_vjp(P.cond_p, takes_active=True)
+def _cond_vjp(cts, index, *ops, branches, active=None, **params):
     """Cotangents through the taken branch: ``switch(index, [vjp of each branch])``."""
     out_avals = branches[0].out_avals
     cts = [_dense(c, a) for c, a in zip(cts, out_avals, strict=True)]
-    in_cts = lax.switch(index, [_branch_vjp(b) for b in branches], list(ops), cts)
+    ops_active = None if active is None else list(active[1:])
+    branch_vjps = [_branch_vjp(b, ops_active) for b in branches]
+    in_cts = lax.switch(index, branch_vjps, list(ops), cts)
     return (None, *in_cts)
 
 

@@ -106,8 +106,9 @@ def _rsqrt_vjp(ct, x, **params):
 
 @register_vjp(P.cbrt_p)
 def _cbrt_vjp(ct, x, **params):
-    c = jnp.cbrt(x)
-    return (ct / (3.0 * c * c),)
+    """``ct / 3 * y^-2`` as jax writes it: ``integer_pow(y, -2)`` is 0 at +-inf and its own
+    derivative ``-2 y^-3`` stays finite there, so the second derivative is -+0 (not NaN)."""
+    return (ct * ((1.0 / 3.0) * lax.integer_pow(jnp.cbrt(x), -2)),)
 
 
 @register_vjp(P.square_p)

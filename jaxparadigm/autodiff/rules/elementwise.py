@@ -207,7 +207,7 @@ def _clamp_vjp(ct, lo, x, hi, **params):
     )
 
 
-_PARTIALS: dict[Any, tuple[Callable[..., Any] | None, ...]] = {
+_PARTIALS: dict[Any, tuple[Callable[..., Any], ...]] = {
     P.div_p: (lambda t, x, y, o: t / y, lambda t, x, y, o: (-t * x) * lax.integer_pow(y, -2)),
     P.max_p: (
         lambda t, x, y, o: t * balanced_eq(x, o, y),

@@ -11,10 +11,9 @@ differentiable ``lax`` ops so the backward program can be differentiated again (
                                dI/dx = exp((b - 1) log1p(-x) + (a - 1) log x - lbeta(a, b))
 
 As in jax, ``igamma_grad_a`` has no derivative rule (so ``P`` is differentiable once in ``a``,
-any number of times in ``x``), and ``betainc`` has no derivative in ``a`` or ``b``: jax raises
-``ValueError("Betainc gradient with respect to a and b not supported.")``. The forward rule raises
-the same error when ``a`` or ``b`` carries a tangent; a VJP rule cannot see which operands are
-differentiated, so its cotangents for ``a`` and ``b`` are NaN (never a silent zero).
+any number of times in ``x``), and ``betainc`` has no derivative in ``a`` or ``b`` (jax raises
+``ValueError``): both rules mark them ``NoDerivative``, so either mode raises
+``registry.NotDifferentiable`` naming the operand when ``a`` or ``b`` is differentiated.
 """
 
 from __future__ import annotations
@@ -23,13 +22,11 @@ import jax.extend.core.primitives as P
 import jax.numpy as jnp
 from jax import lax
 
-from jaxparadigm.autodiff.registry import register_jvp, register_vjp
+from jaxparadigm.autodiff.registry import NoDerivative, register_jvp, register_vjp
 from jaxparadigm.autodiff.rules.tangents import partials_rule
 from jaxparadigm.autodiff.unbroadcast import unbroadcast
 
 __all__: list[str] = []
-
-BETAINC_AB_ERROR = "Betainc gradient with respect to a and b not supported."
 
 
 def igamma_dx(a, x):
@@ -55,13 +52,8 @@ def _igammac_vjp(ct, a, x, **params):
 
 @register_vjp(P.regularized_incomplete_beta_p)
 def _betainc_vjp(ct, a, b, x, **params):
-    """``ct * dI/dx`` for ``x``; NaN for ``a`` and ``b`` (jax has no derivative there)."""
-    nan = jnp.full(jnp.shape(ct), jnp.nan, jnp.result_type(ct))
-    return unbroadcast(nan, a), unbroadcast(nan, b), unbroadcast(ct * betainc_dx(a, b, x), x)
-
-
-def _betainc_ab(t, a, b, x, y):
-    raise ValueError(BETAINC_AB_ERROR)
+    """``ct * dI/dx`` for ``x``; none in ``a`` and ``b`` (jax refuses them too)."""
+    return NoDerivative("a"), NoDerivative("b"), unbroadcast(ct * betainc_dx(a, b, x), x)
 
 
 register_jvp(P.igamma_p)(
@@ -81,8 +73,8 @@ register_jvp(P.igammac_p)(
 register_jvp(P.regularized_incomplete_beta_p)(
     partials_rule(
         P.regularized_incomplete_beta_p,
-        _betainc_ab,
-        _betainc_ab,
+        NoDerivative("a"),
+        NoDerivative("b"),
         lambda t, a, b, x, y: t * betainc_dx(a, b, x),
     )
 )

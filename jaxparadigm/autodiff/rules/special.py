@@ -20,7 +20,7 @@ import jax.extend.core.primitives as P
 import jax.numpy as jnp
 from jax import lax
 
-from jaxparadigm.autodiff.registry import register_jvp, register_vjp
+from jaxparadigm.autodiff.registry import NoDerivative, register_jvp, register_vjp
 from jaxparadigm.autodiff.rules.tangents import partials_rule, unary_rule
 from jaxparadigm.autodiff.unbroadcast import unbroadcast
 
@@ -94,8 +94,8 @@ def _digamma_vjp(ct, x, **params):
 
 @register_vjp(P.polygamma_p)
 def _polygamma_vjp(ct, m, x, **params):
-    """d/dx polygamma(m, x) = polygamma(m + 1, x); the order m gets none."""
-    return None, ct * lax.polygamma(m + 1.0, x)
+    """d/dx polygamma(m, x) = polygamma(m + 1, x); none in the order m (jax refuses it too)."""
+    return NoDerivative("m"), ct * lax.polygamma(m + 1.0, x)
 
 
 @register_vjp(P.bessel_i0e_p)
@@ -151,7 +151,7 @@ def _bessel_i1e_jvp(primals, tangents, **params):
     return y, t * jnp.where(not_tiny, d, 0.5)
 
 
-_PARTIALS: dict[Any, tuple[Callable[..., Any] | None, ...]] = {
+_PARTIALS: dict[Any, tuple[Callable[..., Any] | NoDerivative, ...]] = {
     P.atan2_p: (
         lambda t, x, y, o: t * y / (x * x + y * y),
         lambda t, x, y, o: -t * x / (x * x + y * y),
@@ -160,7 +160,7 @@ _PARTIALS: dict[Any, tuple[Callable[..., Any] | None, ...]] = {
         lambda t, x, y, o: jnp.broadcast_to(t, jnp.shape(o)),
         lambda t, x, y, o: -t * jnp.sign(x / y) * jnp.floor(jnp.abs(x / y)),
     ),
-    P.polygamma_p: (None, lambda t, m, x, o: t * lax.polygamma(m + 1.0, x)),
+    P.polygamma_p: (NoDerivative("m"), lambda t, m, x, o: t * lax.polygamma(m + 1.0, x)),
 }
 for _p, _ds in _PARTIALS.items():
     register_jvp(_p)(partials_rule(_p, *_ds))

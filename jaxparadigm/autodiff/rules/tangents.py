@@ -23,6 +23,8 @@ import jax
 import jax.numpy as jnp
 from jax.extend import core as jcore
 
+from jaxparadigm.autodiff.registry import NoDerivative, NotDifferentiable
+
 __all__ = [
     "add_tangents",
     "bilinear_rule",
@@ -137,11 +139,11 @@ def unary_rule(prim: jcore.Primitive, deriv: Callable) -> Callable:
     return rule
 
 
-def partials_rule(prim: jcore.Primitive, *partials: Callable | None) -> Callable:
+def partials_rule(prim: jcore.Primitive, *partials: Callable | NoDerivative) -> Callable:
     """``y = prim(*xs)``; ``out_dot = sum_i partials[i](t_i, *xs, y)`` over non-zero ``t_i``.
 
-    A ``None`` partial marks an operand that is never differentiated (an index, an exponent
-    ``m`` of polygamma); its tangent must then be zero.
+    A ``NoDerivative(name)`` partial marks an operand the primitive has no derivative in (the
+    order ``m`` of polygamma): a non-zero tangent there raises ``NotDifferentiable``.
     """
 
     def rule(primals, tangents, **params):
@@ -150,10 +152,8 @@ def partials_rule(prim: jcore.Primitive, *partials: Callable | None) -> Callable
         for i, (d, t) in enumerate(zip(partials, tangents, strict=True)):
             if t is None:
                 continue
-            if d is None:
-                raise NotImplementedError(
-                    f"forward mode: {prim.name!r} is not differentiable in operand {i}"
-                )
+            if isinstance(d, NoDerivative):
+                raise NotDifferentiable("forward mode", prim.name, d.operand, i)
             terms.append(d(t, *primals, y))
         return y, add_tangents(*terms)
 

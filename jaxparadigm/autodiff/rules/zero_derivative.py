@@ -4,8 +4,9 @@ Piecewise-constant ops (sign, floor, round, comparisons), integer- or bool-value
 logic, shifts, ``population_count``, ``clz``, ``argmax``, ``iota``, the boolean reductions),
 ``bitcast_convert_type`` (a reinterpretation of the bits: jax's ``defjvp_zero``) and
 ``stop_gradient``: every cotangent of their operands is zero (VJP: ``None`` for each primal),
-and their output tangent is zero (JVP: ``tangents.zero_rule`` binds the primitive and returns a
-symbolic zero).
+their output tangent is zero (JVP: ``tangents.zero_rule`` binds the primitive and returns a
+symbolic zero), and their outputs are constants to the reverse sweeps' activity analysis
+(``registry.register_zero_derivative``), so an operand fed only through them is not differentiated.
 
 The reverse sweep never calls a VJP rule for a node without a float output cotangent
 (``Graph.backward`` skips it), so for the integer-valued entries the VJP rule is there so that
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import jax.extend.core.primitives as P
 
-from jaxparadigm.autodiff.registry import register_jvp, register_vjp
+from jaxparadigm.autodiff.registry import register_jvp, register_vjp, register_zero_derivative
 from jaxparadigm.autodiff.rules.tangents import zero_rule
 
 __all__ = ["ZERO_DERIVATIVE"]
@@ -66,3 +67,4 @@ def _zero_vjp(ct, *primals, **params):
 for _p in ZERO_DERIVATIVE:
     register_vjp(_p)(_zero_vjp)
     register_jvp(_p)(zero_rule(_p))
+    register_zero_derivative(_p)

@@ -4,7 +4,8 @@
 define-then-run path, ``graph.flat_trace``) fails, since an abstract tracer has no truth value.
 When the arguments are concrete (outside ``jit``), ``flat_trace`` falls back to this module, as
 ``jax.grad`` and ``torch.func.grad`` answer such functions: the function runs on tracers that
-carry their *concrete* value, so ``if w > 0`` takes the branch the value says, and every
+carry their *concrete* value, so ``if w > 0`` takes the branch the value says (and ``int``,
+``bool``, ``float``, ``complex`` and ``.item()`` of a value are that value, a constant), and every
 primitive applied records one node as it executes (the tape of C3.1, at the level of jax
 primitives):
 
@@ -34,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax._src import core
 
-from jaxparadigm.autodiff.registry import get_jvp, get_vjp
+from jaxparadigm.autodiff.registry import apply_vjp, get_jvp, get_vjp, has_zero_derivative
 
 __all__ = ["EagerGraph", "is_concrete"]
 
@@ -64,6 +65,18 @@ class _ValueTracer(core.Tracer):
 
     def to_concrete_value(self):
         return core.to_concrete_value(self.value)
+
+    # jax's Tracer converts a concrete value for int() and bool() only; float() and complex()
+    # of the value this tracer carries work the same way (the value is a constant: no gradient)
+    def __float__(self):
+        if is_concrete(self):
+            return float(self.to_concrete_value())
+        return super().__float__()
+
+    def __complex__(self):
+        if is_concrete(self):
+            return complex(self.to_concrete_value())
+        return super().__complex__()
 
     def full_lower(self):
         return self
@@ -116,13 +129,15 @@ class _RecordingTrace(core.Trace):
     def process_primitive(self, primitive, tracers, params, /):
         vals, keys = _unzip(map(self.unpack, tracers))
         out = self._bind_parent(primitive, vals, params)
-        if all(k is None for k in keys):
+        if all(k is None for k in keys) or has_zero_derivative(primitive):
             return out
         multiple = primitive.multiple_results
-        rule = get_vjp(primitive.name)
+        get_vjp(primitive.name)  # a missing rule is reported where the primitive runs
+        active = [k is not None for k in keys]
 
         def pullback(cts, vals=vals):
-            return rule(cts if multiple else cts[0], *vals, **params)
+            ct = cts if multiple else cts[0]
+            return apply_vjp("reverse mode", primitive, ct, vals, active, **params)
 
         wrapped = self._record(pullback, keys, out if multiple else [out])
         return wrapped if multiple else wrapped[0]

@@ -271,6 +271,7 @@ def warmup_cosine_decay(
     check_signed("init_value", init_value)
     check_signed("peak_value", peak_value)
     check_signed("end_value", end_value)
+    check_signed("exponent", exponent, "the value is infinite at the end of the decay")
     warmup_steps = accept_steps("warmup_steps", warmup_steps)
     decay_steps = accept_steps("decay_steps", decay_steps)
     if not decay_steps - warmup_steps > 0:

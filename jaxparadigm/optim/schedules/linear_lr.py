@@ -26,16 +26,19 @@ def linear_lr(
     nor a huge Python int can make the rate negative (C4.3). NaN counts follow ``sanitize_count``.
 
     The other arguments are checked as torch checks them (torch is this schedule's oracle):
-    ``0 <= base_lr`` (the optimiser's ``lr``), ``0 < s <= 1``, ``0 <= e <= 1`` (torch's tests
+    ``0 <= base_lr`` (the optimiser's ``lr``; ``inf`` warns), ``0 < s <= 1``, ``0 <= e <= 1`` (torch's tests
     let a NaN factor through: so do we, with a ``UserWarning``); anything torch refuses raises
     ``ValueError``.
     """
-    check_torch_range("base_lr", base_lr, low=0.0)
+    if math.isinf(check_torch_range("base_lr", base_lr, low=0.0)):
+        warn_user(f"base_lr={base_lr!r}: accepted (as torch), but every rate is infinite")
     _torch_factor("start_factor", start_factor, lambda x: x > 1.0 or x <= 0.0, "(0.0, 1.0]")
     _torch_factor("end_factor", end_factor, lambda x: x > 1.0 or x < 0.0, "[0.0, 1.0]")
     iters = host_number("total_iters", total_iters)
     if iters is None or math.isnan(iters) or isinstance(total_iters, bool):
         raise TypeError(f"total_iters={total_iters!r}: expected a number of steps")
+    if math.isinf(iters):
+        raise ValueError(f"total_iters={total_iters!r}: expected a finite number of steps")
     if iters <= 0:
         warn_user(
             f"total_iters={total_iters!r}: accepted (as torch), but the rate stays at "

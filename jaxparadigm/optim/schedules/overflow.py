@@ -78,6 +78,7 @@ def overflow_demo(
     ``safe_increment`` stays at ``2**31 - 1`` with ``lr = base_lr * end_factor``.
     """
     window = check_int("window", window, 1, error=ValueError, type_error=TypeError)
+    total_iters = check_int("total_iters", total_iters, 1, error=ValueError, type_error=TypeError)
     low = window + total_iters  # the counters start at center - window, past the warmup
     center = check_int("center", center, low, INT32_MAX, error=ValueError, type_error=TypeError)
     start = center - window

@@ -1,4 +1,4 @@
-"""Search an index's inverted lists: probe the ``nprobe`` nearest lists, score their rows exactly (issue 38).
+"""Search an index's inverted lists: probe the ``nprobe`` nearest lists, score their rows (C1.1).
 
 For unit queries ``Q [q, d]``, centroids ``C [L, d]`` and rows ``X``:
 
@@ -15,13 +15,21 @@ every row is scanned and the result *is* the exact search's (a test pins both).
 **Layout.** Lists are cut into chunks of ``chunk_rows`` rows (the last chunk of a list padded,
 its padding masked with row id ``-1``). On ``D`` devices the lists are split into ``D`` runs of
 about ``n / D`` rows; device ``d`` holds its run's chunks plus one all-padding chunk. Per batch,
-the host lists every (query, chunk) pair of the probed lists, on the device holding the chunk,
-sorted by chunk (a chunk several queries probe is read once into cache); a jitted ``lax.scan``
-scores ``8`` pairs a step (one gather, one batched dot), ``lax.top_k`` keeps each pair's best
-``k``, each query's pairs are laid out in a ``[q, S * k]`` buffer and ``lax.top_k`` keeps the
-best ``k`` per device; the ``D`` results are merged. Pair and slot counts are rounded up to one
-of 8 steps per power of two (at most 12.5% padding) so that few shapes compile. A query whose probed lists hold fewer than ``k`` rows gets ids ``-1`` with score
-``-inf`` at the end of its row.
+the host plans *tiles* (:mod:`~jaxparadigm.retrieval.dense.ivf_plan`): a tile is one chunk of a
+probed list and up to ``G`` of the queries probing that list, scored by one matrix product
+``[C, d] x [d, G]``; a device's tiles are sorted by chunk. ``G = 1`` is the row-major scan (a
+(query, chunk) pair a tile); ``G > 1`` is list-major: a list that several queries of the batch
+probe is read once per ``G`` of them (``G`` chosen per batch by the measured cost of a tile,
+:func:`~jaxparadigm.retrieval.dense.ivf_plan.tile_queries`; batch 1 is always ``G = 1``). A jitted
+``lax.scan`` scores a few tiles a step (one gather, one batched matrix product); on CPU devices
+a device's tiles are split over independent loops, one per core the device has, each with at
+least :data:`~jaxparadigm.retrieval.dense.ivf_plan.MIN_TILES_PER_SCAN` tiles (XLA's CPU runtime
+runs independent loops on separate threads, so one device scans on every core). ``lax.top_k``
+keeps each (tile, query) place's best ``k``, each query's places are laid out in a
+``[q, S * k]`` buffer and ``lax.top_k`` keeps the best ``k`` per device; the ``D`` results are
+merged. Tile and slot counts are rounded up to one of 8 steps per power of two (at most 12.5%
+padding) so that few shapes compile. A query whose probed lists hold fewer than ``k`` rows gets
+ids ``-1`` with score ``-inf`` at the end of its row.
 
 Scores and ties: the device keeps ``k + 8`` candidates per query and counts the scanned rows
 that score within ``3e-5 ||q|| max ||x||`` (the float32 dot's error bound) of its ``k``-th
@@ -35,6 +43,7 @@ probed lists are scored on the host instead. The scan is float32 whatever the se
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Sequence
 
 import chex
@@ -45,6 +54,14 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxparadigm.common.numbers import check_int
 from jaxparadigm.errors import InputError, require_int
+from jaxparadigm.retrieval.dense.ivf_plan import (
+    TilePlan,
+    count_tiles,
+    plan_tiles,
+    scans_for,
+    tile_queries,
+    tiles_per_step,
+)
 from jaxparadigm.retrieval.dense.vector_search import TopK
 
 __all__ = [
@@ -75,6 +92,39 @@ def default_nprobe(lists: int, rows: int) -> int:
     return max(1, min(lists, max(share, small)))
 
 
+def _lay_out_chunks(rows, ids, offsets, per_list, device_of, n_dev: int, c: int):
+    """``(data [D, W, C, d], chunk_ids [D, W, C], first_chunk [L])``: device ``d``'s lists in
+    list order, each from a chunk boundary (``first_chunk``: where a list starts on its device),
+    the rest ``-1``-id padding; ``W`` is the largest device's chunk count plus one (all padding)."""
+    sizes = np.diff(offsets)
+    first_chunk = np.zeros(len(per_list), np.int64)
+    held = [int(per_list[device_of == d].sum()) for d in range(n_dev)]
+    width = max(held) + 1
+    data = np.zeros((n_dev, width, c, rows.shape[1]), np.float32)
+    chunk_ids = np.full((n_dev, width, c), -1, np.int32)
+    for d in range(n_dev):
+        mine = np.flatnonzero(device_of == d)
+        if not mine.size:
+            continue
+        first_chunk[mine] = np.concatenate([[0], np.cumsum(per_list[mine])[:-1]])
+        lo, hi = offsets[mine[0]], offsets[mine[-1] + 1]
+        list_of = np.repeat(mine, sizes[mine])
+        at = first_chunk[list_of] * c + np.arange(lo, hi) - offsets[list_of]  # row slot
+        data[d].reshape(-1, rows.shape[1])[at] = rows[lo:hi]
+        chunk_ids[d].reshape(-1)[at] = ids[lo:hi]
+    return data, chunk_ids, first_chunk
+
+
+def _default_scans(devices: Sequence[jax.Device]) -> int:
+    """Independent scans per device: on CPU devices, this process's usable cores shared among
+    the devices (at least 1); elsewhere 1."""
+    if devices[0].platform != "cpu":
+        return 1
+    affinity = getattr(os, "sched_getaffinity", None)
+    cores = len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+    return max(1, cores // len(devices))
+
+
 def _chunk_rows(count: int, lists: int) -> int:
     """A power of two near a quarter of the mean list size, in [16, 256]."""
     mean = max(count // max(lists, 1), 1)
@@ -91,47 +141,67 @@ def _probe(queries: jax.Array, centroids: jax.Array, nprobe: int) -> jax.Array:
     return lists
 
 
-_GROUP = 8  # (query, chunk) pairs scored per scan step: one [8, C, d] gather, one batched dot
 _SPARE = 8  # candidates kept beyond k: near ties at the k-th place are settled on the host
 _TIE = 3e-5  # a near tie: within _TIE * ||q|| * max ||x|| (float32 dot error over d <= 1,024)
 
 
+def _tile_scores(chunks: jax.Array, queries: jax.Array, tq: jax.Array, tc: jax.Array):
+    """``[B, C, G]``: ``chunks[tc[t]] @ queries[tq[t]].T`` for each tile ``t``, one ``lax.scan``
+    of ``tiles_per_step(G)`` tiles a step (one gather of the chunks, one batched product)."""
+    group = tq.shape[1]
+    per_step = tiles_per_step(group)
+
+    def body(_, j):
+        at = j * per_step
+        rows = chunks[jax.lax.dynamic_slice_in_dim(tc, at, per_step)]  # [t, C, d]
+        who = jax.lax.dynamic_slice_in_dim(tq, at, per_step)
+        qs = queries[jnp.minimum(who, queries.shape[0] - 1)]  # [t, G, d]
+        return None, jnp.einsum("tcd,tgd->tcg", rows, qs)
+
+    _, s = jax.lax.scan(body, None, jnp.arange(tc.shape[0] // per_step))
+    return s.reshape(tc.shape[0], chunks.shape[1], group)
+
+
 @functools.lru_cache(maxsize=64)
-def _scan(mesh: Mesh, k_dev: int, k: int, kth_at: int):
-    """Jitted ``(chunks, chunk_ids, queries, pair_query, pair_chunk, slots) -> (scores, ids,
-    at_least)`` over the devices of ``mesh`` (module docstring, "Layout").
+def _scan(mesh: Mesh, k_dev: int, k: int, kth_at: int, group: int, scans: int):
+    """Jitted ``(chunks, chunk_ids, queries, tol, tile_query, tile_chunk, slots) -> (scores, ids,
+    at_least)`` over the devices of ``mesh`` (module docstring, "Layout"; the plan:
+    :class:`~jaxparadigm.retrieval.dense.ivf_plan.TilePlan`).
 
-    Device ``d`` scores its ``B`` pairs (``pair_query[p] . chunks[pair_chunk[p]]``, ``_GROUP``
-    pairs a step), keeps each pair's best ``min(k_dev, C)``, lays each query's pairs out as
-    ``slots [q, S]`` (``B``: a row of ``-inf``) and keeps the best ``k_dev`` of them (``k_dev <=
-    S * min(k_dev, C)``); the ``D`` per-device results are merged into the best ``k <= D *
-    k_dev``. ``at_least``: how many scanned rows of all devices score at least the merged
-    ``kth_at``-th score minus the query's ``tol`` (a near tie there, module docstring)."""
+    Device ``d`` scores its ``B`` tiles (:func:`_tile_scores`) in ``scans`` independent loops of
+    ``B / scans`` tiles (XLA's CPU runtime runs independent loops on separate threads), keeps
+    each (tile, query) place's best ``min(k_dev, C)``, lays each query's places out as ``slots
+    [q, S]`` (``B * G``: a row of ``-inf``) and keeps the best ``k_dev`` of them (``k_dev <= S *
+    min(k_dev, C)``); the ``D`` per-device results are merged into the best ``k <= D * k_dev``.
+    ``at_least``: how many scanned rows of all devices score at least the merged ``kth_at``-th
+    score minus the query's ``tol`` (a near tie there, module docstring)."""
 
-    def local(chunks, chunk_ids, queries, tol, pq, pc, slots):
-        b, c = pq.shape[0], chunks.shape[1]
-
-        def body(_, j):
-            at = j * _GROUP
-            rows = chunks[jax.lax.dynamic_slice_in_dim(pc, at, _GROUP)]  # [g, C, d]
-            qs = queries[jax.lax.dynamic_slice_in_dim(pq, at, _GROUP)]  # [g, d]
-            return None, jnp.einsum("gcd,gd->gc", rows, qs)
-
-        _, s = jax.lax.scan(body, None, jnp.arange(b // _GROUP))
-        ids = chunk_ids[pc]  # [B, C]
-        s = jnp.where(ids >= 0, s.reshape(b, c), -jnp.inf)
+    def local(chunks, chunk_ids, queries, tol, tq, tc, slots):
+        b, c, q = tc.shape[0], chunks.shape[1], queries.shape[0]
+        run = b // scans  # independent scans: XLA runs them on several threads
+        s = jnp.concatenate(
+            [
+                _tile_scores(chunks, queries, tq[i : i + run], tc[i : i + run])
+                for i in range(0, b, run)
+            ]
+        )
+        s = jnp.swapaxes(s, 1, 2)  # [B, G, C]
+        ids = jnp.broadcast_to(chunk_ids[tc][:, None, :], (b, group, c)).reshape(-1, c)
+        pq = tq.reshape(-1)  # the query of each place (q: empty)
+        live = (ids >= 0) & (pq < q)[:, None]
+        s = jnp.where(live, s.reshape(-1, c), -jnp.inf)  # [B * G, C]
         kc = min(k_dev, c)
-        pv, ppos = jax.lax.top_k(s, kc)  # each pair's best kc rows
+        pv, ppos = jax.lax.top_k(s, kc)  # each place's best kc rows
         pid = jnp.take_along_axis(ids, ppos, axis=1)
-        pv = jnp.concatenate([pv, jnp.full((1, kc), -jnp.inf, pv.dtype)])  # row B: padding
+        pv = jnp.concatenate([pv, jnp.full((1, kc), -jnp.inf, pv.dtype)])  # row B * G: padding
         pid = jnp.concatenate([pid, jnp.full((1, kc), -1, pid.dtype)])
-        q = queries.shape[0]
         buf, idb = pv[slots].reshape(q, -1), pid[slots].reshape(q, -1)  # [q, S * kc]
         v, pos = jax.lax.top_k(buf, k_dev)
         everyone = jax.lax.all_gather(v, "lists", axis=1, tiled=True)  # [q, D * k]
         kth = jax.lax.top_k(everyone, kth_at)[0][:, -1] - tol
-        ge = jnp.sum(s >= kth[pq][:, None], axis=1)  # every scanned row, not only the kept ones
-        at_least = jax.lax.psum(jax.ops.segment_sum(ge, pq, num_segments=q), "lists")
+        mine = jnp.minimum(pq, q - 1)
+        ge = jnp.sum(live & (s >= kth[mine][:, None]), axis=1)  # every scanned row, kept or not
+        at_least = jax.lax.psum(jax.ops.segment_sum(ge, mine, num_segments=q), "lists")
         return v[None], jnp.take_along_axis(idb, pos, axis=1)[None], at_least[None]
 
     spec, rep = PartitionSpec("lists"), PartitionSpec()
@@ -144,8 +214,8 @@ def _scan(mesh: Mesh, k_dev: int, k: int, kth_at: int):
     )
 
     @jax.jit
-    def run(chunks, chunk_ids, queries, tol, pq, pc, slots):
-        v, i, at_least = sharded(chunks, chunk_ids, queries, tol, pq, pc, slots)  # [D, q, k]
+    def run(chunks, chunk_ids, queries, tol, tq, tc, slots):
+        v, i, at_least = sharded(chunks, chunk_ids, queries, tol, tq, tc, slots)  # [D, q, k]
         q = queries.shape[0]
         v = jnp.transpose(v, (1, 0, 2)).reshape(q, -1)
         i = jnp.transpose(i, (1, 0, 2)).reshape(q, -1)
@@ -155,26 +225,16 @@ def _scan(mesh: Mesh, k_dev: int, k: int, kth_at: int):
     return run
 
 
-def _pow2(n: int) -> int:
-    """The least power of two >= ``n`` (1 for ``n <= 1``)."""
-    return 1 << max(int(n) - 1, 0).bit_length()
-
-
-def _bucket(n: int, least: int = 1) -> int:
-    """``n`` rounded up to the next of 8 steps per octave (for ``2^m < n <= 2^(m+1)`` a multiple
-    of ``2^m / 8``: under 12.5% padding), and to a multiple of ``least``: few shapes compile,
-    little work is wasted."""
-    step = max(_pow2(n) // 16, least)
-    return max(-(-int(n) // step) * step, least)
-
-
 class IVFSearcher:
     """Inverted lists (``centroids [L, d]``, ``offsets [L + 1]``, ``ids [n]``, ``rows [n, d]``)
     placed on ``devices`` for ``search(queries, k, nprobe)`` (module docstring).
 
     On ``D`` devices the lists are split into ``D`` runs of about ``n / D`` rows (list order);
     device ``d`` holds the chunks of its run and scores the probed chunks it holds, so ``D``
-    CPU devices scan on ``D`` threads.
+    CPU devices scan on ``D`` threads. ``tile_queries``: the queries a tile scores (``G`` of the
+    module docstring; None: chosen per batch). ``scans``: independent scans per device (None: on
+    CPU devices the usable cores shared among the devices). Every ``G`` and ``scans`` gives the
+    same results.
     """
 
     def __init__(
@@ -186,6 +246,8 @@ class IVFSearcher:
         *,
         devices: Sequence[jax.Device] | None = None,
         chunk_rows: int | None = None,
+        tile_queries: int | None = None,
+        scans: int | None = None,
     ) -> None:
         lists, dim = centroids.shape
         chex.assert_shape(offsets, (lists + 1,))
@@ -195,34 +257,27 @@ class IVFSearcher:
         c = _chunk_rows(self.rows, lists) if chunk_rows is None else chunk_rows
         c = require_int("chunk_rows", c, 1)
         self.chunk_rows = c
+        if tile_queries is not None:
+            require_int("tile_queries", tile_queries, 1)
+        self.group = tile_queries
+        if scans is not None:
+            require_int("scans", scans, 1)
         self.devices = list(jax.devices()[:1] if devices is None else devices)
         if not self.devices:
             raise InputError("devices: got an empty list, expected at least one device")
         n_dev = len(self.devices)
+        self.scans = scans if scans is not None else _default_scans(self.devices)
         self.mesh = Mesh(np.array(self.devices), ("lists",))
         sizes = np.diff(self.offsets)
         per_list = -(-sizes // c)  # chunks of each list
         # list j goes to device floor(D * rows before j / n): runs of about n / D rows
         self.device_of = np.minimum(n_dev * self.offsets[:-1] // max(self.rows, 1), n_dev - 1)
-        self.first_chunk = np.zeros(lists, np.int64)  # a list's first chunk on its device
         self.chunks_per_list = per_list
-        held = [int(per_list[self.device_of == d].sum()) for d in range(n_dev)]
-        width = max(held) + 1  # chunks per device; the last one is all padding
-        self.empty_chunk = width - 1
-        data = np.zeros((n_dev, width, c, dim), np.float32)
-        chunk_ids = np.full((n_dev, width, c), -1, np.int32)
-        for d in range(n_dev):
-            mine = np.flatnonzero(self.device_of == d)
-            if not mine.size:
-                continue
-            first = np.concatenate([[0], np.cumsum(per_list[mine])[:-1]])
-            self.first_chunk[mine] = first
-            lo, hi = self.offsets[mine[0]], self.offsets[mine[-1] + 1]
-            list_of = np.repeat(mine, sizes[mine])
-            within = np.arange(lo, hi) - self.offsets[list_of]
-            at = self.first_chunk[list_of] * c + within  # row slot on this device
-            data[d].reshape(-1, dim)[at] = rows[lo:hi]
-            chunk_ids[d].reshape(-1)[at] = ids[lo:hi]
+        data, chunk_ids, self.first_chunk = _lay_out_chunks(
+            rows, ids, self.offsets, per_list, self.device_of, n_dev, c
+        )
+        width = data.shape[1]
+        self.empty_chunk = width - 1  # each device's last chunk is all padding
         self._sharded = NamedSharding(self.mesh, PartitionSpec("lists"))
         self.chunks = jax.device_put(data.reshape(n_dev * width, c, dim), self._sharded)
         self.chunk_ids = jax.device_put(chunk_ids.reshape(n_dev * width, c), self._sharded)
@@ -242,35 +297,27 @@ class IVFSearcher:
         q = jax.device_put(np.asarray(queries, np.float32), self._replicated)
         return np.asarray(_probe(q, self.centroids, nprobe))
 
-    def plan(self, probed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(pair_query [D*B], pair_chunk [D*B], slots [D*q, S])`` for the lists ``probed``
-        ``[q, nprobe]``: every (query, chunk) pair of a probed list, on the device holding the
-        chunk, sorted by chunk (queries sharing a chunk read it once from cache); ``B`` and
-        ``S`` rounded up to powers of two (few shapes compile); padding scores nothing."""
-        nq, n_dev = probed.shape[0], len(self.devices)
-        flat = probed.reshape(-1)
-        cnt = self.chunks_per_list[flat]
-        query = np.repeat(np.repeat(np.arange(nq), probed.shape[1]), cnt)
-        within = np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        chunk = np.repeat(self.first_chunk[flat], cnt) + within
-        device = np.repeat(self.device_of[flat], cnt)
-        order = np.lexsort((query, chunk, device))
-        query, chunk, device = query[order], chunk[order], device[order]
-        per_dev = np.bincount(device, minlength=n_dev)
-        b = _bucket(int(per_dev.max()), _GROUP)
-        pos = np.arange(len(device)) - np.repeat(np.cumsum(per_dev) - per_dev, per_dev)
-        key = device * nq + query  # (device, query) groups: slot = rank within the group
-        per_key = np.bincount(key, minlength=n_dev * nq)
-        by_key = np.argsort(key, kind="stable")
-        slot = np.empty(len(key), np.int64)
-        slot[by_key] = np.arange(len(key)) - np.repeat(np.cumsum(per_key) - per_key, per_key)
-        width = _bucket(int(per_key.max()))
-        pair_query = np.zeros((n_dev, b), np.int32)
-        pair_chunk = np.full((n_dev, b), self.empty_chunk, np.int32)
-        pair_query[device, pos], pair_chunk[device, pos] = query, chunk
-        slots = np.full((n_dev, nq, width), b, np.int32)  # b: the row of -inf
-        slots[device, query, slot] = pos
-        return pair_query.reshape(-1), pair_chunk.reshape(-1), slots.reshape(n_dev * nq, width)
+    def plan(self, probed: np.ndarray, group: int = 1, scans: int = 1) -> TilePlan:
+        """The :class:`~jaxparadigm.retrieval.dense.ivf_plan.TilePlan` of the lists ``probed``
+        ``[q, nprobe]`` with ``group`` queries a tile, on the devices holding the lists, for
+        ``scans`` loops a device."""
+        return plan_tiles(
+            probed,
+            group,
+            chunks_per_list=self.chunks_per_list,
+            first_chunk=self.first_chunk,
+            device_of=self.device_of,
+            devices=len(self.devices),
+            empty_chunk=self.empty_chunk,
+            scans=scans,
+        )
+
+    def tile_queries(self, probed: np.ndarray) -> int:
+        """The queries a tile scores for the lists ``probed``: this searcher's ``tile_queries``,
+        or the cheapest by :func:`~jaxparadigm.retrieval.dense.ivf_plan.tile_queries`."""
+        if self.group is not None:
+            return self.group
+        return tile_queries(probed, self.chunks_per_list)
 
     def search(self, queries: np.ndarray, k: int, nprobe: int) -> TopK:
         """Top ``k`` rows of each query's ``nprobe`` nearest lists, best first, ties to the lower
@@ -280,17 +327,22 @@ class IVFSearcher:
         queries = np.ascontiguousarray(queries, np.float32)
         chex.assert_shape(queries, (None, self.dim))
         probed = self.probe(queries, nprobe)
-        pair_query, pair_chunk, slots = self.plan(probed)
-        # each pair keeps its best min(want, C) rows, a device its best k_dev of them, the merge
+        group = self.tile_queries(probed)
+        n_tiles = count_tiles(probed, group, self.chunks_per_list)
+        scans = scans_for(n_tiles, len(self.devices), self.scans)
+        tiles = self.plan(probed, group, scans)
+        # each place keeps its best min(want, C) rows, a device its best k_dev of them, the merge
         # kk: fewer than k only where the probed lists hold fewer rows (then padded below)
         want = k + _SPARE
-        k_dev = min(want, slots.shape[1] * min(want, self.chunk_rows))
+        k_dev = min(want, tiles.slots.shape[1] * min(want, self.chunk_rows))
         kk = min(want, len(self.devices) * k_dev)
-        run = _scan(self.mesh, k_dev, kk, min(k, kk))
+        run = _scan(self.mesh, k_dev, kk, min(k, kk), group, scans)
         tol = _TIE * np.linalg.norm(queries, axis=1).astype(np.float32) * self._row_norm
-        q, t = jax.device_put((queries, tol), self._replicated)
-        plan = jax.device_put((pair_query, pair_chunk, slots), self._sharded)  # one call each
-        _, ids, at_least = (np.asarray(a) for a in run(self.chunks, self.chunk_ids, q, t, *plan))
+        args = jax.device_put(  # one transfer call for the five arrays
+            (queries, tol, tiles.tile_query, tiles.tile_chunk, tiles.slots),
+            (self._replicated,) * 2 + (self._sharded,) * 3,
+        )
+        _, ids, at_least = jax.device_get(run(self.chunks, self.chunk_ids, *args))
         out_s = np.full((len(queries), k), -np.inf, np.float32)
         out_i = np.full((len(queries), k), -1, np.int64)
         for i in range(len(queries)):

@@ -172,7 +172,11 @@ class SentenceEncoder:
 
     # -- tokenisation -------------------------------------------------------------------------
 
-    def _token_ids(self, sentences: Sequence[str], name: str = "sentences") -> list[list[int]]:
+    def token_ids(self, sentences: Sequence[str], name: str = "sentences") -> list[list[int]]:
+        """Each sentence's word-piece ids with ``[CLS]``/``[SEP]`` (what :meth:`encode` embeds;
+        :meth:`encode_token_ids` takes them): a serving thread tokenizes its own query, so a
+        batch's encode runs only the model. ``TypeError``/:class:`InputError` naming ``name[i]``
+        for a text that is not a str or not UTF-8."""
         if isinstance(sentences, str) or not isinstance(sentences, Sequence):
             raise TypeError(f"{name}: got {type(sentences).__name__}, expected a list of str")
         for i, s in enumerate(sentences):
@@ -192,6 +196,24 @@ class SentenceEncoder:
         encodings = self.tokenizer.encode_batch([s.strip() for s in sentences])
         return [e.ids for e in encodings]
 
+    def _checked_ids(self, ids: Sequence[Sequence[int]]) -> list[list[int]]:
+        """``ids`` as lists of ints, each row 1 to ``max_seq_length`` ids in the vocabulary;
+        else one :class:`InputError` naming ``ids[i]`` (an id out of range would be gathered
+        clamped by XLA: a silently wrong embedding)."""
+        vocab, out = self.tokenizer.get_vocab_size(), []
+        for i, row in enumerate(ids):
+            values = np.asarray(row)
+            ok = values.ndim == 1 and 1 <= values.size <= self.max_seq_length
+            if not (
+                ok and values.dtype.kind in "iu" and values.min() >= 0 and values.max() < vocab
+            ):
+                raise InputError(
+                    f"ids[{i}]: got {quote(row)}, expected 1 to {self.max_seq_length} word-piece "
+                    f"ids in [0, {vocab}) (SentenceEncoder.token_ids)"
+                )
+            out.append(values.tolist())
+        return out
+
     def check_texts(self, texts: Sequence[str], name: str) -> None:
         """Refuse texts the model would see as nothing; warn about texts it sees only as [UNK].
 
@@ -204,7 +226,7 @@ class SentenceEncoder:
         """
         unk = self.tokenizer.token_to_id("[UNK]")
         only_unk = []
-        for i, ids in enumerate(self._token_ids(texts, name)):
+        for i, ids in enumerate(self.token_ids(texts, name)):
             pieces = ids[1:-1]  # without [CLS] and [SEP]
             if not pieces:
                 raise InputError(
@@ -226,7 +248,7 @@ class SentenceEncoder:
 
     def tokenize(self, sentences: Sequence[str]) -> dict[str, np.ndarray]:
         """``input_ids``/``attention_mask`` int64 ``[n, longest]``, as sentence-transformers' tokenize."""
-        ids = self._token_ids(sentences)
+        ids = self.token_ids(sentences)
         longest = max((len(x) for x in ids), default=0)
         out = np.full((len(ids), longest), self.pad_id, dtype=np.int64)
         mask = np.zeros((len(ids), longest), dtype=np.int64)
@@ -315,12 +337,30 @@ class SentenceEncoder:
         :class:`~jaxparadigm.common.progress.Progress` shows them (a bar on a terminal, plain
         lines on stderr otherwise).
         """
+        single = isinstance(sentences, str)
+        ids = self.token_ids([sentences] if isinstance(sentences, str) else sentences)
+        out = self.encode_token_ids(
+            ids, batch_size, normalize, show_progress_bar, dtype=dtype, pack=pack
+        )
+        return out[0] if single else out
+
+    def encode_token_ids(
+        self,
+        ids: Sequence[Sequence[int]],
+        batch_size: int = 32,
+        normalize: bool = True,
+        show_progress_bar: bool | None = None,
+        *,
+        dtype: str | None = None,
+        pack: bool | None = None,
+    ) -> np.ndarray:
+        """:meth:`encode` of sentences already tokenized by :meth:`token_ids`: float32
+        ``[n, dim]``, the same rows bit for bit (the same micro-batches and buckets)."""
         batch_size = check_int("batch_size", batch_size, 1, error=ValueError)
         dtype, pack = _check_options(
             self.compute_dtype if dtype is None else dtype, self.pack if pack is None else pack
         )
-        single = isinstance(sentences, str)
-        ids = self._token_ids([sentences] if isinstance(sentences, str) else sentences)
+        ids = self._checked_ids(ids)
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         step = min(batch_size, self.micro_batch)
         make = self._packed_batches if pack else self._padded_batches
@@ -344,7 +384,7 @@ class SentenceEncoder:
         finally:
             bar.close()
         chex.assert_tree_all_finite(out)
-        return out[0] if single else out
+        return out
 
 
 def _put(arrays, device):

@@ -24,7 +24,7 @@ Every request is traced with the OpenTelemetry SDK into an in-memory exporter:
     attributes request.id from ``X-Request-Id``, http.status_code)
       ├─ "parse"           JSON body -> (query, SearchOptions); records a malformed request's error
       ├─ "injected_delay"  only with ``fault_injection=True`` and ``"delay_s"`` in the body
-      ├─ "tokenize"        word pieces of the query (attribute tokens)
+      ├─ "tokenize"        word pieces of the query (attribute tokens), handed to the batch
       ├─ "queue"           from the submit to its batch's encode start (attribute batch.size)
       ├─ "encode"          its batch's MiniLM forward (L2-normalised embeddings; batch.size)
       ├─ "search"          its group's top-k: ``index.search_vectors``, the package's one engine
@@ -287,6 +287,16 @@ class SearchService:
             warnings.simplefilter("ignore")
             self.encoder.check_texts([query], "query")
 
+    def _token_ids(self, query: str) -> tuple[int, list[int] | None]:
+        """``(word pieces, ids)`` of the query, on the request's thread: ``encoder.token_ids``
+        (the batch then encodes only the ids); an encoder with only ``tokenize``: its count and
+        None (the batch encodes the text)."""
+        token_ids = getattr(self.encoder, "token_ids", None)
+        if token_ids is None:
+            return int(self.encoder.tokenize([query])["attention_mask"].sum()), None
+        ids = list(token_ids([query])[0])
+        return len(ids), ids
+
     def _batch_spans(self, submitted: int, top: BatchResult, k: int, nprobe: int | None) -> None:
         """The request's "queue", "encode" and "search" spans (children of the current, server
         span) at its batch's real times."""
@@ -324,14 +334,16 @@ class SearchService:
                 span.set_attribute("delay_s", delay)
                 self._stopping.wait(delay)  # stop() ends it
         with self.tracer.start_as_current_span("tokenize") as span:
-            mask = self.encoder.tokenize([query])["attention_mask"]
-            span.set_attribute("tokens", int(mask.sum()))
+            count, tokens = self._token_ids(query)
+            span.set_attribute("tokens", count)
         batcher, submitted, k = self._batcher, time.time_ns(), self.served.dense_k(options)
         search, approx = self.index.search_vectors, options.approx
         if batcher is None:  # not started (a direct call): this request alone, unbatched
-            top = serve_alone(self.encoder, search, query, k, nprobe, approx=approx)
+            top = serve_alone(self.encoder, search, query, k, nprobe, approx=approx, tokens=tokens)
         else:  # its batch's encode/search error is raised here; a hung search answers 503
-            top = batcher.submit(query, k, nprobe, timeout_s=ANSWER_TIMEOUT_S, approx=approx)
+            top = batcher.submit(
+                query, k, nprobe, timeout_s=ANSWER_TIMEOUT_S, approx=approx, tokens=tokens
+            )
         self._batch_spans(submitted, top, k, nprobe)
         return 200, self.served.answer(query, options, top, self.tracer)
 

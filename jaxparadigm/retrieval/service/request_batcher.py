@@ -5,7 +5,9 @@ Rule. A request thread calls :meth:`RequestBatcher.submit` and blocks. A worker 
 default, ``workers``; each runs this rule on its own batches, so two batches can run at once) takes
 the oldest waiting request, then keeps collecting until the batch holds ``max_batch`` requests or
 ``max_wait_ms`` have passed since that first request arrived (a lone request waits at most that
-long). The batch's texts are embedded by ONE ``encoder.encode(texts, normalize=True)`` call; the
+long). The batch's texts are embedded by ONE ``encoder.encode(texts, normalize=True)`` call (or
+``encoder.encode_token_ids(ids)`` when each request brought its query's token ids, tokenized on
+its own thread: then the worker runs only the model); the
 rows are then searched per group of equal ``(k, nprobe, approx)``, one ``search(Q, k)`` call per
 group (plus ``nprobe=P`` and ``approx=True`` when the group has them), in order of first arrival.
 Different ``k`` are never merged (the exact engine's top-k prefix is not guaranteed bitwise equal to a smaller k's top-k).
@@ -123,10 +125,18 @@ def padded_sizes(max_batch: int) -> list[int]:
 class _Request:
     """A submitted request: its fields, when it arrived (monotonic) and its answer."""
 
-    __slots__ = ("approx", "arrived", "done", "error", "k", "nprobe", "query", "result")
+    __slots__ = ("approx", "arrived", "done", "error", "k", "nprobe", "query", "result", "tokens")
 
-    def __init__(self, query: str, k: int, nprobe: int | None, approx: bool = False) -> None:
+    def __init__(
+        self,
+        query: str,
+        k: int,
+        nprobe: int | None,
+        approx: bool = False,
+        tokens: Sequence[int] | None = None,
+    ) -> None:
         self.query, self.k, self.nprobe, self.approx = query, k, nprobe, approx
+        self.tokens = tokens
         self.arrived = time.monotonic()
         self.done = threading.Event()
         self.result: BatchResult | None = None
@@ -186,12 +196,14 @@ class RequestBatcher:
         timeout_s: float | None = None,
         *,
         approx: bool = False,
+        tokens: Sequence[int] | None = None,
     ) -> BatchResult:
         """Block until the batch holding this request is served; return its own row. Raises the
         batch's encode or search exception, or :class:`ServiceUnavailable` once closed or when
         no answer came within ``timeout_s`` seconds (None: no limit; e.g. a process of a
-        search group stopped answering)."""
-        request = _Request(query, k, nprobe, approx)
+        search group stopped answering). ``tokens``: the query's word-piece ids, tokenized on
+        the caller's thread (``encoder.token_ids``), so the batch's encode runs only the model."""
+        request = _Request(query, k, nprobe, approx, tokens)
         with self._cond:
             if self._closed:
                 raise ServiceUnavailable(self._reason)
@@ -272,10 +284,11 @@ def serve_alone(
     nprobe: int | None = None,
     *,
     approx: bool = False,
+    tokens: Sequence[int] | None = None,
 ) -> BatchResult:
     """One request served on the calling thread as a batch of one (a service that was not
     started answers a direct ``handle`` call so); raises its encode or search exception."""
-    request = _Request(query, k, nprobe, approx)
+    request = _Request(query, k, nprobe, approx, tokens)
     _serve_batch(encoder, search, [request], 1)
     if request.error is not None:
         raise request.error
@@ -286,11 +299,16 @@ def serve_alone(
 def _serve_batch(
     encoder: Any, search: Callable[..., Any], batch: list[_Request], max_batch: int
 ) -> None:
-    """One encode for the batch, then one search per ``(k, nprobe, approx)`` group."""
+    """One encode for the batch (of the requests' own token ids when every request brought
+    them and the encoder takes them: ``encode_token_ids``), then one search per
+    ``(k, nprobe, approx)`` group."""
     start = time.time_ns()
     try:
-        texts = [r.query for r in batch]
-        q = np.asarray(encoder.encode(texts, normalize=True), np.float32)
+        tokens = [r.tokens for r in batch]
+        if hasattr(encoder, "encode_token_ids") and all(t is not None for t in tokens):
+            q = np.asarray(encoder.encode_token_ids(tokens, normalize=True), np.float32)
+        else:
+            q = np.asarray(encoder.encode([r.query for r in batch], normalize=True), np.float32)
         q = q.reshape(len(batch), -1)
     except Exception as exc:
         for request in batch:

@@ -9,13 +9,13 @@ the module documents ("exact whenever the true top-k lies in the probed lists" f
 import jax
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from jaxparadigm.errors import InputError
+from jaxparadigm.retrieval.dense.ivf_plan import bucket as _bucket
 from jaxparadigm.retrieval.dense.ivf_search import (
     IVFSearcher,
-    _bucket,
     _chunk_rows,
     check_nprobe,
     default_nprobe,
@@ -45,7 +45,9 @@ def oracle(x, centroids, offsets, ids, q, k, nprobe):
         cs = qi @ centroids.T.astype(np.float64) - half
         probed = np.argsort(-cs, kind="stable")[:nprobe]
         rows = np.sort(np.concatenate([ids[offsets[j] : offsets[j + 1]] for j in probed]))
-        s = x[rows].astype(np.float64) @ qi
+        # an elementwise product and a row sum: equal rows score equal (a float64 BLAS
+        # matrix-vector product may give two equal rows scores an ulp apart)
+        s = (x[rows].astype(np.float64) * qi).sum(1)
         best = np.lexsort((rows, -s))[:k]
         out_s[i, : len(best)], out_i[i, : len(best)] = s[best], rows[best]
     return out_s, out_i
@@ -61,6 +63,8 @@ def check(searcher, x, centroids, offsets, ids, q, k, nprobe):
 
 
 @settings(max_examples=15, deadline=None)
+@example(n=6, lists=1, k=3, n_dev=1, chunk=None, dup=True, seed=1)  # equal rows 2 and 5: an
+# oracle scoring by a BLAS matrix-vector product put 5 first (its float64 scores an ulp apart)
 @given(
     n=st.integers(1, 400),
     lists=st.integers(1, 12),
@@ -210,3 +214,73 @@ def test_equal_rows_in_different_chunks_tie_to_the_lower_row():
         check(s, x, x[:1], offsets, ids, x[[7, 16, 3]], k, 1)
     got = s.search(x[[7]], 2, 1)
     assert got.ids.tolist() == [[7, 16]] and got.scores[0, 0] == got.scores[0, 1]
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    n=st.integers(1, 300),
+    lists=st.integers(1, 10),
+    k=st.integers(1, 12),
+    group=st.sampled_from([2, 4, 16]),
+    scans=st.sampled_from([1, 2, 3]),
+    n_dev=st.sampled_from([1, 2]),
+    chunk=st.sampled_from([None, 1, 5]),
+    nq=st.integers(1, 24),
+    seed=st.integers(0, 1000),
+)
+def test_list_major_equals_row_major_equals_exact(
+    n, lists, k, group, scans, n_dev, chunk, nq, seed
+):
+    """Tiles of ``group`` queries (list-major, split over ``scans`` loops) and of one query
+    (row-major, one loop) give the same ids and scores, and with every list probed both are the
+    exact search; queries repeat rows and each other so that lists are probed by several queries
+    and ties cross tiles."""
+    rng = np.random.default_rng(seed)
+    x = unit(rng, n, 8)
+    x[n // 2 :] = x[: n - n // 2]  # equal rows: ties to the lower row across lists and tiles
+    lists = min(lists, n)
+    centroids = x[rng.choice(n, lists, replace=False)]
+    offsets, ids, rows = lay_out(x, centroids)
+    devices = jax.devices()[:n_dev]
+    major = IVFSearcher(
+        centroids, offsets, ids, rows, devices=devices, chunk_rows=chunk, tile_queries=group
+    )
+    minor = IVFSearcher(
+        centroids, offsets, ids, rows, devices=devices, chunk_rows=chunk, tile_queries=1
+    )
+    q = np.concatenate([x[rng.integers(0, n, nq)], unit(rng, 2, 8)])
+    q[nq // 2 :: 3] = q[0]  # the same query several times in one batch
+    for nprobe in sorted({lists, max(1, lists // 2)}):
+        a, b = major.search(q, k, nprobe), minor.search(q, k, nprobe)
+        np.testing.assert_array_equal(a.ids, b.ids)
+        np.testing.assert_array_equal(a.scores, b.scores)
+    check(major, x, centroids, offsets, ids, q, k, lists)
+
+
+@pytest.mark.parametrize("name", ["tile_queries", "scans"])
+def test_tile_queries_and_scans_are_checked(name):
+    rng = np.random.default_rng(0)
+    x = unit(rng, 20, 4)
+    offsets, ids, rows = lay_out(x, x[:4])
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises((InputError, TypeError), match=name):
+            IVFSearcher(x[:4], offsets, ids, rows, **{name: bad})
+
+
+def test_list_major_in_two_scans_equals_row_major_and_exact_on_shared_lists():
+    """The default run's case of the hypothesis test above: 40 queries on 6 lists (each list
+    probed by many queries, so tiles hold 4), equal rows across lists, two devices."""
+    rng = np.random.default_rng(7)
+    x = unit(rng, 240, 8)
+    x[120:] = x[:120]
+    centroids = x[rng.choice(240, 6, replace=False)]
+    offsets, ids, rows = lay_out(x, centroids)
+    kw = {"devices": jax.devices()[:2], "chunk_rows": 8}
+    major = IVFSearcher(centroids, offsets, ids, rows, tile_queries=4, scans=2, **kw)
+    minor = IVFSearcher(centroids, offsets, ids, rows, tile_queries=1, scans=1, **kw)
+    q = x[rng.integers(0, 240, 40)]
+    for nprobe in (2, 6):
+        a, b = major.search(q, 9, nprobe), minor.search(q, 9, nprobe)
+        np.testing.assert_array_equal(a.ids, b.ids)
+        np.testing.assert_array_equal(a.scores, b.scores)
+        check(major, x, centroids, offsets, ids, q, 9, nprobe)

@@ -295,3 +295,28 @@ def test_the_progress_of_an_encode_to_a_redirected_stderr_is_plain_lines(encoder
     assert lines[0].startswith("encode: ") and "sentences (compiled and ran in " in lines[0]
     assert lines[-1].startswith("encode: 12/12 sentences")
     assert all(line.startswith("encode: ") for line in lines)
+
+
+def test_encode_token_ids_equals_encode_bit_for_bit(encoder):
+    """A serving thread tokenizes its own query (token_ids) and the batch encodes only the ids:
+    the rows must be those of encode(texts), bit for bit (same micro-batches and buckets)."""
+    texts = ["how do I open a file", "x", "the optimiser state of adam " * 3]
+    ids = encoder.token_ids(texts)
+    assert ids[1][0] == encoder.tokenizer.token_to_id("[CLS]") and len(ids[1]) == 3
+    np.testing.assert_array_equal(encoder.encode_token_ids(ids), encoder.encode(texts))
+    np.testing.assert_array_equal(
+        encoder.encode_token_ids([np.asarray(i, np.int64) for i in ids[:1]]),
+        encoder.encode(texts[:1]),
+    )
+
+
+@pytest.mark.parametrize(
+    "row",
+    [[], [101, 30522], [101, -1, 102], [101.0, 102.0], [[101, 102]], list(range(1, 300))],
+    ids=["empty", "past-vocab", "negative", "floats", "nested", "too-long"],
+)
+def test_encode_token_ids_refuses_ids_that_would_gather_garbage(encoder, row):
+    with pytest.raises(
+        InputError, match=r"^ids\[1\]: got .*, expected 1 to 256 word-piece ids in \[0, 30522\)"
+    ):
+        encoder.encode_token_ids([[101, 102], row])

@@ -348,3 +348,47 @@ def test_a_request_wakes_the_worker_without_an_idle_call():
         _assert_own_rows([(f"q{i}", 1, None)], [batcher.submit(f"q{i}", 1)])
     assert calls == []
     batcher.close()
+
+
+class TokenEncoder(FakeEncoder):
+    """A FakeEncoder that also embeds token ids: ``[n]`` -> ``[n, 1, 0, 0]`` (recorded apart)."""
+
+    def __init__(self):
+        super().__init__()
+        self.token_calls: list[list[list[int]]] = []
+
+    def encode_token_ids(self, ids, normalize=True):
+        assert normalize is True
+        self.token_calls.append([list(i) for i in ids])
+        return np.array([[float(i[0]), 1.0, 0.0, 0.0] for i in ids], np.float32)
+
+
+def test_a_batch_of_pre_tokenized_requests_encodes_their_ids_not_their_texts():
+    encoder, search = TokenEncoder(), FakeSearch()
+    batcher = _batcher(encoder, search, max_batch=4, max_wait_ms=1000)
+    out: list = [None] * 4
+    barrier = threading.Barrier(4)
+
+    def one(i):
+        barrier.wait()
+        out[i] = batcher.submit(f"q{i + 1}", 2, tokens=[i + 1, 7])
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    batcher.close()
+    assert encoder.calls == [] and len(encoder.token_calls) == 1
+    assert sorted(encoder.token_calls[0]) == [[n, 7] for n in range(1, 5)]
+    _assert_own_rows([(f"q{i + 1}", 2, None) for i in range(4)], out)
+
+
+def test_a_batch_with_a_request_without_tokens_encodes_the_texts():
+    encoder = TokenEncoder()
+    batcher = _batcher(encoder, max_batch=1)
+    first = batcher.submit("q3", 1, tokens=[3])
+    second = batcher.submit("q5", 1)  # no tokens: its text is encoded
+    batcher.close()
+    assert encoder.token_calls == [[[3]]] and encoder.calls == [["q5"]]
+    assert first.ids.tolist() == [300] and second.ids.tolist() == [500]

@@ -101,6 +101,11 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _default_sigint() -> None:
+    """SIGINT's default disposition, as in a terminal (not the one the test session inherited)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(
     "sigint",
     [
@@ -119,7 +124,7 @@ def test_serve_command_stops_cleanly_on_ctrl_c(tiny_index, sigint):
         stderr=subprocess.PIPE,
         text=True,
         env=env,
-        preexec_fn=_ignore_sigint if sigint == "ignored" else None,
+        preexec_fn=_ignore_sigint if sigint == "ignored" else _default_sigint,
     )
     try:
         url = None
