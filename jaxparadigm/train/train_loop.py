@@ -217,17 +217,25 @@ def train(
             raise RunInterrupted(len(loop.losses) + start, latest, resumes) from None
         final_eval = _finish(run, loop, start, stop_at is None)
     finally:
-        if bar is not None:
-            bar.close()
-        if ckpt is not None:
-            ckpt.close()
-        _hand_back(model, loop)
+        _close(bar, ckpt, model, loop)
     plots = write_plots if write_plots is not None else settings.plots
     return _result(run, loop, final_eval, resumed_from, placement, plot if plots else None)
 
 
 def _primary() -> bool:
     return jax.process_index() == 0
+
+
+def _close(
+    bar: Progress | None, ckpt: Checkpointer | None, model: nnx.Module, loop: LoopState | None
+) -> None:
+    """End of :func:`train`, however it ends: the progress line and the checkpoints closed,
+    ``model`` pointed at the last state (:func:`_hand_back`)."""
+    if bar is not None:
+        bar.close()
+    if ckpt is not None:
+        ckpt.close()
+    _hand_back(model, loop)
 
 
 def _hand_back(model: nnx.Module, loop: LoopState | None) -> None:
