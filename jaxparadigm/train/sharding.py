@@ -90,8 +90,10 @@ __all__ = [
 
 #: The 1-D mesh's axis: batch rows, and the split dimension of sharded leaves, lie along it.
 DATA_AXIS = "data"
-#: The 2-D mesh's axes (``fsdp_tensor``): batch rows and the model width / heads and hidden units.
-FSDP_AXIS, TENSOR_AXIS = "fsdp", "tensor"
+#: The 2-D mesh's first axis (``fsdp_tensor``): batch rows, parameters split by the model width.
+FSDP_AXIS = "fsdp"
+#: The 2-D mesh's second axis (``fsdp_tensor``): attention heads and MLP hidden units.
+TENSOR_AXIS = "tensor"
 #: ``train.sharding.mode`` values: one device, replicated state, + split optimiser state, + split
 #: params, + a second (tensor) axis.
 MODES = ("none", "data", "zero1", "fsdp", "fsdp_tensor")
