@@ -184,12 +184,12 @@ def train_from_config(
 
     ``cfg`` is a :class:`Config` or a mapping of its fields (built by the config loader, every
     problem in one ``ConfigError``). Every argument is checked before anything runs (one
-    ``TypeError``/``ValueError`` naming it). Without ``dataset``: joins the distributed run (:func:`join_run`) and builds the dataset;
-    with it, the caller has done both (``join_run(cfg)``, then ``dataset_for(cfg)``), so the run is
-    set up once. Then builds
-    the model, ``tx``/``lr_fn`` (default ``chain_for(cfg.optim)`` / ``schedule_for(cfg.optim)``),
-    the loss scaler and the settings, then calls :func:`jaxparadigm.train.train_loop.train` (the
-    model built with its parameters in the run's layout, ``initial_state.model_in_layout``; whose
+    ``TypeError``/``ValueError`` naming it). Without ``dataset``: joins the distributed run
+    (:func:`join_run`) and builds the dataset; with it, the caller has done both
+    (``join_run(cfg)``, then ``dataset_for(cfg)``), so the run is set up once. Then builds the
+    model with its parameters in the run's layout (``initial_state.model_in_layout``),
+    ``tx``/``lr_fn`` (default ``chain_for(cfg.optim)`` / ``schedule_for(cfg.optim)``), the loss
+    scaler and the settings, then calls :func:`jaxparadigm.train.train_loop.train` (whose
     ``stop_at``, ``batch_transform``, ``progress``, ``write_plots``, ``plot`` these are).
     """
     cfg = _config(cfg)

@@ -10,7 +10,8 @@ partitioning`): layer ``i`` has kernel ``(embed, mlp)`` and bias ``(mlp,)`` for 
 ``(mlp, embed)`` and ``(embed,)`` for odd ``i``; the head's kernel is ``(<its input's name>,
 None)``, its bias ``(None,)`` (the few outputs stay whole: naming them ``vocab`` would put
 ``tensor`` twice on a kernel whose input is ``mlp``); the hidden activations are ``(batch, mlp)``
-after an even layer and ``(batch, None)`` after an odd one. Outside a layout with logical rules this changes nothing.
+after an even layer and ``(batch, None)`` after an odd one. Outside a layout with logical rules
+this changes nothing.
 """
 
 from __future__ import annotations

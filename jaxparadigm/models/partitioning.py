@@ -4,8 +4,8 @@ A parameter carries one logical name per dimension (or None), set where it is cr
 variable's ``out_sharding`` metadata, as flax NNX's ``nnx.with_partitioning`` sets it
 (:func:`axes` gives a layer's ``kernel_metadata`` / ``bias_metadata`` ...; with
 ``eager_sharding=False`` the names are metadata only: the model is built as before, on any
-device, with or without a mesh, and its values do not change). Activations are named where the model computes them
-(:func:`constrain`). The names::
+device, with or without a mesh, and its values do not change). Activations are named where the
+model computes them (:func:`constrain`). The names::
 
     batch   examples of a batch            embed   the model width d_model
     length  positions of a sequence        heads   attention heads (q, k, v columns; out rows)
@@ -85,7 +85,8 @@ def check_rules(rules: Sequence[tuple[str, str | None]], mesh_axes: Sequence[str
             )
         if axis is not None and axis not in mesh_axes:
             raise ValueError(
-                f"rules: {logical!r} -> {axis!r}, expected a mesh axis of {tuple(mesh_axes)} or None"
+                f"rules: {logical!r} -> {axis!r}, expected a mesh axis of {tuple(mesh_axes)} "
+                "or None"
             )
         table[logical] = axis
     return table

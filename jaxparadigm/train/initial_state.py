@@ -1,4 +1,4 @@
-"""A run's first train state, made in its layout: no whole copy of it on any one device (C4.1, C5.2).
+"""A run's first train state, made in its layout: no whole copy on any one device (C4.1, C5.2).
 
 With ``train.sharding.mode`` ``none`` the state is ``init_train_state(params, ...)`` on the
 default device, as a single-device run needs. With a sharded mode the layout
