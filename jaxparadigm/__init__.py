@@ -2,7 +2,7 @@
 
 Subpackages (import them directly; ``import jaxparadigm`` stays cheap):
 
-* ``jaxparadigm.tensor``    storage + strided views, broadcasting, aliasing, scatter, transfers (C2.x)
+* ``jaxparadigm.tensor``    storage + strided views, broadcast, aliasing, scatter, transfers (C2.x)
 * ``jaxparadigm.autodiff``  tape, jaxpr graph + VJP registry, Function, torch.func-style API (C3.x)
 * ``jaxparadigm.optim``     sgd, adam, schedules, clipping, counters (C4.x)
 * ``jaxparadigm.models``    flax NNX models (MLP, transformer LM, MiniLM encoder)

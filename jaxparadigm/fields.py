@@ -1,4 +1,4 @@
-"""Bounded settings fields: the ``Annotated`` marks and the one check of a settings dataclass (C5.1).
+"""Bounded settings fields: ``Annotated`` marks and the one check of a settings dataclass (C5.1).
 
 A library's settings type (``optim.OptimSettings``, ``train.GuardSettings`` ...) is a frozen
 dataclass whose type hints are its rules: ``Annotated[int, Bounds(ge=1)]`` (a number in a range),
@@ -187,7 +187,7 @@ def _marks_problem(value: Any, tp: Any, key: str) -> str | None:
 
 
 def check_fields(settings: Any) -> None:
-    """Check every field of the dataclass ``settings`` against its type hint; raise at the first bad.
+    """Check each field of the dataclass ``settings`` against its type hint; raise at the first bad.
 
     ``TypeError``/``ValueError``: ``"<PATH>.<field>: got <value>, expected ..."`` (``PATH`` is the
     class's key path, e.g. ``optim``; an item of a list ``<field>[i]``); a wrong type (a string for

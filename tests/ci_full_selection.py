@@ -147,6 +147,19 @@ CI_FULL = (
         "MiniLM encodes (~5 s); serve's hybrid fusion stays checked in the default run over the "
         "hash encoder's folder index (test_serve_ranks_hybrid_by_default_...)",
     ),
+    (
+        "tests/retrieval/service/test_search_page_browser.py::"
+        "test_marks_count_code_points_and_file_names_are_bidi_isolated",
+        "Chromium (its start plus a service over its own index: ~13 s on 2 cores); the page's "
+        "other browser tests run in the same selection",
+    ),
+    (
+        "tests/retrieval/service/test_service_resets.py::"
+        "test_clients_that_reset_leave_no_traceback_and_service_keeps_answering",
+        "40 resetting clients against a started service (~3.5 s with its index build); the "
+        "server's rule (a ConnectionError is quiet, any other exception keeps its traceback) "
+        "stays in the default run (test_only_a_client_gone_away_is_quiet_...)",
+    ),
 )
 
 #: The measured slow tests, one ``seconds<TAB>node id`` per line (``#`` lines are comments).

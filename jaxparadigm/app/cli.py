@@ -128,6 +128,18 @@ def _group_problem(args: argparse.Namespace, command: str) -> str | None:
     return None
 
 
+def _check_group_index(index: str, num_processes: object) -> None:
+    """Every part of ``index`` the group's processes will hold, checked here before any starts
+    (:func:`~jaxparadigm.retrieval.index.reader.check_parts`): a damaged shard or too few shards
+    is one line naming it, exit status 2."""
+    from jaxparadigm.app.train_launch import check_process_counts
+    from jaxparadigm.retrieval.index.reader import check_parts
+
+    check_process_counts(num_processes, None)
+    assert isinstance(num_processes, int)  # checked just above
+    check_parts(index, num_processes)
+
+
 def _search_group(args: argparse.Namespace) -> int:
     """``search --num-processes N``: the same search as N workers (:mod:`.retrieval_launch`)."""
     from jaxparadigm.app.retrieval_launch import launch_group
@@ -136,6 +148,7 @@ def _search_group(args: argparse.Namespace) -> int:
     if problem:
         raise InputError(problem)
     search_options(args, args.num_processes)  # what a group cannot do: refused before it starts
+    _check_group_index(args.index, args.num_processes)
     argv = ["--index", args.index, *option_argv(args), *["--json"] * args.json]
     launch_group(
         "search",
@@ -275,6 +288,7 @@ def _serve_group(args: argparse.Namespace) -> int:
     if problem:
         raise InputError(problem)
     search_options(args, args.num_processes)  # what a group cannot do: refused before it starts
+    _check_group_index(args.index, args.num_processes)
     argv = ["--index", args.index, "--host", args.host, "--port", str(args.port)]
     argv += option_argv(args)
     argv += ["--batch-size", str(args.max_batch), "--batch-wait-ms", str(args.max_wait_ms)]

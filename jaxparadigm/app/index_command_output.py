@@ -18,7 +18,7 @@ from jaxparadigm.common.quoting import plural, quote
 from jaxparadigm.errors import require_int
 from jaxparadigm.retrieval.dense.ivf_search import default_nprobe
 from jaxparadigm.retrieval.documents.reading import Skipped, describe_skipped
-from jaxparadigm.retrieval.index.build import add_to_index, build_index
+from jaxparadigm.retrieval.index.build import NothingToAdd, add_to_index, build_index
 from jaxparadigm.retrieval.index.ivf_store import list_sizes_text
 from jaxparadigm.retrieval.index.searcher import IndexSearcher
 from jaxparadigm.retrieval.index.store import committed, read_manifest
@@ -100,12 +100,17 @@ def index_add_text(
     **kw: Any,
 ) -> str:
     """Append ``paths`` to the index in ``index_dir``, encoding on ``devices`` CPU devices
-    (:func:`~jaxparadigm.app.encoder_devices.encoder_on_cpu_devices`); returns a summary line."""
+    (:func:`~jaxparadigm.app.encoder_devices.encoder_on_cpu_devices`); returns a summary line,
+    or ``nothing to add: FILE is already indexed (unchanged)`` when the index holds them all
+    (:class:`~jaxparadigm.retrieval.index.build.NothingToAdd`: a rerun is no error, exit 0)."""
     t0 = time.perf_counter()
     before = committed(read_manifest(index_dir))["count"]
     encoder = _encoder(model_path)
     with encoder_on_cpu_devices(encoder, devices) as where:
-        m = add_to_index(index_dir, paths, encoder, progress=progress, **kw)
+        try:
+            m = add_to_index(index_dir, paths, encoder, progress=progress, **kw)
+        except NothingToAdd as exc:
+            return str(exc)
     added = m["count"] - before
     return _summary("added", Path(index_dir), m, added, time.perf_counter() - t0, where)
 

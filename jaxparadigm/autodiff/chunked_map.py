@@ -41,7 +41,7 @@ def check_chunk_size(chunk_size: object, fn_name: str) -> int | None:
 
 
 def map_rows(fn: Callable, n: int, chunk_size: int | None = None) -> Any:
-    """``stack([fn(k) for k in range(n)])`` (a pytree), vmapped whole or in chunks of ``chunk_size``."""
+    """``stack([fn(k) for k in range(n)])`` (a pytree), vmapped whole or by ``chunk_size`` rows."""
     idx = jnp.arange(n, dtype=jnp.int32)
     if chunk_size is None or chunk_size >= n:
         return jax.vmap(fn)(idx)

@@ -62,7 +62,7 @@ def to_torch_convention(grads: Any) -> Any:
 
 def _tolerance(dtype) -> float:
     """1000 ulp of the complex dtype's real part: rounding in a JVP stays far below it, a failed
-    Cauchy-Riemann equation (a difference of order |J|) far above."""
+    Cauchy-Riemann equation (a difference of order ``|J|``) far above."""
     return 1e3 * float(jnp.finfo(dtype).eps)
 
 

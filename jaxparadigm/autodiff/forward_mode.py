@@ -125,8 +125,11 @@ def jvp(
 
 
 def _basis_tangents(k, leaves, offsets):
-    """The ``k``-th standard basis vector of the differentiated leaves, one slice per leaf: leaf
-    ``j`` holds coordinates ``offsets[j] .. offsets[j] + size - 1`` (``None``: not differentiated)."""
+    """The ``k``-th standard basis vector of the differentiated leaves, one slice per leaf.
+
+    Leaf ``j`` holds coordinates ``offsets[j] .. offsets[j] + size - 1`` (``None``: not
+    differentiated).
+    """
     tangents: list[jax.Array | None] = []
     for leaf, offset in zip(leaves, offsets, strict=True):
         if offset is None:
@@ -153,7 +156,7 @@ def _coordinate_offsets(args, nums):
 
 
 def _unravel_columns(col, wrt_leaves, wrt_tree, out_shape):
-    """(N, *out) columns -> pytree over the inputs of blocks ``out.shape + in.shape``."""
+    """``(N, *out)`` columns -> pytree over the inputs of blocks ``out.shape + in.shape``."""
     blocks, start = [], 0
     for leaf in wrt_leaves:
         size, shape = int(np.size(leaf)), np.shape(leaf)

@@ -102,14 +102,14 @@ def grad_and_value(
 
 
 def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
-    """torch.func.vjp: ``(out, vjp_fn[, aux])``; ``vjp_fn(ct)`` returns one cotangent per primal. C3.2."""
+    """torch.func.vjp: ``(out, vjp_fn[, aux])``, ``vjp_fn(ct)`` one cotangent per primal. C3.2."""
     return reverse_mode.vjp(func, *primals, has_aux=has_aux)
 
 
 def jvp(
     func: Callable, primals: tuple[Any, ...], tangents: tuple[Any, ...], *, has_aux: bool = False
 ) -> tuple[Any, ...]:
-    """torch.func.jvp: ``(out, J @ tangents[, aux])`` by our forward mode (``forward_mode.jvp``). C3.3."""
+    """torch.func.jvp: ``(out, J @ tangents[, aux])`` by ``forward_mode.jvp``. C3.3."""
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise TypeError(
             f"jvp: primals and tangents must be tuples; got {type(primals).__name__} and "
@@ -229,7 +229,7 @@ def hessian(
 
 
 def hvp(f: Callable, primals: tuple, tangents: tuple) -> Any:
-    """Hessian-vector product ``H(primals) @ tangents`` = ``jvp(grad(f), primals, tangents)[1]``. C3.3.
+    """Hessian-vector product ``H(primals) @ tangents = jvp(grad(f), primals, tangents)[1]``. C3.3.
 
     Forward-over-reverse (JAX docs' convention), our forward mode over our ``grad``. One primal
     gives an array, several give a tuple (one block row of H @ v per primal).

@@ -12,7 +12,8 @@ VJP registry and calls the rule; cotangents of a variable used by several equati
 An equation whose primitive has a forward rule (``registry.register_forward``: ``jit``,
 ``custom_vjp_call``, ``scan``) keeps residuals in the environment under its ``Node``; the reverse
 sweep hands them to the VJP rule (``residuals=``) instead of recomputing the inner forward. A call's
-residuals are a ``saved.Saved`` environment: the inner graph plus the values its reverse sweep reads.
+residuals are a ``saved.Saved`` environment: the inner graph plus the values its reverse sweep
+reads.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def _read(env: dict, atom):
 
 
 def count_equations(jaxpr: jcore.Jaxpr | jcore.ClosedJaxpr) -> int:
-    """Number of equations in a jaxpr, counting those inside nested jaxprs (jit, custom calls). C3.3."""
+    """Number of equations in a jaxpr, those inside nested jaxprs (jit, custom calls) too. C3.3."""
     jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
     total = 0
     for eqn in jaxpr.eqns:
@@ -156,7 +157,10 @@ class Graph:
         self.nodes = topological_order(self.jaxpr)
 
     def __repr__(self) -> str:
-        return f"Graph({len(self.inputs)} inputs, {len(self.nodes)} nodes, {len(self.outputs)} outputs)"
+        return (
+            f"Graph({len(self.inputs)} inputs, {len(self.nodes)} nodes, "
+            f"{len(self.outputs)} outputs)"
+        )
 
     def __call__(self, *args):
         """Run the graph on pytree ``args`` (same structure as the example args)."""

@@ -1,6 +1,6 @@
 """Forward-mode interpreter: push tangents through a jaxpr with the JVP rule table (claim C3.2).
 
-Autodidax's ``jvp_jaxpr`` over our registry. For every equation, in program order:
+Autodidax's ``jvp_jaxpr`` over our registry. For every equation, in program order::
 
     all input tangents zero  ->  bind the primitive on the primals; output tangents are zero
     otherwise                ->  (out, out_dot) = get_jvp(name)(primals, tangents, **params)

@@ -1,7 +1,7 @@
 """The static rule registries: forward primitive name -> derivative rule (claim C3.2).
 
 Backward is decomposed per op. Every primitive that can appear in a traced program (a jaxpr
-equation) maps, through one table, to a VJP rule
+equation) maps, through one table, to a VJP rule::
 
     rule(ct, *primals, **params) -> tuple of input cotangents (``None`` = zero)
 
@@ -11,7 +11,7 @@ where ``ct`` is the output cotangent (a list of them when the primitive has seve
 (claim C3.3). This mirrors Autodidax's ``transpose_rules`` table: adding a primitive means adding
 a rule, never a branch in the interpreter.
 
-Forward mode has a second table of the same shape (Autodidax's ``jvp_rules``):
+Forward mode has a second table of the same shape (Autodidax's ``jvp_rules``)::
 
     rule(primals, tangents, **params) -> (primal_out, tangent_out)
 
@@ -21,7 +21,7 @@ symbolic zero (an operand that is not being differentiated, or an integer one). 
 ``tangent_out`` (or an entry of it) may be ``None`` for a zero tangent.
 
 A third table of the same mechanism holds *forward rules* for primitives whose backward needs more
-than their primals (Autodidax's residuals):
+than their primals (Autodidax's residuals)::
 
     forward_rule(*primals, **params) -> (outputs, residuals)
 

@@ -1,4 +1,4 @@
-"""The claims ledger: every checkable claim of the seed article run as an experiment (all claim IDs).
+"""The claims ledger: every checkable claim of the seed article run as an experiment (all IDs).
 
 ``run_claims(only=None)`` -> list of :class:`Verdict`; ``format_table``, ``verdicts_to_json`` and
 ``write_report`` render them. Experiments live in one module per chapter (``c1_retrieval`` ...

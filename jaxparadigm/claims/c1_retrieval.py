@@ -1,7 +1,7 @@
-"""Chapter 1 experiments: keyword matching vs dense retrieval (C1.1) and ``np.dot`` as cosine (C1.2),
-run with our Flax NNX MiniLM (``jaxparadigm.retrieval``) on the seed's own example and on the labelled
-``pydoc_data.topics`` queries (whole topics, first 256 tokens; the passage variant is in
-``jaxparadigm run configs/retrieval.yaml``, too slow for the ledger's time budget)."""
+"""Chapter 1 experiments: keyword matching vs dense retrieval (C1.1) and ``np.dot`` as cosine
+(C1.2), run with our Flax NNX MiniLM (``jaxparadigm.retrieval``) on the seed's own example and on
+the labelled ``pydoc_data.topics`` queries (whole topics, first 256 tokens; the passage variant is
+in ``jaxparadigm run configs/retrieval.yaml``, too slow for the ledger's time budget)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ def _metrics(ranks):
 
 @experiment(
     "C1.1",
-    "Substring matching is brittle; MiniLM embeddings retrieve the relevant doc for a paraphrase (doc 0 or 2).",
+    "Substring matching is brittle; MiniLM embeddings retrieve the relevant doc for a paraphrase "
+    "(doc 0 or 2).",
 )
 def c1_1() -> dict[str, Any]:
     seed = seed_example(minilm_encoder())
@@ -176,18 +177,21 @@ def _chinese_clauses(zh, ctl, relevant) -> tuple[bool, list[str]]:
 @c1_1.decide
 def _(ev):
     """``fails`` when semantic recall@1 on the pydoc queries does not beat both keyword and token
-    overlap (NaN never beats). Otherwise ``holds`` when the English translation of the seed ranks doc
-    0 or 2 first without a substring match AND the Chinese seed does too, with under 50% [UNK] word
-    pieces and an unrelated control query that does not rank the same doc first with at least half
-    the margin. "Ranks doc N first" is read from each case's scores (argmax); a recorded ``top``
-    that disagrees with its scores, or a NaN score, passes no check. Otherwise ``conditional``; the
-    summary states each check's outcome.
+    overlap (NaN never beats). Otherwise ``holds`` when the English translation of the seed ranks
+    doc 0 or 2 first without a substring match AND the Chinese seed does too, with under 50% [UNK]
+    word pieces and an unrelated control query that does not rank the same doc first with at least
+    half the margin. "Ranks doc N first" is read from each case's scores (argmax); a recorded
+    ``top`` that disagrees with its scores, or a NaN score, passes no check. Otherwise
+    ``conditional``; the summary states each check's outcome.
     """
     pd = ev["pydoc"]
     r1 = {m: v["recall@1"] for m, v in pd.items()}
     semantic_wins = all(r1["semantic"] > r1[m] for m in ("keyword", "token_overlap"))
     table = ", ".join(f"{m} {v:.2f}" for m, v in r1.items())
-    pydoc = f"On {ev['pydoc_queries']} paraphrased queries over {ev['pydoc_topics']} pydoc topics, recall@1 is {table}."
+    pydoc = (
+        f"On {ev['pydoc_queries']} paraphrased queries over {ev['pydoc_topics']} pydoc topics, "
+        f"recall@1 is {table}."
+    )
     if not semantic_wins:
         return "fails", pydoc + " Semantic retrieval did not beat keyword matching."
     en_ok, en_sentence = _english_clause(ev["seed_en"], ev["relevant_seed_docs"])
@@ -202,7 +206,8 @@ def _(ev):
 
 @experiment(
     "C1.2",
-    "np.dot(query_emb, doc_embs.T) is 'an approximation of cosine similarity' for these embeddings.",
+    "np.dot(query_emb, doc_embs.T) is 'an approximation of cosine similarity' for these "
+    "embeddings.",
 )
 def c1_2() -> dict[str, Any]:
     _, texts = read_corpus("pydoc")
@@ -216,8 +221,8 @@ APART = 1e-3  # an unnormalised dot product this far from the cosine is no appro
 
 @c1_2.decide
 def _(ev):
-    """``fails`` unless |dot - cos| < 1e-5 for the pipeline's (normalised) embeddings. Then
-    ``conditional`` when the unnormalised |dot - cos| exceeds 1e-3 (the equality rests on the
+    """``fails`` unless ``|dot - cos| < 1e-5`` for the pipeline's (normalised) embeddings. Then
+    ``conditional`` when the unnormalised ``|dot - cos|`` exceeds 1e-3 (the equality rests on the
     Normalize step, which the article does not mention), ``holds`` when it stays within 1e-3 too.
     A NaN figure passes no check (a NaN unnormalised difference gives ``fails``).
     """
@@ -236,8 +241,8 @@ def _(ev):
         lo, hi = ev["unnormalized_norm_range"]
         return "conditional", (
             f"Not an approximation: {exact} Without that Normalize step the norms range over "
-            f"{lo:.2f}..{hi:.2f} and np.dot is no cosine at all (max difference {raw_diff:.2f}; top-1 "
-            f"agreement {ev['unnormalized_top1_agreement']:.0%})."
+            f"{lo:.2f}..{hi:.2f} and np.dot is no cosine at all (max difference {raw_diff:.2f}; "
+            f"top-1 agreement {ev['unnormalized_top1_agreement']:.0%})."
         )
     if raw_diff <= APART:
         return "holds", (

@@ -1,8 +1,8 @@
 """Chapter 2.2 experiment: the lifetime of tensors saved for backward (C2.2).
 
 PyTorch runs the article's ``MyFunction`` with a weakref on the saved input (when installed); our
-``autodiff.tape`` is run the same way and reported beside it, and ``autodiff.Function`` shows that in
-JAX the saved tensors are exactly the ``custom_vjp`` residuals."""
+``autodiff.tape`` is run the same way and reported beside it, and ``autodiff.Function`` shows that
+in JAX the saved tensors are exactly the ``custom_vjp`` residuals."""
 
 from __future__ import annotations
 
@@ -153,6 +153,6 @@ def _(ev):
             f"PyTorch's saved tensor was alive until backward and freed after it. {ours}"
         )
     return "fails", (
-        f"PyTorch's saved tensor was {'alive' if alive_before else 'already freed'} before backward "
-        f"and {'still alive' if alive_after else 'freed'} after it. {ours}"
+        f"PyTorch's saved tensor was {'alive' if alive_before else 'already freed'} before "
+        f"backward and {'still alive' if alive_after else 'freed'} after it. {ours}"
     )

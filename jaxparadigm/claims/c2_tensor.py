@@ -1,6 +1,7 @@
 """Chapter 2 experiments: tensors as views (C2.1), host->device copies (C2.3), broadcasting (C2.4),
-aliasing vs immutability (C2.5). Each runs our ``jaxparadigm.tensor`` code and, when ``import torch``
-works, the article's own PyTorch snippet; without torch the PyTorch fields read ``"not measured"``."""
+aliasing vs immutability (C2.5). Each runs our ``jaxparadigm.tensor`` code and, when
+``import torch`` works, the article's own PyTorch snippet; without torch the PyTorch fields read
+``"not measured"``."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from jaxparadigm.tensor import (
 
 @experiment(
     "C2.1",
-    "A 12-element storage viewed with offset 2, size (2,3), stride (3,1) gives rows [2,3,4], [5,6,7].",
+    "A 12-element storage viewed with offset 2, size (2,3), stride (3,1) gives rows [2,3,4], "
+    "[5,6,7].",
 )
 def c2_1() -> dict[str, Any]:
     storage_size, shape, strides, offset = 12, (2, 3), (3, 1), 2
@@ -62,17 +64,18 @@ def c2_1() -> dict[str, Any]:
 
 @c2_1.decide
 def _(ev):
-    """``holds`` when ours, our ``as_strided`` and numpy's ``as_strided`` (and PyTorch, when measured)
-    all materialise the expected rows; ``fails`` when any of them differs. numpy is the independent
-    oracle of the stride arithmetic, so an unmeasured PyTorch side is named, not needed."""
+    """``holds`` when ours, our ``as_strided`` and numpy's ``as_strided`` (and PyTorch, when
+    measured) all materialise the expected rows; ``fails`` when any of them differs. numpy is the
+    independent oracle of the stride arithmetic, so an unmeasured PyTorch side is named, not
+    needed."""
     v = ev["view"]
     results = {"ours": ev["ours"], "as_strided": ev["as_strided"], "numpy": ev["numpy"]}
     if measured(ev["torch"]):
         results["torch"] = ev["torch"]
     wrong = [k for k, r in results.items() if r != ev["expected"]]
     described = (
-        f"A view (shape {tuple(v['shape'])}, strides {tuple(v['strides'])}, offset {v['offset']}) of "
-        f"a {v['storage_size']}-element storage holding its indices"
+        f"A view (shape {tuple(v['shape'])}, strides {tuple(v['strides'])}, offset {v['offset']}) "
+        f"of a {v['storage_size']}-element storage holding its indices"
     )
     if wrong:
         return "fails", (
@@ -81,8 +84,8 @@ def _(ev):
         )
     torch_part = "" if "torch" in results else " PyTorch side not measured."
     return "holds", (
-        f"{described} materialises {ev['expected']} in {', '.join(results)}; movement ops only change "
-        f"metadata (transpose -> strides {tuple(ev['transpose_strides'])}).{torch_part}"
+        f"{described} materialises {ev['expected']} in {', '.join(results)}; movement ops only "
+        f"change metadata (transpose -> strides {tuple(ev['transpose_strides'])}).{torch_part}"
     )
 
 
@@ -139,14 +142,16 @@ def _torch_h2d_fractions(torch, nbytes: int) -> dict:
 @c2_3.decide
 def _(ev):
     """``conditional`` when device_put aliased the host buffer (zero copy: nothing to overlap).
-    ``fails`` unless device_put returned within half of the transfer time (NaN fails). Then ``holds``
-    when PyTorch's default ``.to('cuda')`` was not measured (named) or also returned within half;
-    ``conditional`` when only pinned memory with ``non_blocking=True`` returned early."""
+    ``fails`` unless device_put returned within half of the transfer time (NaN fails). Then
+    ``holds`` when PyTorch's default ``.to('cuda')`` was not measured (named) or also returned
+    within half; ``conditional`` when only pinned memory with ``non_blocking=True`` returned
+    early."""
     frac, where = ev["dispatch_fraction"], describe_platform(ev["platform"])
     device = f"the {ev['device_platform']} device ({where})"
     if ev["zero_copy_h2d"]:
         return "conditional", (
-            f"On {device} device_put aliased the host buffer (zero copy): there was no copy to overlap."
+            f"On {device} device_put aliased the host buffer (zero copy): there was no copy to "
+            "overlap."
         )
     if not frac < 0.5:
         return "fails", (
@@ -163,8 +168,9 @@ def _(ev):
     if not torch_default < 0.5:
         return "conditional", jax_part + (
             f" PyTorch's default .to('cuda') blocked for {torch_default:.0%}; only pinned memory "
-            f"with non_blocking=True returned early "
-            f"({ev['torch_pinned_nonblocking_dispatch_fraction']:.0%}), a condition the article omits."
+            "with non_blocking=True returned early "
+            f"({ev['torch_pinned_nonblocking_dispatch_fraction']:.0%}), a condition the article "
+            "omits."
         )
     return "holds", jax_part + f" PyTorch's .to('cuda') also returned early ({torch_default:.0%})."
 
@@ -224,10 +230,11 @@ def _shape(dims) -> str:
 
 @c2_4.decide
 def _(ev):
-    """``fails`` when ours, numpy or PyTorch (when measured) give another shape than expected for the
-    article's cases, or ours disagrees with numpy on any random shape pair (NaN counts never agree).
-    Otherwise ``holds`` with PyTorch measured; ``conditional`` ("PyTorch side not measured") without,
-    since the claim is that PyTorch agrees. TF's partial shapes are our port of TF's documented rule."""
+    """``fails`` when ours, numpy or PyTorch (when measured) give another shape than expected for
+    the article's cases, or ours disagrees with numpy on any random shape pair (NaN counts never
+    agree). Otherwise ``holds`` with PyTorch measured; ``conditional`` ("PyTorch side not measured")
+    without, since the claim is that PyTorch agrees. TF's partial shapes are our port of TF's
+    documented rule."""
     refs = {"ours": ev["ours"], "numpy": ev["numpy"]}
     if measured(ev["torch"]):
         refs["torch"] = ev["torch"]
@@ -300,9 +307,9 @@ def c2_5() -> dict[str, Any]:
 @c2_5.decide
 def _(ev):
     """Scatter half: ``fails`` unless scatter_nd_update left its input at ``a_initial``, returned
-    ``scatter_expected`` and used a new buffer. set_ half, measured on PyTorch only: ``holds`` when a
-    became ``set_value``, ``fails`` otherwise. PyTorch not installed: ``conditional`` ("PyTorch side
-    not measured"; our Memory model of PyTorch is never used as its evidence)."""
+    ``scatter_expected`` and used a new buffer. ``set_`` half, measured on PyTorch only: ``holds``
+    when a became ``set_value``, ``fails`` otherwise. PyTorch not installed: ``conditional``
+    ("PyTorch side not measured"; our Memory model of PyTorch is never used as its evidence)."""
     a0, new = ev["a_initial"], ev["set_value"]
     scatter_new = (
         ev["scatter_input_after"] == a0
@@ -311,14 +318,14 @@ def _(ev):
     )
     if not scatter_new:
         return "fails", (
-            f"scatter_nd_update did not return a new tensor: input after {ev['scatter_input_after']}, "
-            f"result {ev['scatter_result']} (expected {ev['scatter_expected']}), new buffer: "
-            f"{ev['scatter_new_buffer']}."
+            "scatter_nd_update did not return a new tensor: input after "
+            f"{ev['scatter_input_after']}, result {ev['scatter_result']} (expected "
+            f"{ev['scatter_expected']}), new buffer: {ev['scatter_new_buffer']}."
         )
     scatter = (
-        f"The scatter half holds: scatter_nd_update returned {ev['scatter_result']} in a new buffer "
-        f"and left its input at {ev['scatter_input_after']}; the in-place variant donates the input "
-        f"(input deleted: {ev['inplace_input_deleted']}) instead of aliasing it."
+        f"The scatter half holds: scatter_nd_update returned {ev['scatter_result']} in a new "
+        f"buffer and left its input at {ev['scatter_input_after']}; the in-place variant donates "
+        f"the input (input deleted: {ev['inplace_input_deleted']}) instead of aliasing it."
     )
     a_after = ev["torch_a_after_set_"]
     if not measured(a_after):

@@ -1,6 +1,7 @@
-"""Chapter 3 experiments: tape vs declared graph (C3.1), the per-op VJP registry (C3.2), grad-of-grad
-by re-entering the graph (C3.3). Our ``jaxparadigm.autodiff`` engine is run, ``jax.grad`` is the
-oracle, and PyTorch runs the article's snippets when installed (else its fields are "not measured")."""
+"""Chapter 3 experiments: tape vs declared graph (C3.1), the per-op VJP registry (C3.2),
+grad-of-grad by re-entering the graph (C3.3). Our ``jaxparadigm.autodiff`` engine is run,
+``jax.grad`` is the oracle, and PyTorch runs the article's snippets when installed (else its fields
+are "not measured")."""
 
 from __future__ import annotations
 
@@ -74,7 +75,8 @@ def _(ev):
     """``holds`` when our tape recorded Add -> (Pow, Mul) during the forward, its backward equals
     jax.grad within 1e-6 (NaN fails), the traced graph's nodes come out in topological order, and
     PyTorch's grad_fn chain (when measured) is an Add over two nodes too; ``fails`` otherwise. The
-    claim is about define-by-run tapes in general, so an unmeasured PyTorch side is named, not needed.
+    claim is about define-by-run tapes in general, so an unmeasured PyTorch side is named, not
+    needed.
     """
     chain = ev["tape_chain_before_backward"]
     grads_ok = abs(ev["tape_grad"] - ev["jax_grad"]) <= 1e-6
@@ -169,7 +171,8 @@ _PROBE.def_abstract_eval(lambda aval: aval)
 
 @experiment(
     "C3.2",
-    "Backward is decomposed per op: each forward op name maps through a static registry to its rule.",
+    "Backward is decomposed per op: each forward op name maps through a static registry to its "
+    "rule.",
 )
 def c3_2() -> dict[str, Any]:
     registry = set(registered_primitives())
@@ -197,8 +200,8 @@ def c3_2() -> dict[str, Any]:
 @c3_2.decide
 def _(ev):
     """``holds`` when every primitive of the four test programs has a registered rule, our gradients
-    equal jax.grad within 1e-6 relative (NaN fails), and the private probe primitive (registered by no
-    one) raised MissingVJPRule naming it; ``fails`` when any of the three is not observed."""
+    equal jax.grad within 1e-6 relative (NaN fails), and the private probe primitive (registered by
+    no one) raised MissingVJPRule naming it; ``fails`` when any of the three is not observed."""
     errors = list(ev["max_rel_error_vs_jax_grad"].values())
     worst = max(errors) if all(e == e for e in errors) else float("nan")  # NaN is the worst
     checks = {
@@ -271,7 +274,7 @@ def _(ev):
         )
     torch_note = "" if "torch.func" in values else " PyTorch side not measured."
     return "holds", (
-        f"grad(grad(f))({ev['x']}) = {ev['ours']} (= {ev['expected']}) in {', '.join(values)}; each "
-        f"level traces a new program: {counts} equations for orders 0..{len(counts) - 1} (jax.grad: "
-        f"{ev['jax_equations_per_order']}).{torch_note}"
+        f"grad(grad(f))({ev['x']}) = {ev['ours']} (= {ev['expected']}) in {', '.join(values)}; "
+        f"each level traces a new program: {counts} equations for orders 0..{len(counts) - 1} "
+        f"(jax.grad: {ev['jax_equations_per_order']}).{torch_note}"
     )

@@ -1,11 +1,11 @@
 """Chapter 4.4 experiment: PyTorch's ``clip_grad_norm_`` vs TF's ``clip_by_global_norm`` (C4.4).
 
 Styles compared on the same gradient trees: optax's own ``clip_by_global_norm`` (the library), TF's
-documented formula (``clip_by_global_norm_tf``; TF itself is not run), our port of PyTorch's formula,
-per-leaf clipping, and — when installed — PyTorch's real ``clip_grad_norm_`` (with and without
-``error_if_nonfinite``). Cases: norms above and below the threshold, all-zero gradients, an ``inf``
-and a ``NaN`` entry, and a data-parallel step whose one shard is NaN before the cross-device mean
-(``jax.vmap`` with an axis name and ``lax.pmean``: the collective's semantics, on one device).
+documented formula (``clip_by_global_norm_tf``; TF itself is not run), our port of PyTorch's
+formula, per-leaf clipping, and — when installed — PyTorch's real ``clip_grad_norm_`` (with and
+without ``error_if_nonfinite``). Cases: norms above and below the threshold, all-zero gradients, an
+``inf`` and a ``NaN`` entry, and a data-parallel step whose one shard is NaN before the cross-device
+mean (``jax.vmap`` with an axis name and ``lax.pmean``: the collective's semantics, on one device).
 """
 
 from __future__ import annotations
@@ -40,7 +40,10 @@ def _flat(tree) -> np.ndarray:
 
 
 def _real_torch(torch, grads, error_if_nonfinite: bool):
-    """PyTorch's clip_grad_norm_ on ``grads``: the clipped flat gradient, or the error's first line."""
+    """PyTorch's ``clip_grad_norm_`` on ``grads``: the clipped flat gradient.
+
+    Or, when it raises, the first line of its error.
+    """
     ps = [torch.nn.Parameter(torch.zeros(np.asarray(g).shape)) for g in jax.tree.leaves(grads)]
     for p, g in zip(ps, jax.tree.leaves(grads), strict=True):
         p.grad = torch.tensor(np.asarray(g))
@@ -92,7 +95,8 @@ def _data_parallel_nan_shard(base):
 
 @experiment(
     "C4.4",
-    "torch clip_grad_norm_ (per-layer norms aggregated) and TF clip_by_global_norm clip differently.",
+    "torch clip_grad_norm_ (per-layer norms aggregated) and TF clip_by_global_norm clip "
+    "differently.",
 )
 def c4_4() -> dict[str, Any]:
     keys = jax.random.split(jax.random.PRNGKey(1), 3)
@@ -194,8 +198,8 @@ def _(ev):
         else "none"
     )
     tail = (
-        f" Non-finite cases where the styles differ: {nonfinite}. Per-leaf clipping, a different paradigm, "
-        f"differs by {per_leaf:.0%}."
+        f" Non-finite cases where the styles differ: {nonfinite}. Per-leaf clipping, a different "
+        f"paradigm, differs by {per_leaf:.0%}."
     )
     if not torch_measured:
         return "conditional", f"PyTorch side not measured. {finite}.{tail}"

@@ -32,7 +32,8 @@ def _apply(tx, params, grads, steps=1):
 
 @experiment(
     "C4.1",
-    "An SGD step is p <- p - lr*grad, outside gradient tracking, skipping params without a gradient.",
+    "An SGD step is p <- p - lr*grad, outside gradient tracking, skipping params without a "
+    "gradient.",
 )
 def c4_1() -> dict[str, Any]:
     lr, wd = 0.1, 0.01
@@ -86,10 +87,10 @@ def c4_1() -> dict[str, Any]:
 @c4_1.decide
 def _(ev):
     """``fails`` when our step differs from p - lr*g by more than 1e-6, PyTorch's step (measured)
-    differs from ours by more than 1e-6, or PyTorch moved a parameter whose grad is None (NaN fails).
-    Otherwise, with PyTorch measured: ``holds`` when an unused parameter also stays put in functional
-    JAX with weight decay, ``conditional`` when it moves there (skipping needs a None gradient).
-    Without torch: ``conditional`` ("PyTorch side not measured")."""
+    differs from ours by more than 1e-6, or PyTorch moved a parameter whose grad is None (NaN
+    fails). Otherwise, with PyTorch measured: ``holds`` when an unused parameter also stays put in
+    functional JAX with weight decay, ``conditional`` when it moves there (skipping needs a None
+    gradient). Without torch: ``conditional`` ("PyTorch side not measured")."""
     if not ev["max_abs_error_vs_formula"] <= 1e-6:
         return "fails", (
             f"Our SGD step differs from p - lr*g by {ev['max_abs_error_vs_formula']:.2e}."
@@ -97,7 +98,7 @@ def _(ev):
     moved = ev["zero_grad_param_moved_with_weight_decay"]
     jax_moves = not moved == 0.0
     jax_part = (
-        f"In functional JAX every parameter gets a gradient (zeros), so weight decay still moves an "
+        "In functional JAX every parameter gets a gradient (zeros), so weight decay still moves an "
         f"unused parameter by {moved:.1e} (momentum, 3 steps: "
         f"{ev['zero_grad_param_moved_with_momentum_3_steps']:.1e})."
         if jax_moves
@@ -118,16 +119,16 @@ def _(ev):
     skipped = ev["torch_unused_grad_is_none"] is True and torch_moved == 0.0
     if not diff <= 1e-6 or not skipped:
         return "fails", (
-            f"PyTorch's SGD step differs from p - lr*g by {diff:.1e}; its unused parameter had grad "
-            f"None: {ev['torch_unused_grad_is_none']} and moved by {torch_moved:.1e}."
+            f"PyTorch's SGD step differs from p - lr*g by {diff:.1e}; its unused parameter had "
+            f"grad None: {ev['torch_unused_grad_is_none']} and moved by {torch_moved:.1e}."
         )
     torch_part = (
-        f"PyTorch's step equals ours within {diff:.1e} and skipped the unused parameter (grad None, "
-        f"moved {torch_moved:.1e})."
+        f"PyTorch's step equals ours within {diff:.1e} and skipped the unused parameter (grad "
+        f"None, moved {torch_moved:.1e})."
     )
     if jax_moves:
         return "conditional", (
-            f"p <- p - lr*g holds exactly; but 'skipping parameters without a gradient' exists only "
+            "p <- p - lr*g holds exactly; but 'skipping parameters without a gradient' exists only "
             f"where a gradient can be None. {torch_part} {jax_part}"
         )
     return "holds", f"p <- p - lr*g holds exactly. {torch_part} {jax_part}"
@@ -147,7 +148,8 @@ def _adam_run(nu_dtype, grads_seq, params):
 
 @experiment(
     "C4.2",
-    "Mixed-precision Adam keeps exp_avg in float32 and exp_avg_sq in float16, saving memory without harm.",
+    "Mixed-precision Adam keeps exp_avg in float32 and exp_avg_sq in float16, saving memory "
+    "without harm.",
 )
 def c4_2() -> dict[str, Any]:
     key = jax.random.PRNGKey(0)
@@ -193,10 +195,10 @@ HARM = 0.01  # a final parameter error above 1% of the largest fp32 parameter is
 @c4_2.decide
 def _(ev):
     """``fails`` when float16 nu saves no memory against float32, or does harm: some entries
-    underflowed to zero AND the parameters after ``adam_steps`` steps deviate from fp32 Adam by more than 1% (NaN
-    counts as harm). Otherwise ``fails`` when PyTorch (measured) stores both moments in one dtype
-    (the article's layout is not PyTorch's), ``holds`` when it stores exp_avg_sq in a narrower dtype
-    than exp_avg, and ``conditional`` ("PyTorch side not measured") without torch."""
+    underflowed to zero AND the parameters after ``adam_steps`` steps deviate from fp32 Adam by more
+    than 1% (NaN counts as harm). Otherwise ``fails`` when PyTorch (measured) stores both moments in
+    one dtype (the article's layout is not PyTorch's), ``holds`` when it stores exp_avg_sq in a
+    narrower dtype than exp_avg, and ``conditional`` ("PyTorch side not measured") without torch."""
     fp32, bf16, fp16 = ev["nu_float32"], ev["nu_bfloat16"], ev["nu_float16"]
     harmless = fp16["nu_underflow_fraction"] == 0 or fp16["max_param_deviation_vs_fp32"] <= HARM
     saves = fp16["nu_bytes"] < fp32["nu_bytes"]
@@ -210,15 +212,17 @@ def _(ev):
     )
     if not saves:
         return "fails", (
-            f"float16 nu saved no memory ({fp32['nu_bytes']} B -> {fp16['nu_bytes']} B).{torch_part}"
+            f"float16 nu saved no memory ({fp32['nu_bytes']} B -> {fp16['nu_bytes']} "
+            f"B).{torch_part}"
         )
     if not harmless:
         return "fails", (
             f"float16 nu halves its bytes ({fp32['nu_bytes']} -> {fp16['nu_bytes']}) but "
-            f"{fp16['nu_underflow_fraction']:.1%} of entries underflowed to zero, and after {ev['adam_steps']} steps the "
-            f"largest parameter error vs fp32 Adam is {fp16['max_param_deviation_vs_fp32']:.3g}x the "
-            f"largest fp32 parameter; bfloat16 nu ({bf16['nu_underflow_fraction']:.1%} underflow, "
-            f"error {bf16['max_param_deviation_vs_fp32']:.2g}x) keeps fp32's range.{torch_part}"
+            f"{fp16['nu_underflow_fraction']:.1%} of entries underflowed to zero, and after "
+            f"{ev['adam_steps']} steps the largest parameter error vs fp32 Adam is "
+            f"{fp16['max_param_deviation_vs_fp32']:.3g}x the largest fp32 parameter; bfloat16 nu "
+            f"({bf16['nu_underflow_fraction']:.1%} underflow, error "
+            f"{bf16['max_param_deviation_vs_fp32']:.2g}x) keeps fp32's range.{torch_part}"
         )
     no_harm = (
         f"float16 nu saved memory ({fp32['nu_bytes']} -> {fp16['nu_bytes']} B) with "
@@ -238,7 +242,8 @@ def _(ev):
 
 @experiment(
     "C4.3",
-    "A warmup scheduler's step counter overflows past 2^31-1 and turns the lr negative (LinearLR); TF is protected.",
+    "A warmup scheduler's step counter overflows past 2^31-1 and turns the lr negative (LinearLR); "
+    "TF is protected.",
 )
 def c4_3() -> dict[str, Any]:
     base, start, end, total = 1e-3, 1.0 / 3.0, 1.0, 5
@@ -251,8 +256,9 @@ def c4_3() -> dict[str, Any]:
         with_torch=torch_or_none() is not None,
     )
     wrapped = jnp.asarray(demo.naive_count, jnp.int32)
-    # TF's documented PolynomialDecay clips the step to [0, decay_steps]; optax's polynomial_schedule
-    # (a library we did not write) implements the same documented formula. TF itself is not run.
+    # TF's documented PolynomialDecay clips the step to [0, decay_steps]; optax's
+    # polynomial_schedule (a library we did not write) implements the same documented formula. TF
+    # itself is not run.
     tf_formula = optax.polynomial_schedule(1e-3, 1e-5, 1.0, 1000)
     ev: dict[str, Any] = {
         "int32_max": INT32_MAX,
@@ -303,12 +309,13 @@ def _(ev):
         f"A naive int32 counter (as in XLA/JAX) wraps to {min(ev['naive_int32_count'])} past "
         f"{ev['int32_max']}, and the linear warmup formula on it gives lr {min(naive_lr):.3g}."
         if naive_negative
-        else f"Even a naive int32 counter kept the linear warmup lr at or above {min(naive_lr):.3g}."
+        else "Even a naive int32 counter kept the linear warmup lr at or above "
+        f"{min(naive_lr):.3g}."
     )
     tf = ev["tf_documented_polynomial_on_naive_counter"]
     tf_part = (
-        f" TF's documented PolynomialDecay clips the count, so on the wrapped counter its lr stays in "
-        f"{min(tf):.3g}..{max(tf):.3g}: no negative rate, but it silently restarts the decay "
+        " TF's documented PolynomialDecay clips the count, so on the wrapped counter its lr stays "
+        f"in {min(tf):.3g}..{max(tf):.3g}: no negative rate, but it silently restarts the decay "
         f"(at the true step it would be {ev['tf_documented_polynomial_at_true_step']:.3g})."
     )
     safe = ev["lr_safe_counter"]
@@ -320,7 +327,8 @@ def _(ev):
     if min(torch_lr) < 0:
         return (
             "holds",
-            f"PyTorch's LinearLR lr went to {min(torch_lr):.3g} past {ev['int32_max']}. {naive}{tf_part}",
+            f"PyTorch's LinearLR lr went to {min(torch_lr):.3g} past {ev['int32_max']}. "
+            f"{naive}{tf_part}",
         )
     torch_part = (
         f"PyTorch's LinearLR counts with a Python int (last_epoch reached "

@@ -44,7 +44,7 @@ def _validation_evidence(rng: np.random.Generator) -> dict[str, Any]:
 
 
 def _drift_evidence(rng: np.random.Generator) -> dict[str, Any]:
-    """PSI per feature when feature 1 shifts by one standard deviation, and the flagged ones (C5.1)."""
+    """PSI per feature when feature 1 shifts by one standard deviation; the flagged ones (C5.1)."""
     ref = rng.normal(size=(2000, 3))
     cur = ref.copy()
     cur[:, 1] += 1.0  # feature 1 shifts by one standard deviation
@@ -126,11 +126,11 @@ ROLLBACK_SECONDS = 5.0  # "roll back in seconds"
 
 @c5_1.decide
 def _(ev):
-    """``holds`` when every measured check worked: the schema accepted the good batch and refused the
-    NaN and out-of-range ones, drift flagged exactly the shifted feature, a checkpoint under another
-    config was refused, the guarded run skipped, rolled back and ended finite within 2x the clean
-    loss, and a restore took under 5 s (NaN fails); ``fails`` otherwise. Unexercised practices are
-    listed, not counted."""
+    """``holds`` when every measured check worked: the schema accepted the good batch and refused
+    the NaN and out-of-range ones, drift flagged exactly the shifted feature, a checkpoint under
+    another config was refused, the guarded run skipped, rolled back and ended finite within 2x the
+    clean loss, and a restore took under 5 s (NaN fails); ``fails`` otherwise. Unexercised practices
+    are listed, not counted."""
     checks = {
         "schema validation": not ev["validation_good_batch_error"]
         and bool(ev["validation_nan_error"])
@@ -147,12 +147,12 @@ def _(ev):
         return "fails", f"These engineering checks did not work: {', '.join(failed)}."
     events = ev["guard_events"]
     return "holds", (
-        f"Measured: a NaN batch and an out-of-range label were refused by the schema; drift flagged "
+        "Measured: a NaN batch and an out-of-range label were refused by the schema; drift flagged "
         f"exactly feature(s) {ev['drift_flagged']} (PSI {max(ev['drift_psi']):.2f}); a checkpoint "
         f"signed with {ev['signature_kind']} over every state leaf and the config keys that define "
-        f"the state ({', '.join(ev['signed_config_keys'])}) was refused under another config; "
-        f"NaN steps were skipped and the run rolled back ({events.count('skip')} skips, "
+        f"the state ({', '.join(ev['signed_config_keys'])}) was refused under another config; NaN "
+        f"steps were skipped and the run rolled back ({events.count('skip')} skips, "
         f"{events.count('rollback')} rollback) and ended at loss {ev['guard_final_loss']:.4f} vs "
-        f"{ev['clean_final_loss']:.4f} clean; a restore takes {ev['restore_seconds_median']:.2f} s. "
-        f"Not exercised: {', '.join(ev['not_measured'])}."
+        f"{ev['clean_final_loss']:.4f} clean; a restore takes {ev['restore_seconds_median']:.2f} "
+        f"s. Not exercised: {', '.join(ev['not_measured'])}."
     )

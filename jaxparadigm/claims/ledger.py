@@ -1,10 +1,11 @@
-"""The claims ledger: one registered experiment per claim ID, run into computed :class:`Verdict`s.
+"""The claims ledger: one registered experiment per claim ID, run into computed verdicts.
 
-``@experiment("C2.1", "statement")`` registers a ``measure`` function; its ``decide`` rule is attached with
-``@<measure>.decide``. ``run_claims`` runs the selected experiments in ID order and builds each verdict as
-``Verdict(id, *decide(evidence), evidence, figures)`` — the only way a status is produced. Every
-evidence dict gets a ``platform`` record (:func:`platform_record`) before the rule sees it.
-An experiment registered with ``config="c5_2"`` receives that section of :class:`ClaimsConfig`.
+``@experiment("C2.1", "statement")`` registers a ``measure`` function; its ``decide`` rule is
+attached with ``@<measure>.decide``. ``run_claims`` runs the selected experiments in ID order and
+builds each verdict as ``Verdict(id, *decide(evidence), evidence, figures)`` — the only way a status
+is produced. Every evidence dict gets a ``platform`` record (:func:`platform_record`) before the
+rule sees it. An experiment registered with ``config="c5_2"`` receives that section of
+:class:`ClaimsConfig`.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def _id_key(claim_id: str) -> tuple[int, ...]:
 
 
 def experiments() -> dict[str, Experiment]:
-    """All registered experiments, in claim-ID order (importing the chapter modules on first use)."""
+    """All registered experiments in claim-ID order (the chapter modules imported on first use)."""
     for name in EXPERIMENT_MODULES:
         importlib.import_module(name)
     return {k: _REGISTRY[k] for k in sorted(_REGISTRY, key=_id_key)}
@@ -114,10 +115,11 @@ def run_claims(
 ) -> list[Verdict]:
     """Run the experiments for ``only`` (claim IDs; all when None) and return their verdicts.
 
-    ``config`` carries the thresholds and load settings (``claims.*``); the article's numbers by default.
-    ``progress``: on stderr, a line as each experiment starts (``claims: C1.1 (1/23) started``) and
-    one as it finishes with its elapsed time (``claims: 1/23 claims, ..., last C1.1 in 12.3 s``),
-    above a bar on a terminal (:class:`~jaxparadigm.common.progress.Progress`).
+    ``config`` carries the thresholds and load settings (``claims.*``); the article's numbers by
+    default. ``progress``: on stderr, a line as each experiment starts
+    (``claims: C1.1 (1/23) started``) and one as it finishes with its elapsed time
+    (``claims: 1/23 claims, ..., last C1.1 in 12.3 s``), above a bar on a terminal
+    (:class:`~jaxparadigm.common.progress.Progress`).
     """
     table = experiments()
     ids = list(table) if only is None else list(only)

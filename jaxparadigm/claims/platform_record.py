@@ -1,9 +1,10 @@
 """The platform a claim was measured on, as evidence (every claim ID; C2.3 and C5.2 quote it).
 
-``platform_record()`` -> ``{"cpu_model", "cpu_count", "usable_cores", "backend", "device_kind",
-"device_count", "versions": {python, jax, jaxlib, optax, flax, numpy, torch}}``. A package that is not
-installed (or torch under ``JAXPARADIGM_NO_TORCH``) is recorded as ``"not measured"``. Summaries that
-depend on hardware name it through :func:`describe_platform`, never through typed-in prose.
+``platform_record()`` -> a dict of ``cpu_model``, ``cpu_count``, ``usable_cores``, ``backend``,
+``device_kind``, ``device_count`` and ``versions`` (python, jax, jaxlib, optax, flax, numpy,
+torch). A package that is not installed (or torch under ``JAXPARADIGM_NO_TORCH``) is recorded as
+``"not measured"``. Summaries that depend on hardware name it through :func:`describe_platform`,
+never through typed-in prose.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rendering verdicts: terminal table, JSON list, a Markdown report with plots, the README section."""
+"""Verdict rendering: terminal table, JSON list, Markdown report with plots, the README section."""
 
 from __future__ import annotations
 
@@ -55,9 +55,10 @@ def _table_cell(text: str) -> str:
 
 
 def write_report(verdicts: list[Verdict], directory: str | os.PathLike) -> Path:
-    """Write ``report.md`` (table, evidence, embedded plots) and ``verdicts.json`` into ``directory``.
+    """Write ``report.md`` (table, evidence, plots) and ``verdicts.json`` into ``directory``.
 
-    Figures are copied next to the report so the directory is self-contained. Returns the report path.
+    Figures are copied next to the report so the directory is self-contained. Returns the report
+    path.
     """
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)

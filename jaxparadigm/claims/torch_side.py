@@ -1,9 +1,10 @@
 """Optional PyTorch side of the claims (all claim IDs with a PyTorch snippet).
 
-``torch_or_none()`` imports torch when the ``crosscheck`` extra is installed and returns None otherwise,
-or when ``JAXPARADIGM_NO_TORCH`` is set to anything but ``""``/``"0"`` (so tests can force the path
-without torch). Without torch, an experiment records each PyTorch field as :data:`NOT_MEASURED`, never a
-value taken from our own model of PyTorch; the rules then decide only on what was measured.
+``torch_or_none()`` imports torch when the ``crosscheck`` extra is installed and returns None
+otherwise, or when ``JAXPARADIGM_NO_TORCH`` is set to anything but ``""``/``"0"`` (so tests can
+force the path without torch). Without torch, an experiment records each PyTorch field as
+:data:`NOT_MEASURED`, never a value taken from our own model of PyTorch; the rules then decide only
+on what was measured.
 """
 
 from __future__ import annotations

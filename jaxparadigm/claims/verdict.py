@@ -1,8 +1,9 @@
 """``Verdict``: what one claim experiment measured and the status computed from it.
 
-Every experiment is a pair of functions: ``measure() -> evidence`` runs code and returns the measured values
-(a JSON-able dict, plus optional figures), and ``decide(evidence) -> (status, summary)`` is a small pure rule
-that a reader can follow. The status is never typed in: change the evidence and the status changes.
+Every experiment is a pair of functions: ``measure() -> evidence`` runs code and returns the
+measured values (a JSON-able dict, plus optional figures), and
+``decide(evidence) -> (status, summary)`` is a small pure rule that a reader can follow. The status
+is never typed in: change the evidence and the status changes.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ class Verdict:
     """The computed verdict for one claim ID of ``docs/CLAIMS.md``.
 
     ``status`` is ``holds`` (the article's claim is confirmed by the measurement), ``fails`` (it is
-    contradicted), or ``conditional`` (true only under conditions the article does not state; ``summary``
-    says which). ``evidence`` holds the measured values the status was computed from; ``figures`` maps a
-    figure name to a PNG path (or is empty).
+    contradicted), or ``conditional`` (true only under conditions the article does not state;
+    ``summary`` says which). ``evidence`` holds the measured values the status was computed from;
+    ``figures`` maps a figure name to a PNG path (or is empty).
     """
 
     claim_id: str
@@ -32,11 +33,13 @@ class Verdict:
     def __post_init__(self):
         if self.status not in STATUSES:
             raise ValueError(
-                f"Verdict.status: got {self.status!r} for {self.claim_id}, expected one of {STATUSES}"
+                f"Verdict.status: got {self.status!r} for {self.claim_id}, "
+                f"expected one of {STATUSES}"
             )
         if not isinstance(self.evidence, dict):
             raise TypeError(
-                f"Verdict.evidence: got {type(self.evidence).__name__}, expected a dict of measured values"
+                f"Verdict.evidence: got {type(self.evidence).__name__}, "
+                "expected a dict of measured values"
             )
 
     def to_json(self) -> dict[str, Any]:

@@ -15,6 +15,9 @@ Its functions::
                                bytes that are not UTF-8), or None: the rest need not be read
     shown_name(path)           a path as printable UTF-8, bytes that are not UTF-8 as ``\\xNN``
     mode_words(st_mode)        what a file that is not a regular one is: "a FIFO", "a folder" ...
+    open_regular(path)         the file at ``path`` opened for binary reading once ``fstat`` of the
+                               open file says it is a regular one (opened non-blocking, so a FIFO
+                               in its place cannot block); NotRegularFile (a ValueError) otherwise
 
 Python's ``int()`` refuses a decimal string of more than 4300 digits with a bare ValueError (the
 int-string limit, a guard against its quadratic conversion); ``json.loads`` calls it on every
@@ -26,7 +29,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from typing import Any
+from typing import Any, BinaryIO
 
 from jaxparadigm.common.quoting import byte_at
 
@@ -34,9 +37,11 @@ __all__ = [
     "MAX_JSON_INT_DIGITS",
     "SNIFF_BYTES",
     "JsonLineError",
+    "NotRegularFile",
     "binary_prefix",
     "json_depth",
     "mode_words",
+    "open_regular",
     "read_json",
     "shown_name",
 ]
@@ -133,8 +138,10 @@ def shown_name(path: str | os.PathLike) -> str:
 
 
 def mode_words(mode: int) -> str:
-    """What the file of ``st_mode`` ``mode`` is, for a message: a FIFO, a folder, a socket, a device,
-    else "not a regular file"."""
+    """What the file of ``st_mode`` ``mode`` is, for a message.
+
+    A FIFO, a folder, a socket, a device, else "not a regular file".
+    """
     if stat.S_ISFIFO(mode):
         return "a FIFO"
     if stat.S_ISDIR(mode):
@@ -142,3 +149,32 @@ def mode_words(mode: int) -> str:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+
+
+class NotRegularFile(ValueError):
+    """A path that names a FIFO, a folder, a socket or a device where a regular file is read;
+    ``kind`` is :func:`mode_words` of it ("a FIFO" ...)."""
+
+    def __init__(self, path: str | os.PathLike, kind: str):
+        super().__init__(f"{shown_name(path)} is {kind}, expected a regular file")
+        self.kind = kind
+
+
+def open_regular(path: str | os.PathLike) -> BinaryIO:
+    """``path`` opened for binary reading, checked first to be a regular file (C1.1).
+
+    Opened ``O_RDONLY | O_NONBLOCK | O_NOCTTY``, so opening a FIFO (no writer) or a terminal
+    cannot block or take it over; then ``fstat`` of the open descriptor -- the file that will be
+    read, not a name that may change -- must be ``S_ISREG``, else :class:`NotRegularFile` (a
+    ValueError) naming the path and what it is. A missing or unreadable path raises the OSError
+    of ``os.open`` (FileNotFoundError ...). ``O_NONBLOCK`` has no effect on a regular file's reads.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(path, mode_words(mode))
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")

@@ -2,13 +2,14 @@
 
 A config file is UTF-8 YAML (a key given twice in one mapping is refused, naming both lines)
 converted, field by field, into the frozen dataclasses of :mod:`jaxparadigm.config.sections` by
-:mod:`jaxparadigm.config.schema`: strict types, ``Annotated`` bounds (``Bounds``, ``Length``), and *every* problem reported at once,
-in the style of pydantic's error list: one :class:`~jaxparadigm.errors.ConfigError` with one line
-per problem (unknown keys first, each with a did-you-mean suggestion), each naming the dotted key
-path (e.g. ``optim.schedule.warmup_steps``), the value found and what was expected; a single
-problem is one line. After the fields, the relations between them (:data:`RELATIONS`) are checked
-(``data.batch_size`` against ``data.n_samples``, ``name`` is a plain directory name, ``out_dir`` is
-a directory ...). A file that is a directory, unreadable or not UTF-8 is named in the error.
+:mod:`jaxparadigm.config.schema`: strict types, ``Annotated`` bounds (``Bounds``, ``Length``), and
+*every* problem reported at once, in the style of pydantic's error list: one
+:class:`~jaxparadigm.errors.ConfigError` with one line per problem (unknown keys first, each with a
+did-you-mean suggestion), each naming the dotted key path (e.g. ``optim.schedule.warmup_steps``),
+the value found and what was expected; a single problem is one line. After the fields, the relations
+between them (:data:`RELATIONS`) are checked (``data.batch_size`` against ``data.n_samples``,
+``name`` is a plain directory name, ``out_dir`` is a directory ...). A file that is a directory,
+unreadable or not UTF-8 is named in the error.
 
 Overrides ``key.path=value`` (from the CLI) are applied to the raw mapping before conversion, the
 value itself parsed as YAML so ``optim.learning_rate=3e-4`` and ``model.hidden=[8,8]`` work.
@@ -173,7 +174,7 @@ class LoadedConfig(NamedTuple):
     user_keys: frozenset[str]
 
     def sets(self, key: str) -> bool:
-        """Whether the file or an override set ``key`` (a dotted path, e.g. ``train.sharding.mode``)."""
+        """Whether the file or an override set ``key`` (a dotted path: ``train.sharding.mode``)."""
         return key in self.user_keys
 
     def with_overrides(self, *extra: str) -> Config:

@@ -87,7 +87,8 @@ def _check_out_dir(cfg: Config) -> Iterator[Problem]:
                 yield Problem(
                     key,
                     f"got {shown(value)}, but {shown(str(p))} is not writable (creating a "
-                    f"directory in it fails: {reason}); expected a directory the run can write into",
+                    f"directory in it fails: {reason}); "
+                    "expected a directory the run can write into",
                 )
             return
 

@@ -124,13 +124,13 @@ class RetrievalConfig:
 
 @dataclass(frozen=True)
 class ServiceReadinessConfig:
-    """C5.2: the readiness bar (defaults: the article's numbers) and the bounded load that measures it.
+    """C5.2: the readiness bar (defaults: the article's numbers) and the bounded load measuring it.
 
-    ``p99_ms``/``qps``/``trace_completeness`` are the thresholds; ``qps_backends`` are the JAX backends
-    the QPS bar is applied to (the article gives no hardware: on others a QPS miss is conditional).
-    The load: ``requests`` sent by ``concurrency`` clients, stopped after ``duration_s``; a share
-    ``malformed_fraction`` is malformed and ``timeout_fraction`` asks for a server delay longer than the
-    client's ``timeout_s``.
+    ``p99_ms``/``qps``/``trace_completeness`` are the thresholds; ``qps_backends`` are the JAX
+    backends the QPS bar is applied to (the article gives no hardware: on others a QPS miss is
+    conditional). The load: ``requests`` sent by ``concurrency`` clients, stopped after
+    ``duration_s``; a share ``malformed_fraction`` is malformed and ``timeout_fraction`` asks for a
+    server delay longer than the client's ``timeout_s``.
     """
 
     p99_ms: float = 350.0
@@ -147,7 +147,7 @@ class ServiceReadinessConfig:
 
 @dataclass(frozen=True)
 class ClaimsConfig:
-    """Settings of the claims ledger (``jaxparadigm claims --config FILE claims.c5_2.p99_ms=500``)."""
+    """Claims ledger settings (``jaxparadigm claims --config FILE claims.c5_2.p99_ms=500``)."""
 
     c5_2: ServiceReadinessConfig = field(default_factory=ServiceReadinessConfig)
 

@@ -1,4 +1,4 @@
-"""Scaled dot-product attention with an additive bias: the one helper every model here uses (C1.1, C5.1).
+"""Scaled dot-product attention with an additive bias, the one every model here uses (C1.1, C5.1).
 
     attention(q, k, v, bias) = softmax(q k^T / sqrt(d_head) + bias) v
 
@@ -28,7 +28,7 @@ def mask_bias(visible: jax.Array) -> jax.Array:
 
 
 def attention(q: jax.Array, k: jax.Array, v: jax.Array, bias: jax.Array) -> jax.Array:
-    """``softmax(q k^T / sqrt(d) + bias) v`` per head: ``[B, Tq, H, D]`` in ``q.dtype`` (C1.1, C5.1).
+    """``softmax(q k^T / sqrt(d) + bias) v`` per head, ``[B, Tq, H, D]``, ``q.dtype`` (C1.1, C5.1).
 
     Logits and softmax in float32; ``bias`` must broadcast to ``[B, H, Tq, Tk]``.
     """

@@ -1,4 +1,4 @@
-"""A BERT encoder in Flax NNX with mean pooling: the all-MiniLM-L6-v2 sentence pipeline (C1.1, C1.2).
+"""BERT encoder in Flax NNX with mean pooling: the all-MiniLM-L6-v2 sentence pipeline (C1.1, C1.2).
 
 The forward pass is the HuggingFace ``BertModel`` that sentence-transformers runs, followed by its
 ``Pooling(mean)`` and ``Normalize`` modules::
@@ -6,10 +6,11 @@ The forward pass is the HuggingFace ``BertModel`` that sentence-transformers run
     h_0 = LayerNorm(E_word[ids] + E_pos[0..T) + E_type[type_ids])
     h_l = LayerNorm(a + FFN(a)),  a = LayerNorm(h_{l-1} + Attn(h_{l-1}))   (post-norm, l = 1..L)
     Attn(x) = W_o softmax(Q K^T / sqrt(d_head) + bias_mask) V,   FFN(x) = W_2 gelu_erf(W_1 x)
-    pooled = sum_t mask_t h_L[t] / max(sum_t mask_t, 1e-9),   embedding = pooled / max(|pooled|, 1e-12)
+    pooled = sum_t mask_t h_L[t] / max(sum_t mask_t, 1e-9)
+    embedding = pooled / max(|pooled|, 1e-12)
 
-Weights come from a HuggingFace ``model.safetensors`` read with the safetensors numpy API; Q, K and V
-are fused into one ``[H, 3H]`` projection at load time (one matmul instead of three). Nothing here
+Weights come from a HuggingFace ``model.safetensors`` read with the safetensors numpy API; Q, K and
+V are fused into one ``[H, 3H]`` projection at load time (one matmul instead of three). Nothing here
 downloads anything.
 """
 
@@ -80,7 +81,7 @@ class BertConfig:
 
     @classmethod
     def from_json(cls, path: str | os.PathLike) -> BertConfig:
-        """Read a HuggingFace ``config.json``; a missing file or key raises an error naming the file."""
+        """Read a HuggingFace ``config.json``; a missing file or key: an error naming the file."""
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such file; expected a BERT config.json")
@@ -131,7 +132,7 @@ class BertEmbeddings(nnx.Module):
 
 
 class BertLayer(nnx.Module):
-    """One post-norm transformer block: fused-QKV self-attention, then a GELU feed-forward (C1.1)."""
+    """One post-norm block: fused-QKV self-attention, then a GELU feed-forward (C1.1)."""
 
     def __init__(self, cfg: BertConfig, *, rngs: nnx.Rngs):
         h = cfg.hidden_size
@@ -153,7 +154,7 @@ class BertLayer(nnx.Module):
 
 
 class BertEncoder(nnx.Module):
-    """BERT token encoder: ``(input_ids [B,T], attention_mask [B,T]) -> hidden states [B,T,H]`` (C1.1).
+    """Token encoder: ``(input_ids [B,T], attention_mask [B,T]) -> hidden states [B,T,H]`` (C1.1).
 
     Packed rows (several sentences in one row, :func:`packed_mean_pool`): pass ``segment_ids``
     ``[B,T]`` (0 = padding, ``s >= 1`` = the row's s-th sentence) and ``position_ids`` restarting
@@ -222,7 +223,7 @@ def packed_mean_pool(hidden: jax.Array, segment_ids: jax.Array, max_segments: in
 
 
 def l2_normalize(x: jax.Array, eps: float = 1e-12) -> jax.Array:
-    """``x / max(||x||_2, eps)`` along the last axis, as ``torch.nn.functional.normalize`` (C1.2)."""
+    """``x / max(||x||_2, eps)`` along the last axis, as torch's ``F.normalize`` (C1.2)."""
     norm = jnp.sqrt(jnp.sum(x * x, axis=-1, keepdims=True))
     return x / jnp.maximum(norm, eps)
 
@@ -328,7 +329,7 @@ def _to_nnx_dict(hf: dict[str, np.ndarray], cfg: BertConfig) -> dict:
 
 
 def load_bert(model_dir: str | os.PathLike) -> BertEncoder:
-    """Build a :class:`BertEncoder` from ``config.json`` + ``model.safetensors`` in ``model_dir`` (C1.1).
+    """A :class:`BertEncoder` from ``config.json`` + ``model.safetensors`` in ``model_dir`` (C1.1).
 
     Missing files, missing tensors, wrong shapes or an unreadable safetensors file raise one error
     naming the file and what was expected.

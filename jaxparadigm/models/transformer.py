@@ -33,7 +33,7 @@ _DTYPES = ("float32", "bfloat16", "float16")
 
 
 def causal_mask(length: int) -> jax.Array:
-    """Boolean ``[length, length]`` mask, ``mask[i, j] = j <= i`` (position i sees only the past)."""
+    """Boolean ``[length, length]`` mask, ``mask[i, j] = j <= i`` (i sees only the past)."""
     return jnp.tril(jnp.ones((length, length), dtype=bool))
 
 

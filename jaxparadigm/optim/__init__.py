@@ -1,9 +1,9 @@
-"""jaxparadigm.optim: optimisers rebuilt as optax ``GradientTransformation`` (init, update) pairs (C4.1-C4.4).
+"""Optimisers as optax ``GradientTransformation`` (init, update) pairs (C4.1-C4.4).
 
 Every stateful transformation counts with ``safe_increment``; schedules live in
 ``jaxparadigm.optim.schedules``, the optimisers ``optim.name`` selects in the registry
-``jaxparadigm.optim.optimisers`` (:data:`OPTIMISERS`), clipping paradigms in ``jaxparadigm.optim.clipping``, live
-(state-held) hyper-parameters in ``jaxparadigm.optim.inject``.
+``jaxparadigm.optim.optimisers`` (:data:`OPTIMISERS`), clipping paradigms in
+``jaxparadigm.optim.clipping``, live (state-held) hyper-parameters in ``jaxparadigm.optim.inject``.
 """
 
 from jaxparadigm.optim import schedules

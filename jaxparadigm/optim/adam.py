@@ -106,7 +106,7 @@ def _compute_dtype(g: jax.Array, stored: Any = None) -> Any:
 
     A complex store (``mu_dtype="complex64"`` for real params) makes the moment complex, as
     optax's ``(1 - b1) g + b1 m`` promotes to it: computing it in the real part alone rounds
-    differently from optax's complex ops (issue 34: hundreds of ulp after 10 steps).
+    differently from optax's complex ops (by hundreds of ulp after 10 steps).
     """
     dtype = jnp.promote_types(g.dtype, jnp.float32)
     if stored is not None and jnp.iscomplexobj(stored):
@@ -336,7 +336,8 @@ def adam_state_report(state: Any) -> dict[str, dict[str, Any]]:
     found = _find_adam_states(state)
     if len(found) != 1:
         raise ValueError(
-            f"state={type(state).__name__}: expected exactly one Adam state inside, found {len(found)}"
+            f"state={type(state).__name__}: expected exactly one Adam state inside, "
+            f"found {len(found)}"
         )
     adam_state = found[0]
     report: dict[str, dict[str, Any]] = {}

@@ -25,7 +25,7 @@ from jaxparadigm.optim.param_dtypes import require_inexact
 
 
 class AdamTorchState(NamedTuple):
-    """Torch-style Adam state: int32 ``count`` (torch's ``step``), ``mu`` (exp_avg), ``nu`` (exp_avg_sq)."""
+    """Torch-style Adam state: int32 ``count`` (``step``), ``mu`` (exp_avg), ``nu`` (exp_avg_sq)."""
 
     count: jax.Array  # type: ignore[assignment]  # field shadows tuple.count, as in optax states
     mu: Any
@@ -132,8 +132,8 @@ def adam_torch_style(
     eps: float = 1e-8,
     weight_decay: float = 0.0,
 ) -> optax.GradientTransformation:
-    """``torch.optim.Adam`` (C4.2): ``g += wd p``; ``m <- b1 m + (1-b1) g``; ``v <- b2 v + (1-b2) g^2``;
-    ``u = -(lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``.
+    """``torch.optim.Adam`` (C4.2): ``g += wd p``; ``m <- b1 m + (1-b1) g``;
+    ``v <- b2 v + (1-b2) g^2``; ``u = -(lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``.
 
     ``learning_rate`` may be a schedule evaluated at the pre-increment count (as torch's scheduler
     sets the lr before the step). Returns the full update (already multiplied by ``-lr``).

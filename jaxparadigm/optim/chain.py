@@ -61,8 +61,8 @@ def schedule_for(config: OptimSettings) -> schedules.Schedule:
     lr = config.learning_rate
     if sc.name == "warmup_cosine_decay" and sc.decay_steps <= sc.warmup_steps:
         raise ValueError(
-            f"optim.schedule.decay_steps={sc.decay_steps!r}: expected > optim.schedule.warmup_steps "
-            f"({sc.warmup_steps}) for warmup_cosine_decay"
+            f"optim.schedule.decay_steps={sc.decay_steps!r}: "
+            f"expected > optim.schedule.warmup_steps ({sc.warmup_steps}) for warmup_cosine_decay"
         )
     if sc.name == "constant":
         return _with_warmup(schedules.constant(lr), lr, sc.warmup_steps)

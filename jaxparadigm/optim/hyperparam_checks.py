@@ -1,6 +1,6 @@
 """Construction-time checks of optimiser hyper-parameters (C4.1-C4.4).
 
-Two policies, one per kind of argument (issue 23: a refusal optax does not make is a porting trap):
+Two policies, one per kind of argument (a refusal optax does not make is a porting trap):
 
 * An argument optax takes (``adam``, ``sgd``, the schedules, the optax-style clipping): any value
   optax computes with is accepted, as given; one that surely gives NaN, infinite, negative or

@@ -75,7 +75,7 @@ class InjectHyperparamsState(NamedTuple):
 _COMPLEMENTS = {"b1": "one_minus_b1", "b2": "one_minus_b2"}
 _READ_ONLY = ("scheduled_learning_rate", *_COMPLEMENTS.values())
 _CHECKS: dict[str, Callable[[str, Any], Any]] = {
-    # As the factories take them (issue 23): any real number, a surely-wrong one warns.
+    # As the factories take them: any real number, a surely-wrong one warns.
     "learning_rate": check_learning_rate,
     # This library's rollback knob, not an optax argument: refused outside [0, inf).
     "lr_scale": lambda name, v: check_number(name, v, low=0.0),

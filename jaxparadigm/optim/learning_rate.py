@@ -63,7 +63,7 @@ def scale_by_schedule(step_size_fn: Callable[[Any], Any]) -> optax.GradientTrans
 def scale_by_learning_rate(
     learning_rate: float | Callable[[Any], Any] | None, flip_sign: bool = True
 ) -> optax.GradientTransformation:
-    """Descent direction: ``u <- -lr * u`` for a number, ``u <- -lr(count) * u`` for a schedule (C4.1).
+    """Descent step: ``u <- -lr * u`` for a number, ``u <- -lr(count) * u`` for a schedule (C4.1).
 
     ``learning_rate`` is a callable schedule or, as in optax, any real number (a traced one too:
     an optimiser built under ``jax.jit``/``jax.grad``); a negative, NaN or infinite rate warns.

@@ -1,10 +1,10 @@
 """Which parameter and gradient dtypes the optimisers take (C4.1, C4.2).
 
-Floating and complex leaves are accepted; integer and bool leaves are refused with a
-``TypeError`` naming the argument and the leaf. (optax's ``adam`` turns an integer gradient into
-a float update and then truncates its integer ``nu`` state; ours used to return a silent zero
-update: neither is a step anyone wants.) Complex parameters follow optax: a second moment of
-``|g|^2`` and the conjugated gradient as the descent direction (the caller conjugates).
+Floating and complex leaves are accepted; integer and bool leaves are refused with a ``TypeError``
+naming the argument and the leaf. (optax's ``adam`` turns an integer gradient into a float update
+and then truncates its integer ``nu`` state: not a step anyone wants.) Complex parameters follow
+optax: a second moment of ``|g|^2`` and the conjugated gradient as the descent direction (the caller
+conjugates).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def require_inexact(name: str, tree: Any) -> None:
 
 
 def abs_sq(x: jax.Array) -> jax.Array:
-    """``|x|^2``: ``x**2`` for real ``x``, ``(conj(x) * x).real`` for complex ``x`` (optax's form)."""
+    """``|x|^2``: ``x**2`` for real, ``(conj(x) * x).real`` for complex ``x`` (optax's form)."""
     if jnp.iscomplexobj(x):
         return (x.conj() * x).real
     return x**2

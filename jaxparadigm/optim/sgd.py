@@ -142,11 +142,11 @@ def sgd(
 
     With ``nesterov`` the step uses ``g' + momentum * b``. ``momentum`` None or 0 is plain
     ``p <- p - lr * (g + wd * p)``. Matches ``torch.optim.SGD`` (dampening 0) and, for
-    ``weight_decay=0``, ``optax.sgd`` (``accumulator_dtype``: the momentum buffer's storage
-    dtype, as optax's; unused without momentum). Positional arguments are optax's, in optax's
-    order; ``weight_decay`` (torch's L2 term, not in ``optax.sgd``) is keyword-only. As optax, any real ``momentum`` and
-    ``weight_decay`` are taken (a negative one, or a momentum >= 1, warns), and ``nesterov=True``
-    without momentum is plain SGD (with a ``UserWarning``: it has no effect).
+    ``weight_decay=0``, ``optax.sgd`` (``accumulator_dtype``: the momentum buffer's storage dtype,
+    as optax's; unused without momentum). Positional arguments are optax's, in optax's order;
+    ``weight_decay`` (torch's L2 term, not in ``optax.sgd``) is keyword-only. As optax, any real
+    ``momentum`` and ``weight_decay`` are taken (a negative one, or a momentum >= 1, warns), and
+    ``nesterov=True`` without momentum is plain SGD (with a ``UserWarning``: it has no effect).
     """
     with_momentum = uses_momentum(momentum)
     nesterov = check_nesterov(nesterov)

@@ -53,10 +53,10 @@ def _decay_leaves(updates: Any, params: Any, weight_decay: Any) -> Any:
 def decay_weights(updates: Any, params: Any, weight_decay: Any, mask: Any = None) -> Any:
     """``u <- u + wd * p`` on the leaves ``mask`` selects (all when None); None updates stay None.
 
-    ``weight_decay`` is a Python number (static, folded as optax folds it), an array or a
-    schedule's value (used as optax uses them), or a :class:`LiveDecay`. ``mask`` is, as in ``optax.masked``, a pytree of flags whose
-    structure is a prefix of the updates' (a flag selects its whole subtree, read by its truth
-    value), or a callable ``updates -> such a pytree``.
+    ``weight_decay`` is a Python number (static, folded as optax folds it), an array or a schedule's
+    value (used as optax uses them), or a :class:`LiveDecay`. ``mask`` is, as in ``optax.masked``, a
+    pytree of flags whose structure is a prefix of the updates' (a flag selects its whole subtree,
+    read by its truth value), or a callable ``updates -> such a pytree``.
     """
     if params is None:
         raise ValueError("add_decayed_weights: params=None, expected the current parameters")

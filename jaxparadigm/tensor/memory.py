@@ -6,7 +6,8 @@ former aliases alone. JAX arrays are immutable, so here:
 
 * a ``Memory`` is an immutable tuple of flat storages (``jax.Array``), registered as a pytree so it
   can cross ``jax.jit`` boundaries and be carried through ``lax.scan``;
-* a ``Handle`` is a static value: a storage id and a ``View`` (hashable, closed over by jitted code);
+* a ``Handle`` is a static value: a storage id and a ``View`` (hashable, closed over by jitted
+  code);
 * every in-place op (``copy_``, ``add_``, ``fill_``, ``setitem_``) returns a *new* ``Memory`` whose
   storage has the written elements replaced, so every handle on that storage reads the write; the
   old ``Memory`` is unchanged;
@@ -30,7 +31,7 @@ exception, as in PyTorch (one value per shared element is well defined). A ``set
 the last write in row-major index order wins -- what PyTorch does with
 ``torch.use_deterministic_algorithms(True)``; PyTorch's own documentation calls the result
 undefined otherwise (its default CPU kernel gave another value for 100,000 repeats of one index).
-An advanced index into an overlapping view is refused (PyTorch deprecates it: "Use of index_put_
+An advanced index into an overlapping view is refused (PyTorch deprecates it: "Use of ``index_put_``
 on expanded tensors is deprecated").
 """
 
@@ -176,7 +177,7 @@ class Memory:
         return self.storages[h.storage]
 
     def tensor(self, data: Any) -> tuple[Memory, Handle]:
-        """Allocate a new storage holding ``data`` flattened; the handle is its row-major view (C2.1)."""
+        """A new storage holding ``data`` flattened; the handle is its row-major view (C2.1)."""
         if isinstance(data, Handle):
             raise TypeError("data must be array-like values, got a Handle (use view/read)")
         array = jnp.asarray(data)
@@ -275,7 +276,7 @@ class Memory:
         return Memory(tuple(storages), self.uids)
 
     def copy_(self, h: Handle, values: Any) -> Memory:
-        """``h[...] = values`` (broadcast, cast to the storage dtype), seen by every alias (C2.5)."""
+        """``h[...] = values`` (broadcast, in the storage dtype), seen by every alias (C2.5)."""
         return self._write(h, h.view.storage_indices(), values, add=False, what="copy_")
 
     def add_(self, h: Handle, values: Any) -> Memory:
@@ -285,8 +286,8 @@ class Memory:
     def fill_(self, h: Handle, value: Any) -> Memory:
         """Every element of ``h`` set to the scalar ``value``, seen by every alias (C2.5).
 
-        As PyTorch's ``fill_``, an overlapping view (made by ``expand``) is filled too: every write to a
-        shared storage element writes the same value, so the result is defined.
+        As PyTorch's ``fill_``, an overlapping view (made by ``expand``) is filled too: every write
+        to a shared storage element writes the same value, so the result is defined.
         """
         if jnp.ndim(value) != 0:
             raise ValueError(f"fill_ value must be a scalar, got shape {jnp.shape(value)}")
@@ -294,7 +295,7 @@ class Memory:
         return self._write(h, positions, value, add=False, what="fill_", repeats=True)
 
     def setitem_(self, h: Handle, index: Any, values: Any) -> Memory:
-        """``h[index] = values`` (NumPy/PyTorch indexing; ``index`` static) through the storage (C2.5).
+        """``h[index] = values`` (NumPy/PyTorch indexing; ``index`` static) into the storage (C2.5).
 
         A basic index (ints, slices) writes a sub-view, which must not overlap itself. An advanced
         index (arrays, lists, masks) may repeat a position: the last write in row-major index order
@@ -304,7 +305,8 @@ class Memory:
         self._storage(h)
         if not _index_is_static(index):
             raise TypeError(
-                f"setitem_ index must be static (ints, slices, numpy arrays), got a tracer: {index!r}"
+                "setitem_ index must be static (ints, slices, numpy arrays), "
+                f"got a tracer: {index!r}"
             )
         try:
             _check_masks(index, h.view.shape)

@@ -138,7 +138,7 @@ _scatter_donated = jax.jit(_scatter, donate_argnums=0)
 
 
 def scatter_nd_update(x: Any, indices: Any, updates: Any) -> jax.Array:
-    """``out = x`` with ``out[indices[j]] = updates[j]`` for each row j; later duplicates win (C2.5).
+    """``out = x`` with ``out[indices[j]] = updates[j]`` per row j; later duplicates win (C2.5).
 
     ``tf.tensor_scatter_nd_update`` semantics: returns a new array and leaves ``x`` untouched.
 

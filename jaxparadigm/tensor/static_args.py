@@ -37,7 +37,7 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def storage_size_of(storage: Any, name: str = "storage") -> int:
-    """Number of elements of a 1-D storage; ``TypeError``/``ValueError`` naming ``name`` otherwise."""
+    """Number of elements of a 1-D storage, else ``TypeError``/``ValueError`` naming ``name``."""
     shape = getattr(storage, "shape", None)
     if shape is None or not hasattr(storage, "dtype"):
         raise TypeError(

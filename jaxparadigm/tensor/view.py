@@ -148,7 +148,7 @@ class View:
     # ----------------------------------------------------------------------------------------
 
     def permute(self, *dims: Any) -> View:
-        """Reorder dims: ``shape'[i] = shape[dims[i]]``, ``strides'[i] = strides[dims[i]]`` (C2.1)."""
+        """Reorder: ``shape'[i] = shape[dims[i]]``, ``strides'[i] = strides[dims[i]]`` (C2.1)."""
         dims = dims_arg(dims, "dims")
         norm = tuple(self._dim(d, f"dims[{i}]") for i, d in enumerate(dims))
         if sorted(norm) != list(range(self.ndim)):
@@ -265,7 +265,7 @@ class View:
         return self.slice(d, start, start + length)
 
     def unsqueeze(self, dim: Any) -> View:
-        """Insert a size-1 dim at ``dim`` in ``[-ndim-1, ndim]`` (``tensor[..., None, ...]``) (C2.1).
+        """Insert a size-1 dim at ``dim`` in ``[-ndim-1, ndim]``: ``tensor[..., None, ...]`` (C2.1).
 
         PyTorch's ``inferUnsqueezeGeometry``: its stride is ``shape[dim] * strides[dim]``, or
         ``1`` when it becomes the last dim.
@@ -285,7 +285,10 @@ class View:
         )
 
     def select(self, dim: Any, index: Any) -> View:
-        """``tensor[..., index, ...]``: drop ``dim``, ``offset' = offset + index * strides[dim]`` (C2.1)."""
+        """``tensor[..., index, ...]``: drop ``dim`` and move the offset (C2.1).
+
+        ``offset' = offset + index * strides[dim]``.
+        """
         d = self._dim(dim)
         index = check_int("index", index, error=TypeError)
         n = self.shape[d]
@@ -322,7 +325,7 @@ class View:
     # ----------------------------------------------------------------------------------------
 
     def check_bounds(self, storage_size: int, name: str = "storage") -> None:
-        """``ValueError`` naming the element and its storage index if the view leaves the storage."""
+        """``ValueError`` naming the element and its storage index when the view leaves storage."""
         last = self.max_index()
         if last >= storage_size:
             element = tuple(

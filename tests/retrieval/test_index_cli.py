@@ -68,6 +68,15 @@ def test_build_info_search_add_and_tamper(encoder, corpus, capsys):
         cli_main(["index", "add", str(corpus / "more.jsonl"), "--index", idx, "--no-progress"]) == 0
     )
     assert "added 1 passage in" in capsys.readouterr().out  # issue 25: plurals
+    manifest = (corpus / "idx" / "manifest.json").read_bytes()
+    assert (  # issue 47: was exit 2, "the documents hold no text to index"
+        cli_main(["index", "add", str(corpus / "more.jsonl"), "--index", idx, "--no-progress"]) == 0
+    )
+    captured = capsys.readouterr()
+    assert (
+        captured.out == f"nothing to add: {corpus / 'more.jsonl'} is already indexed (unchanged)\n"
+    )
+    assert captured.err == "" and (corpus / "idx" / "manifest.json").read_bytes() == manifest
     assert (
         cli_main(["search", "how does gradient descent train", "--index", idx, "--dtype", "int8"])
         == 0

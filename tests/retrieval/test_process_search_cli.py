@@ -37,7 +37,7 @@ def cli(*args: str, env=None, timeout=300) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory) -> str:
-    """README.md and the API pages (real text) in 6 shards of <= 16 passages."""
+    """README.md and the API pages (real text) in shards of <= 16 passages (4 or more)."""
     out = tmp_path_factory.mktemp("cli") / "idx"
     r = cli("index", "build", "README.md", "docs/api", "--out", str(out), "--shard-rows", "16")
     assert r.returncode == 0, r.stderr
@@ -53,9 +53,15 @@ def test_search_over_two_processes_prints_the_single_process_answer(index):
     assert one.returncode == 0 and two.returncode == 0, two.stderr
     assert json.loads(two.stdout) == json.loads(one.stdout)
     assert len(json.loads(two.stdout)["hits"]) == 7
-    assert "process 0 of 2 holds shards 0-2 (rows 0-47 of" in two.stderr
+    shards = [s["rows"] for s in json.loads(Path(index, "manifest.json").read_text())["shards"]]
+    assert len(shards) >= 4, shards
+    held = re.search(r"process 0 of 2 holds shards 0-(\d+) \(rows 0-(\d+) of (\d+)\)", two.stderr)
+    last, last_row, total = (int(g) for g in held.groups())
+    assert total == sum(shards) and last_row + 1 == sum(shards[: last + 1])
+    assert 0 < last < len(shards) - 1  # each process holds shards
     logs = re.search(r"the logs of process 1 in (\S+)", two.stderr).group(1)
-    assert "process 1 of 2 holds shards 3-5 (rows 48-" in Path(logs, "process_1.log").read_text()
+    rest = f"shards {last + 1}-{len(shards) - 1} (rows {last_row + 1}-{total - 1} of {total})"
+    assert f"process 1 of 2 holds {rest}" in Path(logs, "process_1.log").read_text()
 
 
 def test_search_exits_non_zero_naming_a_killed_process(index):

@@ -174,7 +174,7 @@ def _carry_fixed_point(jaxpr, nz_consts, nz_carry, nz_xs, n_carry):
 def _scan_jvp(
     primals, tangents, *, reverse, length, jaxpr, num_consts, num_carry, unroll, **params
 ):
-    """``scan`` over ((carry, d carry), (x, d x)) with the body's JVP; consts' tangents close over."""
+    """``scan`` over ((carry, d carry), (x, d x)) with the body's JVP; const tangents close over."""
     n_c = num_consts
     consts, init, xs = primals[:n_c], primals[n_c : n_c + num_carry], primals[n_c + num_carry :]
     t_consts, t_init, t_xs = (

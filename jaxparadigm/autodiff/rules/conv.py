@@ -76,8 +76,10 @@ def _vjp_rhs_padding(in_shape, window, strides, out_shape, padding, lhs_dil, rhs
 
 
 def _conv(a, b, p, dilations, padding, dimension_numbers, fgc, bgc, dtype):
-    """``conv_general_dilated(a, b)`` in ``dtype`` (the cotangent's) with the forward's precision
-    settings; ``dilations`` = (window strides, lhs dilation, rhs dilation) of the transposed conv."""
+    """``conv_general_dilated(a, b)`` in ``dtype`` (the cotangent's), the forward's precision.
+
+    ``dilations`` = (window strides, lhs dilation, rhs dilation) of the transposed conv.
+    """
     a, b = (x if jnp.result_type(x) == dtype else jnp.asarray(x).astype(dtype) for x in (a, b))
     strides, lhs_dil, rhs_dil = dilations
     return lax.conv_general_dilated(

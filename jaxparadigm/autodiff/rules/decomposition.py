@@ -1,21 +1,23 @@
 """VJP and JVP rules for spectral and orthogonal decompositions: eigh, qr, svd (claim C3.2).
 
 Real matrices only; leading axes are batch axes. Distinct eigenvalues / singular values are
-assumed, as in jax (a repeated one gives inf/nan in the eigenvector / singular vector parts).
+assumed, as in jax (a repeated one gives inf/nan in the eigenvector / singular vector parts). The
+formulas::
 
-eigh   A = V diag(w) V^T (Giles 2008, NA-08-01; jax's ``_eigh_jvp_rule``): with
-       F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it, and S = V^T dA V:
-       dw = diag(S),  dV = V (F o S);
-       VJP (its exact transpose): ct_A = V (diag(ct_w) + F o (V^T ct_V)) V^T
-qr     X = Q R (Townsend, "Differentiating the QR decomposition"; jax's ``qr_jvp_rule``), m >= n
-       thin: C = Q^T dX R^{-1}, Omega = tril(C, -1) - tril(C, -1)^T,
-       dQ = Q (Omega - C) + dX R^{-1},  dR = (C - Omega) R; m < n: the square block X1 = Q R1
-       as above and dR2 = dQ^T X2 + Q^T dX2; full_matrices with m > n: the completion of
-       arXiv:2409.13374 (eqs. 32-33) as jax does
-svd    A = U diag(s) V^T (Townsend 2016; jax's ``_svd_jvp_rule``): dS = U^T dA V, ds = diag(dS),
-       F_ij = 1 / (s_j^2 - s_i^2) off the diagonal, dU = U (F o (dS s + s dS^T)) (+ the
-       orthogonal-complement term (I - U U^T) dA V / s when m > n), dV likewise with dS^T;
-       full_matrices on a non-square matrix is refused, as in jax
+    eigh   A = V diag(w) V^T (Giles 2008, NA-08-01; jax's ``_eigh_jvp_rule``): with
+           F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it, and S = V^T dA V:
+           dw = diag(S),  dV = V (F o S);
+           VJP (its exact transpose): ct_A = V (diag(ct_w) + F o (V^T ct_V)) V^T
+    qr     X = Q R (Townsend, "Differentiating the QR decomposition"; jax's ``qr_jvp_rule``), m >= n
+           thin: C = Q^T dX R^{-1}, Omega = tril(C, -1) - tril(C, -1)^T,
+           dQ = Q (Omega - C) + dX R^{-1},  dR = (C - Omega) R; m < n: the square block X1 = Q R1
+           as above and dR2 = dQ^T X2 + Q^T dX2; full_matrices with m > n: the completion of
+           arXiv:2409.13374 (eqs. 32-33) as jax does
+    svd    A = U diag(s) V^T (Townsend 2016; jax's ``_svd_jvp_rule``): dS = U^T dA V, ds = diag(dS),
+           F_ij = 1 / (s_j^2 - s_i^2) off the diagonal, dU = U (F o (dS s + s dS^T)) (+ the
+           orthogonal-complement term (I - U U^T) dA V / s when m > n), dV likewise with dS^T;
+           full_matrices on a non-square matrix is refused, as in jax
+
 VJPs of qr and svd are the transposes of these JVPs through our reverse sweep
 (``linalg.transpose_jvp``: Autodidax's linearize + transpose). ``jnp.linalg.qr`` emits the
 ``qr`` primitive (``geqrf``/``householder_product`` appear only in its lowering); ``geqrf``, which

@@ -1,7 +1,7 @@
-"""Rules for ``eig``, the non-symmetric eigendecomposition ``A V = V diag(w)`` (C3.2, issue 36).
+"""Rules for ``eig``, the non-symmetric eigendecomposition ``A V = V diag(w)`` (C3.2).
 
 JVP: jax's ``eig_jvp_rule`` (``jax/_src/lax/linalg.py``), first-order non-degenerate perturbation
-theory. With ``P = V^-1 dA V`` (``dA`` cast to the complex dtype):
+theory. With ``P = V^-1 dA V`` (``dA`` cast to the complex dtype)::
 
     dw = diag(P)
     dV = U + V diag(c),   U = V (F o P),   F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it,
@@ -15,7 +15,7 @@ VJP: jax gets reverse mode by transposing that linear map in ``dA``; here the tr
 written out, step by step in reverse, with jax's complex conventions (a product by a constant and
 a matrix product transpose without conjugation; ``real -> complex(t, 0)``,
 ``imag -> complex(0, -t)``, ``complex -> (real t, -imag t)``; a real ``A``'s cotangent is the real
-part):
+part)::
 
     ct_U = ct_V + conj(V) complex(-ct_r, 0) + mask complex(0, ct_s / den)   (ct_c = sum_i V ct_V,
            ct_r = Re ct_c, ct_s = -Im ct_c, den = Re(sum_i mask V))

@@ -86,9 +86,12 @@ register_jvp(P.mul_p)(bilinear_rule(P.mul_p))
 
 @register_vjp(P.div_p)
 def _div_vjp(ct, x, y, **params):
-    """d(x/y) = dx / y - x dy y**-2, with ``integer_pow(y, -2)`` as jax writes it: repeated
-    differentiation then stays polynomial in y (``/ (y * y)`` would square y at every order and
-    overflow float32 by the 6th derivative of 1/x at x = 4: jax's testHigherOrderGradientOfReciprocal)."""
+    """d(x/y) = dx / y - x dy y**-2, with ``integer_pow(y, -2)`` as jax writes it.
+
+    Repeated differentiation then stays polynomial in y (``/ (y * y)`` would square y at every
+    order and overflow float32 by the 6th derivative of 1/x at x = 4: jax's
+    testHigherOrderGradientOfReciprocal).
+    """
     return unbroadcast(ct / y, x), unbroadcast(-ct * x * lax.integer_pow(y, -2), y)
 
 
@@ -229,7 +232,7 @@ for _p, _ds in _PARTIALS.items():
 
 @register_vjp(P.select_n_p)
 def _select_n_vjp(ct, which, *cases, **params):
-    """select_n(which, *cases): case i receives ct where ``which == i``; ``which`` gets none."""
+    """``select_n(which, *cases)``: case i receives ct where ``which == i``; ``which`` gets none."""
     zeros = jnp.zeros_like(ct)
     if jnp.shape(which) != ct.shape:
         which = jnp.broadcast_to(which, ct.shape)
@@ -243,7 +246,7 @@ def _select_n_vjp(ct, which, *cases, **params):
 
 @register_jvp(P.select_n_p)
 def _select_n_jvp(primals, tangents, **params):
-    """select_n(which, *cases): the tangent is the same selection among the cases' tangents."""
+    """``select_n(which, *cases)``: the tangent is the same selection among the cases' tangents."""
     which, *cases = primals
     out = P.select_n_p.bind(which, *cases, **params)
     case_t = tangents[1:]

@@ -3,7 +3,7 @@
 Every FFT is linear, so its JVP is the same FFT of the tangent, ``d fft(x) = fft(dx)``, and its
 VJP is the linear *transpose* (jax's ``_fft_transpose_rule`` in ``jax/_src/lax/fft.py``; jax's
 complex convention: a cotangent ``ct`` of a complex output pulls back without conjugating the
-map):
+map)::
 
     FFT:   F^T ct = fft(ct)            (the DFT matrix is symmetric)
     IFFT:  (F^-1)^T ct = ifft(ct)
@@ -30,7 +30,7 @@ __all__: list[str] = []
 
 
 def _hermitian_mask(m: int, n: int, dtype) -> jnp.ndarray:
-    """Weights of the ``m = n // 2 + 1`` kept frequencies: 1 at DC (and Nyquist for even n), else 2."""
+    """Weights of the ``m = n // 2 + 1`` kept frequencies: 1 at DC and even-n Nyquist, else 2."""
     k = jnp.arange(m)
     single = (k == 0) | ((n % 2 == 0) & (k == m - 1))
     return jnp.where(single, 1.0, 2.0).astype(dtype)

@@ -1,8 +1,8 @@
-"""Rules for the regularized incomplete gamma and beta functions (C3.2, issue 36 item 4).
+"""Rules for the regularized incomplete gamma and beta functions (C3.2).
 
 jax's own formulas (``jax/_src/lax/special.py``: ``igamma_gradx``, ``igamma_grada``,
 ``igammac_*``, ``betainc_gradx``), the JVP as ``t * d`` and the VJP as ``ct * d``, written with
-differentiable ``lax`` ops so the backward program can be differentiated again (C3.3):
+differentiable ``lax`` ops so the backward program can be differentiated again (C3.3)::
 
     P(a, x) = igamma(a, x):    dP/dx = exp(-x + (a - 1) log x - lgamma(a))
                                dP/da = igamma_grad_a(a, x)

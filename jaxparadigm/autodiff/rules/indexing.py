@@ -1,7 +1,7 @@
 """Rules for gather and the scatter family (``x[idx]``, ``x.at[idx].set/add/mul/min/max``). C3.2.
 
 A scatter is paired with the gather that reads back the windows it writes
-(``scatter_dims.inverse_gather``). Reverse mode:
+(``scatter_dims.inverse_gather``). Reverse mode::
 
     gather          dx = scatter_add(zeros, idx, ct)                       (its transpose)
     scatter-add     dx = ct,  du = gather(ct)          (scatter-sub: du = -gather(ct))
@@ -85,7 +85,7 @@ def _scatter_add_into(ct_like, indices, values, dn, mode):
     return lax.scatter_add(jnp.zeros_like(ct_like), indices, values, dn, mode=mode)
 
 
-# "scatter_add": a legacy alias kept from the first registry (scatter_add_p is "scatter-add").
+# "scatter_add": an alias name for lookups by it (scatter_add_p is "scatter-add").
 @register_vjp(P.scatter_add_p, "scatter_add")
 def _scatter_add_vjp(ct, x, indices, updates, *, dimension_numbers, mode, **params):
     """out = x + scatter(updates): dx = ct, dupdates = gather(ct) at the same indices."""
@@ -315,6 +315,6 @@ register_jvp(P.scatter_max_p)(_extremal_rule(P.scatter_max_p))
 def _scatter_apply_refused(*args, **params):
     """Neither mode differentiates ``x.at[idx].apply(f)`` (jax has no rule either)."""
     raise NotImplementedError(
-        "scatter-apply (x.at[idx].apply(f)) has no VJP or JVP rule, as in jax; write the update with "
-        "x.at[idx].set(f(x[idx])) instead"
+        "scatter-apply (x.at[idx].apply(f)) has no VJP or JVP rule, as in jax; "
+        "write the update with x.at[idx].set(f(x[idx])) instead"
     )

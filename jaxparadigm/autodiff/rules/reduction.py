@@ -1,13 +1,13 @@
 """Rules for full reductions: reduce_sum/max/min/prod and the variadic ``reduce`` (claim C3.2).
 
-Reverse mode:
+Reverse mode::
 
-reduce_sum          dx = broadcast(ct) over the reduced axes
-reduce_max/min      ct shared equally among the positions attaining the extremum (jax's rule)
-reduce_prod         dx_i = ct * prod_{j != i} x_j, as (exclusive prefix) * (exclusive suffix)
-                    products, so zeros in x are exact (no division by x)
-reduce (variadic)   our reverse sweep (VJP) or our JVP interpreter (JVP) over jax's tree
-                    reduction with the user's reducer
+    reduce_sum          dx = broadcast(ct) over the reduced axes
+    reduce_max/min      ct shared equally among the positions attaining the extremum (jax's rule)
+    reduce_prod         dx_i = ct * prod_{j != i} x_j, as (exclusive prefix) * (exclusive suffix)
+                        products, so zeros in x are exact (no division by x)
+    reduce (variadic)   our reverse sweep (VJP) or our JVP interpreter (JVP) over jax's tree
+                        reduction with the user's reducer
 
 Forward mode: ``reduce_sum`` is linear; ``reduce_max``/``reduce_min``: the tangent averaged over
 the positions attaining the extremum (jax's ``_reduce_chooser_jvp_rule``); ``reduce_prod``:

@@ -1,4 +1,4 @@
-"""Rules for ``sort`` (multi-operand: ``jnp.sort``, ``argsort``, ``sort_key_val``) and ``top_k``. C3.2.
+"""Rules for ``sort`` (multi-operand: ``jnp.sort``, ``argsort``, ``sort_key_val``), ``top_k``. C3.2.
 
 Both outputs are gathers of their inputs along one axis: ``out[..., j, ...] = x[..., p_j, ...]``.
 

@@ -1,13 +1,15 @@
 """Rules for hyperbolic, inverse trigonometric and special functions, and ``rem`` (C3.2).
 
 Each JVP rule is jax's own formula (``jax/_src/lax/lax.py``, ``special.py``), ``t * f'(x)``; each
-VJP rule is the same formula read as a VJP (``ct * f'(x)``), written with differentiable ``lax`` ops so it can be differentiated again (C3.3):
+VJP rule is the same formula read as a VJP (``ct * f'(x)``), written with differentiable ``lax`` ops
+so it can be differentiated again (C3.3)::
 
     sinh' = cosh         cosh' = sinh          asin' = 1/sqrt(1 - x^2)   acos' = -1/sqrt(1 - x^2)
     atan' = 1/(1 + x^2)  asinh' = 1/sqrt(x^2 + 1)  acosh' = 1/sqrt(x^2 - 1)  atanh' = 1/((1+x)(1-x))
     atan2(x, y): d/dx = y/(x^2 + y^2), d/dy = -x/(x^2 + y^2)
     erf_inv' = sqrt(pi)/2 * exp(erf_inv(x)^2)       lgamma' = digamma    digamma' = polygamma(1, .)
-    bessel_i0e' = i1e(x) - sign(x) i0e(x)      bessel_i1e' = i0e(x) - i1e(x) (sign(x) + 1/x) (0.5 at 0)
+    bessel_i0e' = i1e(x) - sign(x) i0e(x)
+    bessel_i1e' = i0e(x) - i1e(x) (sign(x) + 1/x) (0.5 at 0)
     rem(x, y) = x - y trunc(x/y): d/dx = 1, d/dy = -trunc(x/y)"""
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ def _bessel_i0e_vjp(ct, x, **params):
 
 @register_vjp(P.bessel_i1e_p)
 def _bessel_i1e_vjp(ct, x, **params):
-    """jax's form: the 1/x term is evaluated away from 0 and the limit 0.5 is used at |x| <= eps."""
+    """jax's form: the 1/x term is evaluated away from 0, the limit 0.5 used at ``|x| <= eps``."""
     eps = jnp.finfo(jnp.result_type(x)).eps
     not_tiny = jnp.abs(x) > eps
     safe_x = jnp.where(not_tiny, x, jnp.full_like(x, eps))
@@ -141,7 +143,7 @@ for _p, _d in _UNARY.items():
 
 @register_jvp(P.bessel_i1e_p)
 def _bessel_i1e_jvp(primals, tangents, **params):
-    """i1e' = i0e(x) - y (sign(x) + 1/x), and 1/2 at |x| <= eps (jax's safe form)."""
+    """i1e' = i0e(x) - y (sign(x) + 1/x), and 1/2 at ``|x| <= eps`` (jax's safe form)."""
     (x,), (t,) = primals, tangents
     y = P.bessel_i1e_p.bind(x, **params)
     eps = jnp.finfo(jnp.result_type(x)).eps

@@ -105,7 +105,7 @@ def _reshape_vjp(ct, x, *dyn_shape, dimensions=None, **params):
     return (lax.transpose(ct, tuple(int(a) for a in np.argsort(perm))), *([None] * len(dyn_shape)))
 
 
-# "expand_dims": a legacy alias kept from the first registry (no jax primitive has the name).
+# "expand_dims": an alias name for lookups by it (no jax primitive has the name).
 @register_vjp(P.squeeze_p, "expand_dims")
 def _squeeze_vjp(ct, x, **params):
     """Squeezing moves no data: reshape ct back to x's shape."""
@@ -130,7 +130,7 @@ def _concatenate_vjp(ct, *xs, dimension, **params):
 
 @register_vjp(stack_p)
 def _stack_vjp(ct, *xs, axis, **params):
-    """``stack(xs, axis)`` puts x_i at index i of a new axis: x_i's cotangent is ``ct[..., i, ...]``."""
+    """``stack(xs, axis)``: x_i at index i of a new axis; its cotangent is ``ct[..., i, ...]``."""
     return tuple(
         _cast_like(lax.index_in_dim(ct, i, axis=axis, keepdims=False), x) for i, x in enumerate(xs)
     )
@@ -189,7 +189,7 @@ def _slice_vjp(ct, x, *, start_indices, limit_indices, strides, **params):
 
 
 def unpad(ct: jax.Array, padding_config: Sequence[tuple[int, int, int]]) -> jax.Array:
-    """Transpose of ``lax.pad(x, v, padding_config)`` w.r.t. x: cut the edges, then the interior (C3.2).
+    """Transpose of ``lax.pad(x, v, padding_config)`` in x: cut the edges, then the interior (C3.2).
 
     Negative padding removed edges of x, which get zero cotangent; interior padding ``i`` is
     undone by a stride ``i + 1``.

@@ -1,4 +1,4 @@
-"""The one error for Python control flow on a traced value (C3.1, issue 36 item 5).
+"""The one error for Python control flow on a traced value (C3.1).
 
 Outside ``jit`` our transforms fall back to define-by-run (``tape.define_by_run``) when tracing
 ``f`` fails because ``f`` branches on, or converts, the value of a differentiated argument. When

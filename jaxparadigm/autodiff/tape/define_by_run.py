@@ -1,4 +1,4 @@
-"""Define-by-run differentiation of a function that branches on values (C3.1, issue 36 item 5).
+"""Define-by-run differentiation of a function that branches on values (C3.1).
 
 ``func.grad(lambda w: w**2 if w > 0 else -w)(2.0)``: tracing the function to a jaxpr (our
 define-then-run path, ``graph.flat_trace``) fails, since an abstract tracer has no truth value.
@@ -7,7 +7,7 @@ When the arguments are concrete (outside ``jit``), ``flat_trace`` falls back to 
 carry their *concrete* value, so ``if w > 0`` takes the branch the value says (and ``int``,
 ``bool``, ``float``, ``complex`` and ``.item()`` of a value are that value, a constant), and every
 primitive applied records one node as it executes (the tape of C3.1, at the level of jax
-primitives):
+primitives)::
 
     node = (primitive, params, input keys, input values, output keys)
     reverse sweep, nodes in reverse recording order:

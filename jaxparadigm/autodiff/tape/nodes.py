@@ -1,4 +1,4 @@
-"""The tape's recorded graph: backward nodes, their saved tensors, and the reverse order (C3.1, C2.2).
+"""The tape's recorded graph: backward nodes, their saved tensors, the reverse order (C3.1, C2.2).
 
 A ``BackwardNode`` is one recorded op: its PyTorch-style ``name``, ``next_functions`` (the edges
 to the nodes of its inputs) and the tensors it saved for backward; ``AccumulateGrad`` is the node
@@ -65,9 +65,10 @@ class BackwardNode:
 
 
 class GradLeaf(Protocol):
-    """What ``AccumulateGrad`` needs of its leaf (a ``Var``): a writable ``.grad``, ``None`` at first.
+    """What ``AccumulateGrad`` needs of its leaf (a ``Var``): a writable ``.grad``, first ``None``.
 
-    A protocol rather than ``Var`` itself, so this module does not import ``var`` (which imports it).
+    A protocol rather than ``Var`` itself, so this module does not import ``var`` (which imports
+    it).
     """
 
     grad: Any
@@ -116,7 +117,7 @@ class SavedTensors(NamedTuple):
 
 
 def saved_tensors_below(root: BackwardNode) -> SavedTensors:
-    """Count and bytes of the saved tensors still held by the nodes reachable from ``root``. C2.2."""
+    """Count and bytes of the saved tensors held by the nodes reachable from ``root`` (C2.2)."""
     count = nbytes = 0
     for node in reverse_topological(root):
         for arr in node._saved or ():

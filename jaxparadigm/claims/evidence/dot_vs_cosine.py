@@ -1,4 +1,4 @@
-"""C1.2 measured: for L2-normalised embeddings ``q . d`` is the cosine, not an approximation of it."""
+"""C1.2 measured: for L2-normalised embeddings ``q . d`` is the cosine, not an approximation."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ __all__ = ["dot_vs_cosine"]
 
 
 def dot_vs_cosine(index: SemanticIndex, queries: list[str], n_raw: int = 8) -> dict:
-    """C1.2: for normalised embeddings ``q . d`` equals cosine; measure it, and the unnormalised case.
+    """C1.2: ``q . d`` equals the cosine for normalised embeddings; measured, with the raw case.
 
     The unnormalised check uses the first ``n_raw`` queries and documents without the final L2
-    normalisation: their norms, max ``|dot - cosine|`` and how often dot and cosine pick the same top doc.
+    normalisation: their norms, max ``|dot - cosine|`` and how often dot and cosine pick the same
+    top doc.
     """
     q = index.encoder.encode(queries, normalize=True).astype(np.float64)
     d = index.embeddings.astype(np.float64)

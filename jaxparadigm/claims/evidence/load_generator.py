@@ -1,13 +1,14 @@
 """A bounded, fault-injecting load generator for :class:`SearchService` (C5.2).
 
-``plan_requests(n, queries, malformed_fraction, timeout_fraction, timeout_s, seed)`` fixes what will be
-sent: ``round(n * malformed_fraction)`` malformed bodies (bad JSON, a missing or non-string query, a bad
-``k``), ``round(n * timeout_fraction)`` requests asking the server for a delay of ``2 * timeout_s``
-(so the client times out), the rest ordinary queries; their order is a seeded permutation.
-``run_load(url, plan, concurrency, duration_s, timeout_s)`` sends them from ``concurrency`` threads and
-stops sending once ``duration_s`` has passed. Each request is a client span "search.client"
-(attributes request.id, request.kind, outcome: the HTTP status or "timeout"), whose W3C
-``traceparent`` is sent so the server's span becomes its child. The spans are the only record.
+``plan_requests(n, queries, malformed_fraction, timeout_fraction, timeout_s, seed)`` fixes what will
+be sent: ``round(n * malformed_fraction)`` malformed bodies (bad JSON, a missing or non-string
+query, a bad ``k``), ``round(n * timeout_fraction)`` requests asking the server for a delay of
+``2 * timeout_s`` (so the client times out), the rest ordinary queries; their order is a seeded
+permutation. ``run_load(url, plan, concurrency, duration_s, timeout_s)`` sends them from
+``concurrency`` threads and stops sending once ``duration_s`` has passed. Each request is a client
+span "search.client" (attributes request.id, request.kind, outcome: the HTTP status or "timeout"),
+whose W3C ``traceparent`` is sent so the server's span becomes its child. The spans are the only
+record.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def plan_requests(
     timeout_s: float = 2.0,
     seed: int = 0,
 ) -> list[PlannedRequest]:
-    """``n`` requests: malformed and delayed ones in the given shares, the rest cycling ``queries``."""
+    """``n`` requests: malformed and delayed ones in given shares, the rest cycling ``queries``."""
     n = check_int("requests", n, 1)
     if not queries or not all(isinstance(q, str) and q.strip() for q in queries):
         raise InputError("queries: expected a non-empty list of non-empty strings")
@@ -118,7 +119,7 @@ def run_load(
     duration_s: float = 60.0,
     timeout_s: float = 2.0,
 ) -> tuple[ReadableSpan, ...]:
-    """Send ``plan`` to ``url`` from ``concurrency`` threads until done or ``duration_s`` has passed.
+    """Send ``plan`` to ``url`` from ``concurrency`` threads until done or ``duration_s`` is over.
 
     Returns the exported client spans (one per request actually sent).
     """

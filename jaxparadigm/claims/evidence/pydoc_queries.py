@@ -1,10 +1,11 @@
-"""Hand-written natural-language queries over ``pydoc_data.topics``, each labelled with targets (C1.1).
+"""Hand-written natural-language queries over ``pydoc_data.topics``, labelled with targets (C1.1).
 
 The queries are phrased the way a user asks, not copied from the topic text. ``targets`` lists the
 topics that answer the query: the specific topic first, then topics whose text *contains* that same
 section verbatim (``compound`` holds if/while/for/try/with/def/class/async; ``specialnames`` holds
 customization, attribute access, container/numeric/callable emulation and context managers;
-``execmodel`` holds naming and exceptions; ``else`` is a copy of ``if``). A hit on any target counts.
+``execmodel`` holds naming and exceptions; ``else`` is a copy of ``if``). A hit on any target
+counts.
 """
 
 from __future__ import annotations

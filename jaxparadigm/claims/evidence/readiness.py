@@ -2,10 +2,10 @@
 
 Given the client spans of :func:`run_load` and the server spans of :class:`SearchService`:
 
-* a request's trace is *complete* when its client span, the server span that is its child (same trace,
-  parent = the client span, same request.id) and every child span expected for its kind were exported:
-  ``ok`` -> parse, tokenize, encode, search; ``timeout`` -> those and injected_delay; ``malformed`` ->
-  parse. ``trace_completeness = complete / sent`` counts failed requests too.
+* a request's trace is *complete* when its client span, the server span that is its child (same
+  trace, parent = the client span, same request.id) and every child span expected for its kind were
+  exported: ``ok`` -> parse, tokenize, encode, search; ``timeout`` -> those and injected_delay;
+  ``malformed`` -> parse. ``trace_completeness = complete / sent`` counts failed requests too.
 * latency = client span duration of the ``ok`` requests (end to end, over HTTP): P50/P99 by linear
   interpolation (``np.percentile``); ``server_p99_ms`` the same over their server spans.
 * ``qps`` = ``ok`` requests answered 200 / (last client span end - first client span start).
@@ -58,7 +58,7 @@ def _percentile(values: list[float], q: float) -> float:
 def readiness_from_spans(
     spans: Sequence[ReadableSpan], plan: Sequence[PlannedRequest]
 ) -> dict[str, object]:
-    """P50/P99 latency, QPS, trace completeness and per-kind outcomes of ``plan``, from ``spans``."""
+    """P50/P99 latency, QPS, trace completeness and per-kind outcomes of ``plan`` from ``spans``."""
     clients = {
         _attrs(s).get("request.id"): s
         for s in spans

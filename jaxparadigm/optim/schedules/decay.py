@@ -11,13 +11,13 @@ value instead of NaN: inside a JAX array (traced or not) silently, with
 ``UserWarning``. ``+inf`` reads as the end of the schedule and ``-inf`` as its start (the usual
 clamp). optax returns NaN for a NaN count.
 
-Arguments are taken as optax takes them (issue 23: a refusal optax does not make is a porting
-trap): any real value (negative, NaN or infinite ones warn), ``end_value > peak_value``, ``alpha``
-outside ``[0, 1]``, ``power``/``exponent <= 0``, ``transition_steps <= 0`` (a constant
-``init_value``), ``transition_begin < 0`` (read as 0), negative or unordered ``join`` boundaries,
-a ``join`` with more or fewer boundaries than ``len(schedules) - 1`` (the extra ones are dropped,
-as optax's ``zip`` drops them, with a warning), and step counts that are not integers (with a
-warning; then the schedule computes with optax's float arithmetic). Still refused, as optax
+Arguments are taken as optax takes them (a refusal optax does not make is a porting trap): any
+real value (negative, NaN or infinite ones warn), ``end_value > peak_value``, ``alpha`` outside
+``[0, 1]``, ``power``/``exponent <= 0``, ``transition_steps <= 0`` (a constant ``init_value``),
+``transition_begin < 0`` (read as 0), negative or unordered ``join`` boundaries, a ``join`` with
+more or fewer boundaries than ``len(schedules) - 1`` (the extra ones are dropped, as optax's
+``zip`` drops them, with a warning), and step counts that are not integers (with a warning; then
+the schedule computes with optax's float arithmetic). Still refused, as optax
 refuses them or fails on them: ``decay_steps <= 0`` (or NaN) in the cosine schedules, an empty or
 non-callable ``join`` list, non-numbers. With integer step arguments the clamp of the count is
 unchanged, so a wrapped (negative) int32 counter reads as count -1: each piece's count 0, and a
@@ -122,7 +122,7 @@ def polynomial(
     transition_steps: float,
     transition_begin: float = 0,
 ) -> Schedule:
-    """``lr(t) = (init - end) * (1 - c / T)**power + end`` with ``c = clip(t - begin, 0, T)`` (C4.3).
+    """``lr(t) = (init - end) * (1 - c / T)**power + end``, ``c = clip(t - begin, 0, T)`` (C4.3).
 
     TF's ``PolynomialDecay`` and optax's ``polynomial_schedule``; the clip is what keeps a
     wrapped (negative) counter from leaving ``[min(init, end), max(init, end)]``. As optax:
@@ -206,7 +206,7 @@ def cosine_decay(
 
 
 def join(schedules: Sequence[Schedule], boundaries: Sequence[float]) -> Schedule:
-    """Piecewise schedule: ``schedules[i](t - boundaries[i-1])`` once ``t >= boundaries[i-1]`` (C4.3).
+    """Piecewise: ``schedules[i](t - boundaries[i-1])`` once ``t >= boundaries[i-1]`` (C4.3).
 
     Equals ``optax.join_schedules`` for any boundaries, negative or unordered included (piece
     ``i`` wins whenever ``t >= boundaries[i-1]``, later pieces over earlier ones). Pieces and

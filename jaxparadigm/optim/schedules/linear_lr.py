@@ -16,7 +16,7 @@ def linear_lr(
     end_factor: float = 1.0,
     total_iters: int = 5,
 ) -> Schedule:
-    """``lr(t) = base_lr * (s + (e - s) * clip(t, 0, K) / N)`` (``torch.optim.lr_scheduler.LinearLR``).
+    """``lr(t) = base_lr * (s + (e - s) * clip(t, 0, K) / N)`` (``lr_scheduler.LinearLR``).
 
     ``s = start_factor``, ``e = end_factor``, ``N = total_iters`` and ``K = floor(N)``: torch's
     recursion stops updating once its epoch exceeds ``N``, so a non-integer ``N`` never reaches
@@ -26,9 +26,9 @@ def linear_lr(
     nor a huge Python int can make the rate negative (C4.3). NaN counts follow ``sanitize_count``.
 
     The other arguments are checked as torch checks them (torch is this schedule's oracle):
-    ``0 <= base_lr`` (the optimiser's ``lr``; ``inf`` warns), ``0 < s <= 1``, ``0 <= e <= 1`` (torch's tests
-    let a NaN factor through: so do we, with a ``UserWarning``); anything torch refuses raises
-    ``ValueError``.
+    ``0 <= base_lr`` (the optimiser's ``lr``; ``inf`` warns), ``0 < s <= 1``, ``0 <= e <= 1``
+    (torch's tests let a NaN factor through: so do we, with a ``UserWarning``); anything torch
+    refuses raises ``ValueError``.
     """
     if math.isinf(check_torch_range("base_lr", base_lr, low=0.0)):
         warn_user(f"base_lr={base_lr!r}: accepted (as torch), but every rate is infinite")

@@ -3,7 +3,8 @@
 Two int32 counters run side by side from ``center - window``: one incremented with a plain ``+ 1``
 (wraps to ``-2**31``) and one incremented with ``safe_increment`` (saturates). A LinearLR warmup is
 evaluated on each, on the true Python-int step, and in torch's unclamped closed form on the naive
-counter. PyTorch's own ``LinearLR`` beside it is claim evidence: ``jaxparadigm.claims.evidence.overflow``.
+counter. PyTorch's own ``LinearLR`` beside it is claim evidence:
+``jaxparadigm.claims.evidence.overflow``.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _ints(x: jax.Array) -> tuple[int, ...]:
 
 
 def _step_counters(start: int, n: int) -> tuple[jax.Array, jax.Array]:
-    """``n`` values of a plain ``+ 1`` int32 counter and of a ``safe_increment`` one from ``start``."""
+    """``n`` steps of a plain ``+ 1`` int32 counter and a ``safe_increment`` one from ``start``."""
 
     def tick(
         carry: tuple[jax.Array, jax.Array], _: None

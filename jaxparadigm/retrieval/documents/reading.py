@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -45,8 +44,9 @@ from jaxparadigm.common.bounded_reading import (
     MAX_JSON_INT_DIGITS,
     SNIFF_BYTES,
     JsonLineError,
+    NotRegularFile,
     binary_prefix,
-    mode_words,
+    open_regular,
     read_json,
     shown_name,
 )
@@ -107,11 +107,11 @@ def _file_bytes(path: Path) -> bytes:
     :func:`~jaxparadigm.retrieval.documents.file_kinds.gunzip_file`); :class:`_NotText` for a special file
     or one whose first :data:`SNIFF_BYTES` are binary (the rest is then never read). Opened
     non-blocking, so a FIFO put in a file's place cannot block."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    with open(fd, "rb", closefd=True) as fh:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _NotText("unsupported type", mode_words(mode))
+    try:
+        opened = open_regular(path)
+    except NotRegularFile as exc:
+        raise _NotText("unsupported type", exc.kind) from None
+    with opened as fh:
         if path.name.lower().endswith(".gz"):
             try:
                 data = gunzip_file(fh)

@@ -10,7 +10,7 @@ whose path the OS refuses, e.g. past ``PATH_MAX``, is skipped "unreadable"). A n
 valid UTF-8 is skipped as "name not UTF-8" and shown with its bad bytes as ``\\xNN``. FIFOs,
 sockets and devices are "unsupported type"; a symlink cycle is "symlink loop". A folder for which
 ``skip_folder`` answers true (the index builder passes its test for an index folder) is skipped as
-"index folder": an index never reads itself.
+"index folder", and so is a symlink to a file in such a folder: an index never reads itself.
 """
 
 from __future__ import annotations
@@ -54,8 +54,14 @@ def _link_problem(p: Path) -> Skipped:
     return Skipped(p.as_posix(), "unsupported type", "not a regular file")  # pragma: no cover
 
 
-def _entry(entry: os.DirEntry, top: Path, dirs: list, found: list, skipped: list) -> None:
-    """Sort one folder entry into ``dirs`` (to walk), ``found`` (to read) or ``skipped``."""
+def _entry(
+    entry: os.DirEntry, top: Path, skip: Callable[[Path], bool], lists: tuple[list, list, list]
+) -> None:
+    """Sort one folder entry into ``lists`` = (``dirs`` to walk, ``found`` to read,
+    ``skipped``); a symlink to a file in a folder ``skip`` answers true for is skipped as
+    "index folder" (the walk reaches a folder only through real folders, a file also through
+    a link)."""
+    dirs, found, skipped = lists
     p = top / entry.name
     try:
         is_dir = entry.is_dir()
@@ -74,6 +80,8 @@ def _entry(entry: os.DirEntry, top: Path, dirs: list, found: list, skipped: list
         skipped.append(Skipped(p.as_posix(), "unsupported type", mode_words(entry.stat().st_mode)))
     elif file_kind(entry.name) is None:
         skipped.append(Skipped(p.as_posix(), "unsupported type", f"suffix {p.suffix}"))
+    elif entry.is_symlink() and skip(_real(p).parent):
+        skipped.append(Skipped(p.as_posix(), "index folder", f"a symlink into it: {_INDEX_FOLDER}"))
     else:
         found.append(p)
 
@@ -97,7 +105,7 @@ def _walk(root: Path, skip_folder: Callable[[Path], bool]) -> tuple[list[Path], 
                 )
             for entry in entries:
                 try:
-                    _entry(entry, top, dirs, found, skipped)
+                    _entry(entry, top, skip_folder, (dirs, found, skipped))
                 except OSError as exc:
                     path = shown_name(top / entry.name)
                     skipped.append(Skipped(path, "unreadable", exc.strerror or type(exc).__name__))

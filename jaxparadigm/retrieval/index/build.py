@@ -41,6 +41,7 @@ from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.documents.passages import Passage, split_passages, splitting_tokenizer
 from jaxparadigm.retrieval.documents.reading import (
     Reading,
+    Skipped,
     collect_files,
     describe_skipped,
     read_documents,
@@ -60,7 +61,7 @@ from jaxparadigm.retrieval.index.store import (
 )
 from jaxparadigm.retrieval.index.writer import write_rows
 
-__all__ = ["build_index", "add_to_index", "DEFAULT_MODEL_NAME"]
+__all__ = ["build_index", "add_to_index", "DEFAULT_MODEL_NAME", "NothingToAdd"]
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 ENCODE_CHUNK = 256  # passages per encode call: the progress bar's step
@@ -80,6 +81,32 @@ class PassageEncoder(Protocol):
     def encode(
         self, sentences: list[str], batch_size: int = ..., normalize: bool = ...
     ) -> np.ndarray: ...
+
+
+class NothingToAdd(InputError):
+    """:func:`add_to_index` of files the index already holds: every document under the paths
+    was skipped as "already indexed" (same path, same bytes) or "duplicate content" (the bytes
+    of an indexed file), so the index is left untouched. ``held``: those files' skip entries,
+    named in the message (``nothing to add: docs/a.txt is already indexed (unchanged)``)."""
+
+    def __init__(self, held: list[Skipped], others: list[Skipped]):
+        shown = [f"{s.path} is already indexed ({s.detail})" for s in held[:5]]
+        more = [f"and {len(held) - 5} more"] if len(held) > 5 else []
+        super().__init__(
+            "\n".join(["nothing to add: " + "; ".join(shown + more), *describe_skipped(others)])
+        )
+        self.held = held
+
+
+_HELD = ("already indexed", "duplicate content")
+
+
+def _refuse_nothing_new(reading: Reading) -> None:
+    if not reading.documents and any(s.reason in _HELD for s in reading.skipped):
+        raise NothingToAdd(
+            [s for s in reading.skipped if s.reason in _HELD],
+            [s for s in reading.skipped if s.reason not in _HELD],
+        )
 
 
 def _model_entry(encoder, model_name: str) -> dict:
@@ -313,7 +340,8 @@ def add_to_index(
     Passages are cut with the index's own ``chunk_tokens``/``overlap``; the encoder must match the
     manifest's model. A file already in the index with the same bytes is skipped ("already
     indexed"), one whose bytes changed since is refused (rebuild to update it); a file with the
-    bytes of an indexed file at another path is skipped ("duplicate content").
+    bytes of an indexed file at another path is skipped ("duplicate content"). When that leaves
+    no document to read, :class:`NothingToAdd` names the files and nothing is written.
     """
     index_dir = Path(index_dir)
     batch_size = require_int("batch_size", batch_size, 1)
@@ -328,6 +356,7 @@ def add_to_index(
         base = committed(m)
         known = {f["sha256"]: f["path"] for f in base.get("files", [])}
         reading = read_documents(paths, strict=strict, known_sha256=known, skip_folder=holds_index)
+        _refuse_nothing_new(reading)
         build = m["build"]
         passages, sources = _passages(
             paths, reading, encoder, build["chunk_tokens"], build["overlap"]

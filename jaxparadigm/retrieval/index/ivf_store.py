@@ -35,7 +35,7 @@ import numpy as np
 
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.index.owned_files import create_new
-from jaxparadigm.retrieval.index.store import sha256_file
+from jaxparadigm.retrieval.index.store import load_npy, sha256_file
 
 __all__ = [
     "IVF_FILES",
@@ -129,21 +129,12 @@ def load_ivf_file(index_dir: Path, entry: dict, kind: str, verify: bool = True) 
 
 def _load(index_dir: Path, entry: dict, kind: str, verify: bool) -> np.ndarray:
     path = index_dir / f"{entry['name']}.{kind}.npy"
+    damaged = (
+        f"the IVF lists are damaged: rerun `jaxparadigm index ivf {index_dir} --lists "
+        f"{entry['lists']}`"
+    )
     what = f"{index_dir}: IVF lists {entry['name']}: {path.name}"
-    try:
-        if verify:
-            got = sha256_file(path)
-            if got != entry["sha256"][kind]:
-                raise InputError(
-                    f"{what} fails its checksum (sha256 {got[:16]}..., manifest "
-                    f"{entry['sha256'][kind][:16]}...); the IVF lists are damaged: rerun "
-                    f"`jaxparadigm index ivf {index_dir} --lists {entry['lists']}`"
-                )
-        return np.load(path, mmap_mode="r", allow_pickle=False)
-    except FileNotFoundError:
-        raise InputError(f"{what} is missing") from None
-    except (ValueError, OSError) as exc:
-        raise InputError(f"{what}: unreadable ({exc})") from None
+    return load_npy(path, what, entry["sha256"][kind] if verify else None, damaged)
 
 
 def _expect(index_dir: Path, entry: dict, kind: str, a: np.ndarray, dtype, shape) -> None:

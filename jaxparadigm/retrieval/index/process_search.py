@@ -21,7 +21,11 @@ takes together, through JAX's own collectives over the group (gloo on CPU):
 5. the passages of the merged hits: each process serialises those it holds (JSON), and a
    ``process_allgather`` of their lengths, then of the bytes, gives them to every process.
 
-Every process opens the manifest itself; the first step also gathers each one's manifest digest
+Every process opens its part of the index (:func:`open_together`) and the group agrees on it
+before anything else: one ``process_allgather`` of each process's failure (empty when it opened),
+and if any failed, every process raises the same :class:`~jaxparadigm.errors.InputError` naming
+the first that failed and why (a damaged shard that only process 1 holds is named by process 0 at
+once, not after a collective's timeout). Every process opens the manifest itself; the first step also gathers each one's manifest digest
 (sha256) and refuses a group whose processes opened different manifests (an ``index add``
 committed in between). A collective that fails (a process died: gloo reports the closed
 connection at once) raises :class:`~jaxparadigm.errors.GroupFailed` naming the failure, and the
@@ -40,6 +44,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 import jax
 import numpy as np
@@ -50,7 +55,7 @@ from jaxparadigm.retrieval.dense import vector_search
 from jaxparadigm.retrieval.dense.vector_search import TopK
 from jaxparadigm.retrieval.documents.passages import Passage
 
-__all__ = ["FAULT_ENV", "ProcessGroupSearch", "merge_process_topk"]
+__all__ = ["FAULT_ENV", "ProcessGroupSearch", "merge_process_topk", "open_together"]
 
 #: ``P@S``: process ``P`` kills itself with SIGKILL as its search step ``S`` begins (tests only).
 FAULT_ENV = "JAXPARADIGM_FAULT_SEARCH_KILL"
@@ -65,6 +70,39 @@ def merge_process_topk(scores: np.ndarray, ids: np.ndarray, k: int) -> TopK:
     i = np.concatenate(list(ids), axis=1).astype(np.int64)
     order = np.lexsort((np.where(i < 0, np.iinfo(np.int64).max, i), -s), axis=1)[:, :k]
     return TopK(np.take_along_axis(s, order, 1), np.take_along_axis(i, order, 1))
+
+
+_Opened = TypeVar("_Opened")
+
+
+def open_together(open_part: Callable[[], _Opened]) -> _Opened:
+    """``open_part()`` (this process's part of the index), then the group agrees (module
+    docstring): its value when every process opened its part, else one InputError in every
+    process, ``process P of N could not open its part of the index: <its error>``. A failed
+    collective raises :class:`~jaxparadigm.errors.GroupFailed`."""
+    process, processes = jax.process_index(), jax.process_count()
+    try:
+        opened, problem = open_part(), ""
+    except InputError as exc:
+        opened, problem = None, " ".join(str(exc).split())
+    data = np.frombuffer(problem.encode(), np.uint8)
+    try:
+        sizes = np.asarray(
+            multihost_utils.process_allgather(np.array([data.size], np.int32))
+        ).reshape(-1)
+        if sizes.max() == 0:
+            return opened  # type: ignore[return-value]  # every open_part() returned
+        buf = np.zeros(int(sizes.max()), np.uint8)
+        buf[: data.size] = data
+        every = np.asarray(multihost_utils.process_allgather(buf))
+    except Exception as exc:  # gloo: a process died while the group opened the index
+        raise GroupFailed(
+            f"process {process} of {processes}: the search group failed while opening the index "
+            f"({' '.join(str(exc).split())[:300]}); a process died or stopped answering"
+        ) from None
+    first = int(np.flatnonzero(sizes)[0])
+    told = bytes(every[first][: sizes[first]]).decode()
+    raise InputError(f"process {first} of {processes} could not open its part of the index: {told}")
 
 
 def _fault_step() -> int | None:

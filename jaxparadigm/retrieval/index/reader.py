@@ -46,9 +46,10 @@ from jaxparadigm.retrieval.index.store import (
     read_manifest,
     shard_embeddings,
     shard_passages,
+    verify_shards,
 )
 
-__all__ = ["Index", "OPEN_ATTEMPTS", "shard_range"]
+__all__ = ["Index", "OPEN_ATTEMPTS", "check_parts", "shard_range"]
 
 #: How many manifests an open tries: a shard that vanished because a newer manifest was
 #: committed meanwhile sends it back to that manifest; an unchanged manifest fails at once.
@@ -60,6 +61,25 @@ def shard_range(shards: int, part: int, parts: int) -> range:
     S / parts))`` of the ``S`` shards, contiguous (so its rows are one run) and balanced to one
     shard (issue 37)."""
     return range(part * shards // parts, (part + 1) * shards // parts)
+
+
+def check_parts(path: str | os.PathLike, parts: int) -> None:
+    """Check, in this one process, every part of the index at ``path`` that ``parts`` processes
+    would hold, as each process checks its own (C1.1): each part opened (``Index(path, part=(p,
+    parts))``: at least one shard per process, embeddings' checksum, shape and unit rows) and
+    every passages file's checksum and lines read. The launcher of a group calls it before any
+    process starts, so a damaged file or too few shards is one :class:`InputError` naming it in
+    the command's own output -- never a collective that times out waiting for a process that
+    failed. Warnings (an interrupted ``index add``) are left to the group's processes."""
+    for part in range(parts):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            index = Index(path, part=(part, parts))
+        try:
+            for j in index.held:
+                shard_passages(index.path, index._shards[j], opened=index._files[j])
+        finally:
+            index.close()
 
 
 def _close(maps: list[mmap.mmap | bytes]) -> None:
@@ -155,6 +175,13 @@ class Index:
                 "smaller --shard-rows"
             )
         return shard_range(len(m["shards"]), part, parts)
+
+    def verify_passages(self) -> None:
+        """Check every held shard's passages file against its sha256 now (:meth:`passage` reads
+        and checks a shard's the first time one of its rows is asked for): a process of a group
+        checks its part whole before the group's first step."""
+        shards = [self._shards[j] for j in self.held]
+        list(verify_shards(self.path, {"shards": shards}, kinds=("passages",)))
 
     def close(self) -> None:
         """Unmap the passages not read yet (the mapped embeddings stay usable)."""

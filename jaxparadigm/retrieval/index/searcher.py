@@ -14,7 +14,9 @@ candidates from the float32 rows). How it is opened and how it searches are a
 when one of its rows is a hit.
 
 Under an initialised ``jax.distributed`` group of ``N > 1`` processes (issue 37) each process opens
-only its own shards (:func:`~jaxparadigm.retrieval.index.reader.shard_range`) and searches them on its
+only its own shards (:func:`~jaxparadigm.retrieval.index.reader.shard_range`; their passages'
+checksums too), the group agreeing that every process opened its part
+(:func:`~jaxparadigm.retrieval.index.process_search.open_together`), and searches them on its
 local devices; ``search``/``search_vectors`` are then collective (every process calls them, process
 0's queries count) and return the merged global top-``k``
 (:class:`~jaxparadigm.retrieval.index.process_search.ProcessGroupSearch`): the same ids as one process
@@ -38,7 +40,7 @@ from jaxparadigm.retrieval.dense.ivf_search import IVFSearcher, check_nprobe, de
 from jaxparadigm.retrieval.dense.vector_search import RowSource, TopK, VectorSearcher
 from jaxparadigm.retrieval.documents.passages import Passage, PassageFields
 from jaxparadigm.retrieval.index.build import DEFAULT_MODEL_NAME
-from jaxparadigm.retrieval.index.process_search import ProcessGroupSearch
+from jaxparadigm.retrieval.index.process_search import ProcessGroupSearch, open_together
 from jaxparadigm.retrieval.index.reader import Index
 from jaxparadigm.retrieval.search_options import SearchOptions
 
@@ -59,6 +61,14 @@ class Hit(_HitRecord, PassageFields):
     ``source``, ``start``, ``end`` and ``text`` also read as the hit's own)."""
 
     __slots__ = ()
+
+
+def _opened_part(index_dir: str | os.PathLike, verify: bool, part: tuple[int, int]) -> Index:
+    """Part ``part`` of the index, its passages' checksums checked too when ``verify``."""
+    index = Index(index_dir, verify=verify, part=part)
+    if verify:
+        index.verify_passages()
+    return index
 
 
 class IndexSearcher:
@@ -86,7 +96,10 @@ class IndexSearcher:
         self.opened = given.opening()
         parts = jax.process_count()
         part = (jax.process_index(), parts) if parts > 1 else None
-        self.index = Index(index_dir, verify=verify, part=part)
+        if part is None:
+            self.index = Index(index_dir, verify=verify)
+        else:  # the group agrees on every part before its first step
+            self.index = open_together(lambda: _opened_part(index_dir, verify, part))
         self.index_dir = self.index.path
         self.manifest = self.index.manifest
         self.source = RowSource(self.index.shard_arrays)

@@ -11,6 +11,8 @@ Row ``r`` of the corpus is row ``r % shard_rows`` of shard ``r // shard_rows``: 
 start of the embeddings' sha256), then the manifest is replaced atomically (``os.replace``), so a
 crash at any point leaves a manifest that names only complete, checksummed shards. A file whose
 sha256 differs from the manifest is refused with :class:`~jaxparadigm.errors.InputError` naming it.
+Every file of the folder is opened by :func:`open_index_file`, which reads only a regular file: a
+FIFO, folder or device in a file's place is refused at once, naming it (never blocked on).
 
 Files are created without following a link and only the writer's own names are ever deleted
 (:mod:`~jaxparadigm.retrieval.index.owned_files`, which also holds the lock). ``manifest.json``
@@ -29,10 +31,16 @@ import os
 import secrets
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
-from jaxparadigm.common.bounded_reading import JsonLineError, read_json
+from jaxparadigm.common.bounded_reading import (
+    JsonLineError,
+    NotRegularFile,
+    open_regular,
+    read_json,
+)
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.documents.passages import Passage
 from jaxparadigm.retrieval.index.manifest_schema import check_manifest
@@ -62,19 +70,68 @@ __all__ = [
     "verify_shards",
     "remove_unreferenced",
     "sha256_file",
+    "open_index_file",
+    "load_npy",
 ]
 
 VERSION = 1
 UNIT_NORM_TOL = 1e-3  # |norm - 1| allowed in a stored row (float32 normalisation is ~1e-7)
 
 
-def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
-    """Hex sha256 of a file's bytes, read in 4 MiB chunks."""
+_INDEX_DAMAGED = "the index is damaged: restore the file or rebuild the index"
+_SHARD_DAMAGED = "the shard is damaged: restore the file or rebuild the index"
+
+
+def open_index_file(
+    path: Path, what: str, missing: str | None = None, damaged: str = _INDEX_DAMAGED
+) -> BinaryIO:
+    """``path``, a file of an index folder (``what`` names it in messages), opened for reading:
+    the one way the index's files are opened (C1.1). It must be a regular file
+    (:func:`~jaxparadigm.common.bounded_reading.open_regular`: a FIFO in its place is refused at
+    once, never blocked on). One :class:`InputError` naming it otherwise: ``missing`` (default
+    ``"<what> is missing"``), ``"<what> is a FIFO, expected a regular file; <damaged>"`` or
+    ``"<what> cannot be read (<reason>)"``."""
+    try:
+        return open_regular(path)
+    except FileNotFoundError:
+        raise InputError(missing or f"{what} is missing") from None
+    except NotRegularFile as exc:
+        raise InputError(f"{what} is {exc.kind}, expected a regular file; {damaged}") from None
+    except OSError as exc:
+        raise InputError(f"{what} cannot be read ({exc.strerror})") from None
+
+
+def _digest(fh: BinaryIO, chunk: int = 1 << 22) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
+    while block := fh.read(chunk):
+        h.update(block)
     return h.hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file's bytes, read in 4 MiB chunks (opened by :func:`open_index_file`)."""
+    with open_index_file(path, str(path)) as fh:
+        return _digest(fh)
+
+
+def load_npy(path: Path, what: str, sha256: str | None, damaged: str) -> np.ndarray:
+    """The ``.npy`` file ``path`` memory-mapped read-only, once :func:`open_index_file` has
+    checked it is a regular file and, given ``sha256``, that its bytes have that digest (else
+    ``"<what> fails its checksum (...); <damaged>"``). A file numpy cannot parse:
+    ``"<what> is not a readable .npy file (<why>); <damaged>"`` -- one sentence each."""
+    with open_index_file(path, what, damaged=damaged) as fh:
+        got = _digest(fh) if sha256 is not None else ""
+    if sha256 is not None and got != sha256:
+        raise InputError(
+            f"{what} fails its checksum (sha256 {got[:16]}..., manifest {sha256[:16]}...); "
+            f"{damaged}"
+        )
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(f"{what} is missing") from None
+    except (ValueError, OSError) as exc:
+        raise InputError(f"{what} is not a readable .npy file ({exc}); {damaged}") from None
 
 
 def new_manifest(model: dict, shard_rows: int, build: dict) -> dict:
@@ -110,14 +167,14 @@ def read_manifest(index_dir: str | os.PathLike) -> dict:
     """The manifest of ``index_dir``, checked against the schema (:func:`check_manifest`)."""
     index_dir = Path(index_dir)
     path = index_dir / MANIFEST
-    if not path.is_file():
-        raise InputError(f"{index_dir}: no {MANIFEST}; expected an index built by `index build`")
+    missing = f"{index_dir}: no {MANIFEST}; expected an index built by `index build`"
     try:
-        m = read_json(path.read_bytes())
+        with open_index_file(path, str(path), missing) as fh:
+            m = read_json(fh.read())
     except JsonLineError as exc:
         raise InputError(f"{path}: not valid JSON ({exc}); the index is damaged") from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+        raise InputError(f"{path} cannot be read ({exc.strerror})") from None
     check_manifest(m, path)
     return m
 
@@ -166,27 +223,28 @@ def write_shard(
     return {"name": name, "rows": len(passages), "sha256": digests}
 
 
-def _compare(index_dir: Path, shard: dict, kind: str, name: str, got: str) -> None:
-    if got != shard["sha256"][kind]:
+def _shard_file(index_dir: Path, shard: dict, suffix: str) -> tuple[Path, str]:
+    """A shard's file (``suffix`` ``.npy`` or ``.jsonl``) and its name for messages."""
+    path = index_dir / f"{shard['name']}{suffix}"
+    return path, f"{index_dir}: shard {shard['name']}: {path.name}"
+
+
+def _compare(what: str, got: str, want: str) -> None:
+    if got != want:
         raise InputError(
-            f"{index_dir}: shard {shard['name']}: {name} fails its checksum (sha256 "
-            f"{got[:16]}..., manifest {shard['sha256'][kind][:16]}...); the shard is damaged: "
-            "restore the file or rebuild the index"
+            f"{what} fails its checksum (sha256 {got[:16]}..., manifest {want[:16]}...); "
+            f"{_SHARD_DAMAGED}"
         )
 
 
 def _checked(index_dir: Path, shard: dict, kind: str) -> Path:
-    suffix = ".npy" if kind == "embeddings" else ".jsonl"
-    path = index_dir / f"{shard['name']}{suffix}"
-    if not path.is_file():
-        raise InputError(f"{index_dir}: shard {shard['name']}: {path.name} is missing")
+    path, what = _shard_file(index_dir, shard, ".npy" if kind == "embeddings" else ".jsonl")
     try:
-        got = sha256_file(path)
-    except OSError as exc:  # gone since is_file (a newer manifest committed), or unreadable
-        raise InputError(
-            f"{index_dir}: shard {shard['name']}: {path.name} cannot be read ({exc.strerror})"
-        ) from None
-    _compare(index_dir, shard, kind, path.name, got)
+        with open_index_file(path, what, damaged=_SHARD_DAMAGED) as fh:
+            got = _digest(fh)
+    except OSError as exc:
+        raise InputError(f"{what} cannot be read ({exc.strerror})") from None
+    _compare(what, got, shard["sha256"][kind])
     return path
 
 
@@ -194,15 +252,14 @@ def open_passages(index_dir: Path, shard: dict) -> mmap.mmap | bytes:
     """The shard's ``.jsonl`` mapped read-only (``b""`` when empty): the map keeps its bytes
     readable after a newer manifest's writer deletes the name, and holds no file descriptor
     (:class:`~jaxparadigm.retrieval.index.reader.Index` maps every shard's at open)."""
-    path = index_dir / f"{shard['name']}.jsonl"
-    try:
-        with open(path, "rb") as fh:
+    path, what = _shard_file(index_dir, shard, ".jsonl")
+    with open_index_file(path, what, damaged=_SHARD_DAMAGED) as fh:
+        try:
             if os.fstat(fh.fileno()).st_size == 0:
                 return b""
             return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except OSError as exc:
-        what = "is missing" if isinstance(exc, FileNotFoundError) else f"({exc.strerror})"
-        raise InputError(f"{index_dir}: shard {shard['name']}: {path.name} {what}") from None
+        except OSError as exc:
+            raise InputError(f"{what} cannot be read ({exc.strerror})") from None
 
 
 def _unit_rows(index_dir: Path, shard: dict, emb: np.ndarray, block: int = 1 << 16) -> None:
@@ -223,13 +280,8 @@ def shard_embeddings(index_dir: Path, shard: dict, dim: int, *, verify: bool = T
 
     Every row must be finite with ``|norm - 1| <= UNIT_NORM_TOL`` (cosine scores are dot
     products): a NaN row, or one scaled x1000, is refused naming the shard and the row."""
-    path = (
-        _checked(index_dir, shard, "embeddings") if verify else index_dir / f"{shard['name']}.npy"
-    )
-    try:
-        emb = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise InputError(f"{index_dir}: shard {shard['name']}: unreadable .npy ({exc})") from None
+    path, what = _shard_file(index_dir, shard, ".npy")
+    emb = load_npy(path, what, shard["sha256"]["embeddings"] if verify else None, _SHARD_DAMAGED)
     if emb.dtype != np.float32 or emb.shape != (shard["rows"], dim):
         raise InputError(
             f"{index_dir}: shard {shard['name']}: embeddings are {emb.dtype} {emb.shape}, "
@@ -267,17 +319,17 @@ def shard_passages(
     read from ``opened`` (:func:`open_passages`) when given, else from the file's name.
 
     Lines are split on ``"\\n"`` only: a passage's text may hold U+2028/U+2029/U+0085."""
-    path = index_dir / f"{shard['name']}.jsonl"
+    path, what = _shard_file(index_dir, shard, ".jsonl")
     try:
         if opened is not None:
             raw = opened[:]
         else:
-            path = _checked(index_dir, shard, "passages") if verify else path
-            raw = path.read_bytes()
+            with open_index_file(path, what, damaged=_SHARD_DAMAGED) as fh:
+                raw = fh.read()
     except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
-    if opened is not None and verify:
-        _compare(index_dir, shard, "passages", path.name, hashlib.sha256(raw).hexdigest())
+        raise InputError(f"{what} cannot be read ({exc.strerror})") from None
+    if verify:
+        _compare(what, hashlib.sha256(raw).hexdigest(), shard["sha256"]["passages"])
     lines = raw.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
@@ -290,9 +342,12 @@ def shard_passages(
     return out
 
 
-def verify_shards(index_dir: Path, manifest: dict) -> Iterator[str]:
-    """Check every shard file against the manifest; yields each verified shard's name."""
+def verify_shards(
+    index_dir: Path, manifest: dict, kinds: Sequence[str] = ("embeddings", "passages")
+) -> Iterator[str]:
+    """Check every shard file (of ``kinds``) against the manifest's sha256; yields each verified
+    shard's name."""
     for shard in manifest["shards"]:
-        _checked(index_dir, shard, "embeddings")
-        _checked(index_dir, shard, "passages")
+        for kind in kinds:
+            _checked(index_dir, shard, kind)
         yield shard["name"]

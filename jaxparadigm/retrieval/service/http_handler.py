@@ -20,6 +20,9 @@ client sent (issues 24 and 34); a service that cannot serve (its request batcher
   Content-Security-Policy that allows no request but to this server; ``POST /search`` is the
   JSON API; any other method is 405 (the stdlib answers 501), any other path 404.
 
+A client that resets its connection (or closes it before reading the answer) ends that request
+quietly: a :class:`ConnectionError` is no server error, and prints no traceback.
+
 After the answer the connection is closed gracefully (the server stops sending, then discards what
 the client still sends for at most ``LINGER_S``), so a refused upload still reads its 413.
 """
@@ -30,6 +33,7 @@ import errno
 import io
 import json
 import socket
+import sys
 import threading
 import time
 from http import HTTPStatus
@@ -269,6 +273,15 @@ class _Server(ThreadingHTTPServer):
         self.socket.close()
         self.socket = listener  # bound and listening already (bind_listener)
         self.server_address = listener.getsockname()
+
+    def handle_error(self, request, client_address):
+        """A client that went away (reset, broken pipe, aborted: :class:`ConnectionError`) while
+        its request was read or answered ends its connection quietly -- there is no one to
+        answer and nothing wrong with the server; any other exception is a bug and keeps the
+        standard library's traceback on stderr."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     def process_request(self, request, client_address):
         with self.requests_lock:

@@ -18,11 +18,16 @@ data-row="ROW" tabindex="0">`` showing the file, the passage's character offsets
 cosine in mode dense) and the excerpt the server chose with
 :func:`~jaxparadigm.retrieval.ranking.excerpt.best_excerpt` -- the passage's segment holding the most
 distinct query words -- with those words in ``<mark>`` (the server's marks, so the page shows what
-was scored; no second matcher in JavaScript). A service without passages (over a
-:class:`~jaxparadigm.retrieval.index.memory_index.SemanticIndex`) shows each hit's row and score. An
-empty query is answered on the page ("Type a question first ...") without a request; a refused
-request shows the server's ``error`` message and status; an unreachable server says so. Text is
-inserted with ``textContent`` only (never parsed as HTML), so a passage cannot inject markup.
+was scored; no second matcher in JavaScript). The marks are code-point offsets, as every offset
+of the API; the page cuts the excerpt by code points (``Array.from``), never by the UTF-16 units
+a JavaScript string counts, so an emoji before a word moves no mark. The file name is shown in a
+``<bdi>`` (isolated from the offsets and score after it) with its bidi formatting characters
+(U+202E ...) written ``\\u202e``: a name cannot show a fake name or extension. A service
+without passages (over a :class:`~jaxparadigm.retrieval.index.memory_index.SemanticIndex`) shows
+each hit's row and score. An empty query is answered on the page ("Type a question first ...")
+without a request; a refused request shows the server's ``error`` message and status; an
+unreachable server says so. Text is inserted with ``textContent`` only (never parsed as HTML), so
+a passage cannot inject markup.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval.documents.passages import split_passages, splitting_tokenizer
 from jaxparadigm.retrieval.documents.reading import read_documents
-from jaxparadigm.retrieval.index.build import add_to_index, build_index
+from jaxparadigm.retrieval.index.build import NothingToAdd, add_to_index, build_index
 from jaxparadigm.retrieval.index.searcher import IndexSearcher
 from jaxparadigm.retrieval.index.store import read_manifest, shard_embeddings
 from tests.retrieval.conftest import HashEncoder
@@ -102,8 +102,13 @@ def test_add_fills_the_partial_shard_then_appends(tmp_path, docs, hash_encoder):
     top = searcher.search(hash_encoder, added[-1].text, k=1)[0][0]
     assert top.row == m["count"] - 1
     assert len(list(out.glob("*.npy"))) == len(m["shards"])  # the replaced shard was removed
-    with pytest.raises(InputError, match=r"skipped 2 inputs \(already indexed: 2\)"):
+    with pytest.raises(NothingToAdd) as err:  # issue 47: "the documents hold no text to index"
         add_to_index(out, [docs[1]], hash_encoder)
+    names = sorted(str(p.resolve()) for p in docs[1].iterdir())
+    assert str(err.value) == "nothing to add: " + "; ".join(
+        f"{n} is already indexed (unchanged)" for n in names
+    )
+    assert [s.path for s in err.value.held] == names and read_manifest(out) == m
 
 
 def test_interrupted_build_resumes_without_re_encoding_finished_shards(

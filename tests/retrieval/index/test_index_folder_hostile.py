@@ -119,6 +119,33 @@ def test_an_index_inside_the_folder_it_indexes_never_ingests_itself(tmp_path, do
         add_to_index(out, [next(out.glob("shard_*.jsonl"))], hash_encoder)
 
 
+def test_a_symlink_into_the_index_folder_is_never_indexed(tmp_path, docs, index, hash_encoder):
+    """Issue 47: a link in an indexed folder to a shard's .jsonl (or to the manifest, named .txt)
+    was read as documents: the walk asked ``holds_index`` only of the folders it entered."""
+    from jaxparadigm.retrieval.documents.walking import collect_files
+
+    shard = next(index.glob("shard_*.jsonl"))
+    (docs / "shard.jsonl").symlink_to(shard)
+    (docs / "manifest.txt").symlink_to(index / "manifest.json")
+    (docs / "idx_link").symlink_to(index, target_is_directory=True)
+    files, skipped = collect_files([docs], skip_folder=holds_index)
+    assert [f.name for f in files] == ["d0.txt", "d1.txt", "d2.txt"]
+    into = "a symlink into it: holds an index's manifest.json: an index never reads itself"
+    assert [(s.path, s.reason, s.detail) for s in skipped] == [
+        (f"{docs}/idx_link", "symlinked folder", "not followed"),
+        (f"{docs}/manifest.txt", "index folder", into),
+        (f"{docs}/shard.jsonl", "index folder", into),
+    ]
+    (docs / "more.txt").write_text(_text(30, seed=9) + " more")
+    m = add_to_index(index, [docs], hash_encoder)
+    assert [s["source"].rsplit("/", 1)[-1] for s in m["sources"]] == [
+        "d0.txt",
+        "d1.txt",
+        "d2.txt",
+        "more.txt",
+    ]
+
+
 def test_a_killed_build_inside_its_input_folder_resumes(tmp_path, docs, minilm_tokenizer):
     for i in range(3, 8):
         (docs / f"d{i}.txt").write_text(_text(60, seed=i))

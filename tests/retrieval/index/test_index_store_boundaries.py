@@ -44,17 +44,20 @@ def test_a_shard_file_that_cannot_be_read_names_the_shard_and_why(
     shard = read_manifest(idx)["shards"][0]
     npy = idx / f"{shard['name']}.npy"
     npy.unlink()
-    npy.mkdir()  # a folder where the file was: is_file() is False -> "is missing"
+    npy.mkdir()  # a folder where the file was: said "is missing" before the regular-file check
     with pytest.raises(InputError) as err:
         list(verify_shards(idx, read_manifest(idx)))
-    assert str(err.value) == f"{idx}: shard {shard['name']}: {npy.name} is missing"
+    assert str(err.value) == (
+        f"{idx}: shard {shard['name']}: {npy.name} is a folder, expected a regular file; the "
+        "shard is damaged: restore the file or rebuild the index"
+    )
     npy.rmdir()
     npy.write_bytes(b"x")
 
-    def failing_disk(path, chunk=0):
+    def failing_disk(fh, chunk=0):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(index_store, "sha256_file", failing_disk)  # as root, modes stop nothing
+    monkeypatch.setattr(index_store, "_digest", failing_disk)  # as root, modes stop nothing
     with pytest.raises(InputError) as err:
         list(verify_shards(idx, read_manifest(idx)))
     assert str(err.value) == (

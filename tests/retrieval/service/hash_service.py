@@ -38,20 +38,21 @@ class ServingHashEncoder(HashEncoder):
         return {"attention_mask": np.array([[1] * len(i) + [0] * (n - len(i)) for i in ids])}
 
 
-def hash_index(root, tokenizer):
-    """``(index_dir, encoder)``: DOCS written under ``root/docs`` and indexed into ``root/idx``."""
+def hash_index(root, tokenizer, docs_text=None):
+    """``(index_dir, encoder)``: ``docs_text`` (default DOCS) written under ``root/docs`` and
+    indexed into ``root/idx``."""
     docs = root / "docs"
     docs.mkdir(parents=True, exist_ok=True)
-    for name, text in DOCS.items():
+    for name, text in (docs_text or DOCS).items():
         (docs / name).write_text(text, encoding="utf-8")
     encoder = ServingHashEncoder(tokenizer)
     build_index([docs], root / "idx", encoder, **KW)
     return root / "idx", encoder
 
 
-def hash_service(root, tokenizer, **options):
+def hash_service(root, tokenizer, docs_text=None, **options):
     """A started SearchService over :func:`hash_index` (``options`` to SearchService)."""
-    index_dir, encoder = hash_index(root, tokenizer)
+    index_dir, encoder = hash_index(root, tokenizer, docs_text)
     searcher = IndexSearcher(index_dir)
     passage_of = lambda row: searcher.passage(row)._asdict()  # noqa: E731 - as index_service's
     return SearchService(searcher, encoder=encoder, passage_of=passage_of, **options).start()

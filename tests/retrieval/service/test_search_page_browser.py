@@ -184,6 +184,54 @@ def test_a_refused_search_and_a_stopped_server_are_readable_messages(browser, se
     assert watched.outside == []
 
 
+UNICODE_DOCS = {
+    "photo\u202egpj.txt": "\U0001f389\U0001f389 The failure log shows why the job stopped.",
+    "notes.md": "\U0001f44dfailure: read the log \U0001f44d then retry the failed log upload.",
+}
+
+
+def test_marks_count_code_points_and_file_names_are_bidi_isolated(
+    browser, tmp_path, minilm_tokenizer
+):
+    """Issue 47: the server's marks are code-point offsets; the page sliced UTF-16 units, so an
+    emoji before a query word marked the wrong characters ("ure log") or half an emoji. A file
+    named with U+202E showed a fake name and extension ("phototxt.jpg")."""
+    from tests.retrieval.service.hash_service import hash_service
+
+    svc = hash_service(tmp_path, minilm_tokenizer, UNICODE_DOCS)
+    try:
+        watched = _Watched(browser)
+        page = watched.page
+        page.goto(svc.url.removesuffix("search"))
+        _search_by_keyboard(watched, "failure log")
+        api = json.loads(_post_excerpts(svc.url, "failure log"))  # the page's own request
+        assert watched.rows() == [row for row, _ in api["hits"]]
+        hits = page.query_selector_all("#results li.hit")
+        assert len(hits) == len(api["passages"]) == 2
+        for hit, p in zip(hits, api["passages"], strict=True):
+            ex = p["excerpt"]  # the oracle: Python slices code points
+            want = [ex["text"][s - ex["start"] : e - ex["start"]] for s, e in ex["marks"]]
+            got = hit.eval_on_selector_all("mark", "els => els.map(e => e.textContent)")
+            assert got == want and {w.casefold() for w in want} == {"failure", "log"}
+            assert hit.eval_on_selector(".excerpt", "e => e.textContent") == ex["text"]
+            name = hit.eval_on_selector(".meta .source", "e => [e.tagName, e.textContent]")
+            assert name == ["BDI", p["source"].replace("\u202e", "\\u202e")]
+            meta = hit.eval_on_selector(".meta", "e => e.textContent")
+            assert "\u202e" not in meta and meta.startswith(name[1] + f" [{p['start']}:")
+        assert any(
+            "photo\\u202egpj.txt" in n
+            for n in page.eval_on_selector_all(".source", "els => els.map(e => e.textContent)")
+        )
+    finally:
+        svc.stop()
+
+
+def _post_excerpts(url: str, query: str) -> bytes:
+    body = json.dumps({"query": query, "k": 10, "mode": "hybrid", "excerpts": True}).encode()
+    with urllib.request.urlopen(urllib.request.Request(url, data=body), timeout=30) as resp:
+        return resp.read()
+
+
 def _docs_screenshot(path: str) -> None:
     """The docs' picture: README.md indexed with MiniLM, served, a query typed, the page shot."""
     import tempfile

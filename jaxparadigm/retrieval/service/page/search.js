@@ -11,18 +11,37 @@ function say(text, kind) {
   statusLine.className = kind || "";
 }
 
+// The server's offsets (excerpt.start, marks) count code points, as every offset of the API
+// (Python string indices); a JavaScript string counts UTF-16 units. So the excerpt is cut as the
+// array of its code points (Array.from), never with String.slice: an emoji (two units) before a
+// query word would shift every mark after it and could split a surrogate pair.
 function appendMarked(parent, text, marks, offset) {
+  const chars = Array.from(text);
+  const piece = (a, b) => chars.slice(a, b).join("");
   let at = 0;
   for (const [s, e] of marks) {
     const a = s - offset, b = e - offset;
-    if (a < at || b > text.length) continue;
-    parent.append(text.slice(at, a));
+    if (a < at || b > chars.length) continue;
+    parent.append(piece(at, a));
     const mark = document.createElement("mark");
-    mark.textContent = text.slice(a, b);
+    mark.textContent = piece(a, b);
     parent.append(mark);
     at = b;
   }
-  parent.append(text.slice(at));
+  parent.append(piece(at, chars.length));
+}
+
+// Bidi formatting characters (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) in a file
+// name are shown as \uXXXX, and the name sits in a <bdi> (isolated): a name cannot fake its own
+// extension (U+202E reverses what follows it) nor reorder the offsets and score after it.
+const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+function fileName(source) {
+  const name = document.createElement("bdi");
+  name.className = "source";
+  name.textContent = source.replace(
+    BIDI_CONTROLS, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+  return name;
 }
 
 function show(query, answer) {
@@ -35,7 +54,11 @@ function show(query, answer) {
     const meta = document.createElement("div");
     meta.className = "meta";
     const p = passages[i];
-    meta.textContent = p ? p.source + " [" + p.start + ":" + p.end + "]" : "row " + row;
+    if (p) {
+      meta.append(fileName(p.source), " [" + p.start + ":" + p.end + "]");
+    } else {
+      meta.textContent = "row " + row;
+    }
     const shown = document.createElement("span");
     shown.className = "score";
     shown.textContent = "score " + score.toFixed(4);
