@@ -34,6 +34,11 @@ On the default backend (``--platform NAME`` picks one; ``cpu`` with ``--tiny`` i
    Device results at JAX's default matmul precision and at ``highest``; max abs difference and
    max relative difference ``max|a - b| / max|b|`` against the CPU, and whether the top-10 ids
    are identical. On a CPU-only run both sides are the CPU (the code path is what is checked).
+6. ``mesh``: the 2-D mesh (``train.sharding.mode=fsdp_tensor``) on the default backend's devices:
+   ``fsdp n/T x tensor T`` (T = 2 when the device count is even, else 1: one GPU is a 1 x 1
+   mesh), the tiny charlm of section 5 made in its layout (``initial_state``) and stepped; its
+   losses against one CPU device's (max relative difference), the state's bytes on the busiest
+   device against ``1 / n`` of the state, and the compiled step's collectives.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from typing import NamedTuple
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-SECTIONS = ("limits", "charlm", "adam", "search", "same")
+SECTIONS = ("limits", "charlm", "adam", "search", "same", "mesh")
 DIM, K = 384, 10
 
 
@@ -320,6 +325,72 @@ def same_programs(sizes: Sizes) -> dict:
     return out
 
 
+def _mesh_losses(cfg, dataset, sharding, steps: int, device=None) -> tuple[list, dict]:
+    """Losses of ``steps`` charlm steps with ``sharding`` (a ShardingSettings; mode ``none``
+    runs on ``device``) and the state's figures: busiest-device bytes, total, collectives."""
+    import dataclasses
+
+    import jax
+    from flax import nnx
+
+    from jaxparadigm.build import build_model, train_settings
+    from jaxparadigm.optim import chain_for
+    from jaxparadigm.train.initial_state import initial_state, model_in_layout
+    from jaxparadigm.train.objectives import next_byte_loss
+    from jaxparadigm.train.sharding import bytes_per_device, collective_stats, shard_batch
+    from jaxparadigm.train.train_step import make_train_step
+
+    settings = dataclasses.replace(train_settings(cfg), sharding=sharding)
+    tx = chain_for(cfg.optim)
+    with jax.default_device(device or jax.devices()[0]):
+        make = lambda: build_model(cfg.model, dataset, cfg.train.seed)
+        graphdef, variables = nnx.split(model_in_layout(make, sharding))
+        state, layout = initial_state(variables, tx, settings)
+        step = make_train_step(graphdef, next_byte_loss, tx, layout=layout)
+        place = jax.device_put if layout is None else (lambda b: shard_batch(b, layout.mesh))
+        batches = [place(dataset.batch(i)) for i in range(steps)]
+        fig = {"state_bytes_total": sum(x.nbytes for x in jax.tree_util.tree_leaves(state))}
+        fig["state_bytes_per_device"] = max(bytes_per_device(state).values())
+        if layout is not None:
+            ops = collective_stats(step.lower(state, batches[0]).compile().as_text())
+            fig["collectives"] = {k: v["count"] for k, v in ops.items() if v["count"]}
+        losses = []
+        for batch in batches:
+            state, metrics = step(state, batch)
+            losses.append(metrics["loss"])
+        return [float(x) for x in jax.device_get(losses)], fig
+
+
+def mesh_section(sizes: Sizes) -> dict:
+    """The fsdp x tensor train step on the default backend's devices vs one CPU device."""
+    import jax
+
+    from jaxparadigm.train.data import build_dataset
+    from jaxparadigm.train.settings import ShardingSettings
+
+    n = jax.device_count()
+    tensor = 2 if n % 2 == 0 else 1
+    fsdp = n // tensor
+    cfg = charlm_config(SAME_CHARLM[:4] + (fsdp * -(-4 // fsdp),), "float32")  # >= 4 rows
+    dataset = build_dataset(cfg.data)
+    steps = max(3, sizes.same_steps)
+    ref, _ = _mesh_losses(cfg, dataset, ShardingSettings(), steps, jax.devices("cpu")[0])
+    sharding = ShardingSettings(mode="fsdp_tensor", tensor=tensor, min_size=1)
+    got, fig = _mesh_losses(cfg, dataset, sharding, steps)
+    _, rel = _differences(np.array(got), np.array(ref))
+    share = fig["state_bytes_per_device"] / fig["state_bytes_total"]
+    dev = jax.devices()[0]
+    _say(
+        f"mesh: fsdp {n // tensor} x tensor {tensor} on {n} x {dev.platform} ({dev.device_kind}):"
+        f" losses {np.array2string(np.array(got), precision=5)} vs one cpu device: max rel diff "
+        f"{rel:.3g}; state {fig['state_bytes_per_device']:,} B on the busiest device = "
+        f"{share:.3f} of {fig['state_bytes_total']:,} (1/{n} = {1 / n:.3f}); collectives "
+        f"{fig.get('collectives', {})}"
+    )
+    return {"mesh": {"fsdp": n // tensor, "tensor": tensor}, "losses": got, "reference": ref,
+            "max_rel": rel, "state_share_busiest": share, **fig}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tiny", action="store_true", help="tiny sizes: the whole run in seconds")
@@ -372,6 +443,8 @@ def main(argv: list[str] | None = None) -> dict:
             )
         elif section == "search":
             results["search"] = search(sizes)
+        elif section == "mesh":
+            results["mesh"] = mesh_section(sizes)
         else:
             results["same"] = same_programs(sizes)
         _say(f"gpu_check: section {section} done in {time.perf_counter() - t0:.1f} s")

@@ -20,11 +20,15 @@ divide by the device's peak for MFU — none was available for this run).
 ``--sharding`` (issue 14) instead steps the same model with its state laid out by
 ``train.sharding.mode`` ``data``, ``zero1`` and ``fsdp`` over ``--devices K`` devices (forced host
 devices on a CPU; one device, mode ``none``, as the reference), interleaved, and reports steps/s
-and the ratio to ``data``, bytes per device of params and optimiser state (from
-``addressable_shards``) and the compiled step's collectives. ``--num-processes N`` runs the
+and the ratio to ``data``, bytes per device of params and optimiser state (from the arrays'
+shardings) and the compiled step's collectives. ``--num-processes N`` runs the
 config through ``jaxparadigm run --num-processes N`` (N processes x K/N devices) and in one process
 of K devices, alternately, ``--rounds`` times each, and compares the steps/s the runs measured
 and their loss curves (max relative difference over the steps).
+
+``--mesh [FxT,...]`` instead steps it with ``train.sharding.mode=fsdp_tensor`` on each mesh shape
+over ``--devices K`` devices (default 8), next to one device and 1-D ``fsdp``: steps/s and the
+state's bytes per device (benchmarks/mesh_rounds.py).
 
 ``--cpu-devices 1,2`` (issue 26) instead runs ours on K CPU devices (the ``data`` layout, as
 ``jaxparadigm run --cpu-devices K`` trains) for each K and torch eager, each in its own process,
@@ -33,6 +37,7 @@ in interleaved rounds (benchmarks/cpu_devices_rounds.py), and compares the losse
 Usage: python benchmarks/train_bench.py [--rounds R] [--steps S] [--no-torch] [--json PATH]
        python benchmarks/train_bench.py --sharding [--devices 8] [--mode fsdp ...]
        python benchmarks/train_bench.py --num-processes 2 [--devices 4] [--mode fsdp]
+       python benchmarks/train_bench.py --mesh [4x2,2x4] [--devices 8]
        python benchmarks/train_bench.py --cpu-devices 1,2 [--xla-flags FLAGS] [--rounds R]
 """
 
@@ -385,6 +390,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--devices", type=int, default=None, metavar="K", help="devices in all")
     parser.add_argument("--mode", nargs="+", default=None, help="sharding modes to run")
     parser.add_argument(
+        "--mesh",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="FxT,...",
+        help="the charlm step on each fsdp x tensor mesh shape (default: every shape whose "
+        "tensor size divides the heads) vs one device and 1-D fsdp: steps/s and bytes per device "
+        "(benchmarks/mesh_rounds.py)",
+    )
+    parser.add_argument(
         "--cpu-devices",
         metavar="K,...",
         help="ours on K CPU devices (data layout) for each K, e.g. 1,2 or 1,auto, vs torch eager: "
@@ -410,6 +425,15 @@ def main(argv: list[str] | None = None) -> dict:
         from cpu_devices_rounds import train_rounds
 
         results = train_rounds(args)
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=2))
+        return results
+    if args.mesh is not None:
+        _benchmarks_on_path()
+        from mesh_rounds import mesh_bench
+
+        args.mesh_shapes = args.mesh or None
+        results = mesh_bench(args)
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=2))
         return results

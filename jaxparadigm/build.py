@@ -33,6 +33,7 @@ from jaxparadigm.train.completion import finished_run
 from jaxparadigm.train.data import Dataset, build_dataset
 from jaxparadigm.train.distributed import initialize_distributed, process_shard
 from jaxparadigm.train.faults import fault_plan
+from jaxparadigm.train.initial_state import model_in_layout
 from jaxparadigm.train.settings import TrainSettings
 from jaxparadigm.train.train_loop import TrainResult, check_run_arguments, train
 
@@ -184,11 +185,12 @@ def train_from_config(
     ``cfg`` is a :class:`Config` or a mapping of its fields (built by the config loader, every
     problem in one ``ConfigError``). Every argument is checked before anything runs (one
     ``TypeError``/``ValueError`` naming it). Without ``dataset``: joins the distributed run
-    (:func:`join_run`) and builds the dataset; with it, the caller has done both (``join_run(cfg)``,
-    then ``dataset_for(cfg)``), so the run is set up once. Then builds the model, ``tx``/``lr_fn``
-    (default ``chain_for(cfg.optim)`` / ``schedule_for(cfg.optim)``), the loss scaler and the
-    settings, then calls :func:`jaxparadigm.train.train_loop.train` (whose ``stop_at``,
-    ``batch_transform``, ``progress``, ``write_plots``, ``plot`` these are).
+    (:func:`join_run`) and builds the dataset; with it, the caller has done both
+    (``join_run(cfg)``, then ``dataset_for(cfg)``), so the run is set up once. Then builds the
+    model with its parameters in the run's layout (``initial_state.model_in_layout``),
+    ``tx``/``lr_fn`` (default ``chain_for(cfg.optim)`` / ``schedule_for(cfg.optim)``), the loss
+    scaler and the settings, then calls :func:`jaxparadigm.train.train_loop.train` (whose
+    ``stop_at``, ``batch_transform``, ``progress``, ``write_plots``, ``plot`` these are).
     """
     cfg = _config(cfg)
     _check_parts(dataset, tx, run_dir)
@@ -205,9 +207,9 @@ def train_from_config(
     _raise_if(processes_problem(cfg, jax.process_count()))
     if dataset is None:
         dataset = dataset_for(cfg)
-    model = build_model(cfg.model, dataset, cfg.train.seed)
+    make = lambda: build_model(cfg.model, dataset, cfg.train.seed)
     return train(
-        model,
+        model_in_layout(make, cfg.train.sharding),  # its parameters born laid out
         dataset,
         tx if tx is not None else chain_for(cfg.optim),
         train_settings(cfg, run_dir),

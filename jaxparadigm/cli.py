@@ -104,7 +104,7 @@ def _add_run(sub) -> None:
         type=int,
         metavar="N",
         help="launch N local processes on jax.distributed (task train; sharding mode data, "
-        "zero1 or fsdp)",
+        "zero1, fsdp or fsdp_tensor)",
     )
     p.add_argument(
         "--devices-per-process",

@@ -112,6 +112,24 @@ CI_FULL = (
         "compiles); the shell script's no-GPU and GPU branches stay in the default run",
     ),
     (
+        "tests/train/test_live_memory.py::*",
+        "six `jaxparadigm run` processes on 8 forced devices under the live-buffer sampler "
+        "(issue 50; 30-120 s each on 2 shared cores); the sampler's count is tested in "
+        "test_live_buffers.py in the default run",
+    ),
+    (
+        "tests/train/test_mesh_eight_devices.py::*",
+        "fsdp_tensor on 8 forced devices: 3 x 100 steps, a checkpoint restore matrix and a run "
+        "resumed across mesh shapes (issue 50; minutes); the 2 x 2 layout and refusals stay in "
+        "the default run (test_mesh_layout.py)",
+    ),
+    (
+        "tests/train/test_mesh_layout.py::test_a_short_2x2_run_equals_one_device_and_trains_the_"
+        "model_in_place",
+        "two short transformer runs, one of them on a 2 x 2 mesh (issue 50; 15-60 s); the 2 x 2 "
+        "layout itself stays in the default run",
+    ),
+    (
         "tests/retrieval/test_search_parity.py::*_with_minilm",
         "every door with the real MiniLM (an index build, CLI subprocesses each loading the model, "
         "Chromium, a 2-process group: minutes); the CLI, library and serve parity over the hash "

@@ -57,7 +57,7 @@ def test_tiny_cpu_run_prints_every_section_with_finite_figures(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
-    for section in ("limits", "charlm", "adam", "search", "same"):
+    for section in ("limits", "charlm", "adam", "search", "same", "mesh"):
         assert f"gpu_check: section {section} done" in proc.stdout, proc.stdout
     limits = next(x for x in lines if x.startswith("limits: read bandwidth") and "TFLOP/s" in x)
     mfu = next(x for x in lines if x.startswith("charlm: step"))
@@ -79,7 +79,11 @@ def test_tiny_cpu_run_prints_every_section_with_finite_figures(tmp_path):
     # The same program on the same CPU device is deterministic: identical results, zero difference.
     assert len(same) == 8 and all("max abs diff 0, max rel diff 0" in x for x in same), same
     assert sum("top-10 ids identical: yes" in x for x in same) == 4
+    mesh = next(x for x in lines if x.startswith("mesh: fsdp 1 x tensor 1 on 1 x cpu"))
+    assert float(re.search(r"max rel diff (\S+);", mesh)[1]) < 1e-5, mesh
     figures = json.loads(out.read_text())
+    assert figures["mesh"]["state_share_busiest"] == 1.0  # one device holds the whole state
+    assert len(figures["mesh"]["losses"]) == 3
     numbers = list(_leaves(figures))
     assert len(numbers) > 40 and all(math.isfinite(v) for v in numbers)
     assert 0 < figures["charlm"]["mfu"] and figures["limits"]["read_bytes_per_s"] > 0

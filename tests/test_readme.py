@@ -51,6 +51,7 @@ GUIDES = [
     "docs/guides/running.md",
     "docs/guides/searching.md",
     "docs/guides/scaling.md",
+    "docs/guides/mesh.md",
     "docs/guides/packages.md",
     "docs/guides/architecture.md",
     "docs/guides/contributing.md",
@@ -76,6 +77,15 @@ SKIPPED = {
     "| head -n1):12345": "SLURM: needs a cluster allocation",
     "srun jaxparadigm run configs/charlm_pydoc.yaml name=charlm_slurm "
     "train.sharding.mode=fsdp": "SLURM: needs a cluster allocation",
+    ".venv/bin/python tests/train/live_memory_probe.py --table": (
+        "six 8-device runs under the live-buffer sampler (minutes): CI's full run makes the same "
+        "runs and asserts their figures (tests/train/test_live_memory.py)"
+    ),
+    "mkdir -p /tmp/i50_before && git archive d263f10 jaxparadigm configs | tar -x -C "
+    "/tmp/i50_before": "the before table's tree, for the command below it only",
+    ".venv/bin/python tests/train/live_memory_probe.py --table --tree /tmp/i50_before": (
+        "the before table: six 8-device runs of the old code (minutes), a record"
+    ),
     "jaxparadigm run configs/charlm_pydoc.yaml name=charlm_k8s train.sharding.mode=fsdp": (
         "Kubernetes Indexed Job: runs in the pods, with their environment"
     ),

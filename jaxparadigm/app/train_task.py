@@ -179,7 +179,12 @@ def _placement_section(fig: dict | None) -> list[str]:
         "",
         "## Sharding",
         "",
-        f"- mode `{fig['mode']}` over {fig['devices']} device(s) in {fig['processes']} process(es)",
+        f"- mode `{fig['mode']}` over {fig['devices']} device(s) in {fig['processes']} process(es)"
+        + (
+            f", mesh {' x '.join(f'{k} {v}' for k, v in fig['mesh'].items())}"
+            if "mesh" in fig
+            else ""
+        ),
         f"- params: {fig['params_bytes_per_device']} bytes on the fullest device (of "
         f"{fig['params_bytes_total']}: {ratio('params'):.2f}x less than a full copy)",
         f"- optimiser state: {fig['opt_state_bytes_per_device']} bytes on the fullest device (of "

@@ -147,6 +147,13 @@ def _check_train(cfg: Config) -> Iterator[Problem]:
                 f"train.faults.{key}",
                 f"got step {late[0]}, expected a data step < train.steps ({t.steps})",
             )
+    sh = t.sharding
+    if sh.tensor != 1 and sh.mode != "fsdp_tensor":
+        yield Problem(
+            "train.sharding.tensor",
+            f"got {sh.tensor}, read only by train.sharding.mode=fsdp_tensor (the mode is "
+            f"{sh.mode!r}); expected 1, or mode fsdp_tensor",
+        )
     if (f.nan_batch or f.inf_batch) and cfg.data.kind == "pydoc_chars":
         yield Problem(
             f"train.faults.{'nan_batch' if f.nan_batch else 'inf_batch'}",
@@ -210,16 +217,47 @@ def processes_problem(cfg: Config, process_count: int) -> str | None:
     mode ``none`` (one device) needs a single process (C5.2)."""
     if cfg.train.sharding.mode == "none" and process_count > 1:
         return (
-            f"train.sharding.mode: got 'none', expected data, zero1 or fsdp in a run of "
-            f"{process_count} processes"
+            f"train.sharding.mode: got 'none', expected data, zero1, fsdp or fsdp_tensor in a "
+            f"run of {process_count} processes"
         )
     return None
 
 
+def _tensor_widths(model: ModelConfig) -> list[tuple[str, int]]:
+    """``(key, width)`` of every dimension ``fsdp_tensor`` splits over the tensor axis: a
+    transformer's heads and MLP hidden width (4 d_model), an MLP's hidden widths."""
+    if model.kind == "transformer":
+        return [("model.num_heads", model.num_heads), ("4 * model.d_model", 4 * model.d_model)]
+    return [(f"model.hidden[{i}]", w) for i, w in enumerate(model.hidden)]
+
+
 def devices_problem(cfg: Config, device_count: int) -> str | None:
-    """Why ``data.batch_size`` cannot be split over ``device_count`` devices by a sharded
-    ``train.sharding.mode``, or None (C5.2)."""
-    mode = cfg.train.sharding.mode
+    """Why ``cfg.train.sharding`` cannot lay the run out over ``device_count`` devices, or None
+    (C5.2): ``data.batch_size`` must split over the batch axis (all devices; the ``fsdp`` axis of
+    ``fsdp_tensor``), and ``fsdp_tensor``'s ``train.sharding.tensor`` must divide the device
+    count and every width it splits (:func:`_tensor_widths`)."""
+    sh = cfg.train.sharding
+    mode, tensor = sh.mode, sh.tensor
+    if mode == "fsdp_tensor":
+        mesh = f"the mesh fsdp={device_count // tensor} x tensor={tensor}"
+        if device_count % tensor:
+            return (
+                f"train.sharding.tensor: got {tensor}, expected a divisor of the {device_count} "
+                "devices (the fsdp axis takes devices / tensor)"
+            )
+        for key, width in _tensor_widths(cfg.model):
+            if width % tensor:
+                return (
+                    f"train.sharding.tensor: got {tensor}, expected a divisor of {key}={width} "
+                    f"(split over the tensor axis of {mesh})"
+                )
+        if cfg.data.batch_size % (device_count // tensor):
+            return (
+                f"data.batch_size: got {cfg.data.batch_size}, expected a multiple of "
+                f"{device_count // tensor}, the fsdp axis of {mesh} (train.sharding.mode="
+                "'fsdp_tensor')"
+            )
+        return None
     if mode != "none" and cfg.data.batch_size % device_count:
         return (
             f"data.batch_size: got {cfg.data.batch_size}, expected a multiple of the "
@@ -245,7 +283,7 @@ def launch_problem(cfg: Config) -> str | None:
         )
     if cfg.train.sharding.mode == "none":
         return (
-            "train.sharding.mode: got 'none', expected data, zero1 or fsdp with --num-processes "
-            "(e.g. add train.sharding.mode=fsdp)"
+            "train.sharding.mode: got 'none', expected data, zero1, fsdp or fsdp_tensor with "
+            "--num-processes (e.g. add train.sharding.mode=fsdp)"
         )
     return None

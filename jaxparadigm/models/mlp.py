@@ -4,6 +4,14 @@
 
 Parameters are stored in float32; ``dtype`` is the compute dtype (inputs and weights are cast to it
 for the matmuls, the output is returned in float32 so the loss is always computed in float32).
+
+The layers name their dimensions as Megatron's MLP blocks alternate (:mod:`jaxparadigm.models.
+partitioning`): layer ``i`` has kernel ``(embed, mlp)`` and bias ``(mlp,)`` for even ``i``,
+``(mlp, embed)`` and ``(embed,)`` for odd ``i``; the head's kernel is ``(<its input's name>,
+None)``, its bias ``(None,)`` (the few outputs stay whole: naming them ``vocab`` would put
+``tensor`` twice on a kernel whose input is ``mlp``); the hidden activations are ``(batch, mlp)``
+after an even layer and ``(batch, None)`` after an odd one. Outside a layout with logical rules
+this changes nothing.
 """
 
 from __future__ import annotations
@@ -16,8 +24,11 @@ import jax.numpy as jnp
 from flax import nnx
 
 from jaxparadigm.common.numbers import check_int
+from jaxparadigm.models.partitioning import axes, constrain
 
 _DTYPES = ("float32", "bfloat16", "float16")
+#: The logical names of the kernel of an even / odd layer (module docstring).
+_NAMES = (("embed", "mlp"), ("mlp", "embed"))
 
 
 class MLP(nnx.Module):
@@ -47,14 +58,30 @@ class MLP(nnx.Module):
         self.num_outputs = num_outputs
         self.compute_dtype = jnp.dtype(dtype)
         widths = (in_features, *hidden)
+        names = [_NAMES[i % 2] for i in range(len(hidden))]
         self.layers = nnx.List(
             [
-                nnx.Linear(a, b, dtype=self.compute_dtype, param_dtype=jnp.float32, rngs=rngs)
-                for a, b in zip(widths[:-1], widths[1:], strict=True)
+                nnx.Linear(
+                    a,
+                    b,
+                    dtype=self.compute_dtype,
+                    param_dtype=jnp.float32,
+                    rngs=rngs,
+                    kernel_metadata=axes(*n),
+                    bias_metadata=axes(n[1]),
+                )
+                for a, b, n in zip(widths[:-1], widths[1:], names, strict=True)
             ]
         )
+        last = names[-1][1] if names else "embed"
         self.head = nnx.Linear(
-            widths[-1], num_outputs, dtype=self.compute_dtype, param_dtype=jnp.float32, rngs=rngs
+            widths[-1],
+            num_outputs,
+            dtype=self.compute_dtype,
+            param_dtype=jnp.float32,
+            rngs=rngs,
+            kernel_metadata=axes(last, None),
+            bias_metadata=axes(None),
         )
 
     def __call__(self, x: jax.Array) -> jax.Array:
@@ -64,6 +91,6 @@ class MLP(nnx.Module):
                 f"x: got shape {x.shape}, expected [batch, {self.in_features}] (in_features)"
             )
         h = x.astype(self.compute_dtype)
-        for layer in self.layers:
-            h = jax.nn.gelu(layer(h))
+        for i, layer in enumerate(self.layers):
+            h = constrain(jax.nn.gelu(layer(h)), ("batch", "mlp" if i % 2 == 0 else None))
         return self.head(h).astype(jnp.float32)

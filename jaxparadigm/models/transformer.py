@@ -7,6 +7,15 @@
 
 Parameters are float32; ``dtype`` is the compute dtype. The attention softmax and the logits are
 always computed in float32. Dropout is functional: pass ``dropout_rng`` to enable it.
+
+Every parameter names its dimensions (:mod:`jaxparadigm.models.partitioning`): ``E`` is
+``(vocab, embed)``, ``P`` ``(length, embed)``, LayerNorm ``(embed,)``, the fused ``qkv`` kernel
+``(embed, heads)`` (its columns ``[q | k | v]``, each head-major) and ``out`` ``(heads, embed)``,
+``W_1`` ``(embed, mlp)`` and ``W_2`` ``(mlp, embed)``, ``W_out`` ``(embed, vocab)``; the
+activations are named where they are made (q, k, v ``(batch, length, heads, None)``, the MLP
+hidden ``(batch, length, mlp)``, the residual stream ``(batch, length, None)``, the logits
+``(batch, length, vocab)``). Outside a layout with logical rules (one device, or the 1-D modes)
+the names change nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from flax import nnx
 
 from jaxparadigm.common.numbers import check_float, check_int
 from jaxparadigm.models.attention import attention, mask_bias
+from jaxparadigm.models.partitioning import axes, constrain
 
 _DTYPES = ("float32", "bfloat16", "float16")
 
@@ -25,6 +35,41 @@ _DTYPES = ("float32", "bfloat16", "float16")
 def causal_mask(length: int) -> jax.Array:
     """Boolean ``[length, length]`` mask, ``mask[i, j] = j <= i`` (i sees only the past)."""
     return jnp.tril(jnp.ones((length, length), dtype=bool))
+
+
+def _linear(d_in: int, d_out: int, names: tuple, dtype, rngs: nnx.Rngs) -> nnx.Linear:
+    """A float32 ``nnx.Linear`` whose kernel is named ``names`` and bias ``names[1:]``."""
+    return nnx.Linear(
+        d_in,
+        d_out,
+        dtype=dtype,
+        param_dtype=jnp.float32,
+        rngs=rngs,
+        kernel_metadata=axes(*names),
+        bias_metadata=axes(names[1]),
+    )
+
+
+def _norm(d_model: int, dtype, rngs: nnx.Rngs) -> nnx.LayerNorm:
+    """A float32 ``nnx.LayerNorm`` whose scale and bias are named ``(embed,)``."""
+    return nnx.LayerNorm(
+        d_model,
+        dtype=dtype,
+        param_dtype=jnp.float32,
+        rngs=rngs,
+        scale_metadata=axes("embed"),
+        bias_metadata=axes("embed"),
+    )
+
+
+def _heads(x: jax.Array) -> jax.Array:
+    """``[batch, length, heads, d_head]`` laid out with the heads split (under logical rules)."""
+    return constrain(x, ("batch", "length", "heads", None))
+
+
+def _residual(x: jax.Array) -> jax.Array:
+    """The residual stream ``[batch, length, d_model]``: the batch split, the width whole."""
+    return constrain(x, ("batch", "length", None))
 
 
 def _dropout(x: jax.Array, rate: float, rng: jax.Array | None) -> jax.Array:
@@ -41,15 +86,15 @@ class CausalSelfAttention(nnx.Module):
         self, d_model: int, num_heads: int, *, dtype: jax.typing.DTypeLike, rngs: nnx.Rngs
     ) -> None:
         self.num_heads = num_heads
-        self.qkv = nnx.Linear(d_model, 3 * d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
-        self.out = nnx.Linear(d_model, d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
+        self.qkv = _linear(d_model, 3 * d_model, ("embed", "heads"), dtype, rngs)
+        self.out = _linear(d_model, d_model, ("heads", "embed"), dtype, rngs)
 
     def __call__(self, x: jax.Array) -> jax.Array:
         b, t, d = x.shape
         h = self.num_heads
         q, k, v = jnp.split(self.qkv(x), 3, axis=-1)
-        q, k, v = (a.reshape(b, t, h, d // h) for a in (q, k, v))
-        y = attention(q, k, v, mask_bias(causal_mask(t))).reshape(b, t, d)
+        q, k, v = (_heads(a.reshape(b, t, h, d // h)) for a in (q, k, v))
+        y = _heads(attention(q, k, v, mask_bias(causal_mask(t)))).reshape(b, t, d)
         return self.out(y)
 
 
@@ -59,15 +104,16 @@ class Block(nnx.Module):
     def __init__(
         self, d_model: int, num_heads: int, *, dtype: jax.typing.DTypeLike, rngs: nnx.Rngs
     ) -> None:
-        self.ln1 = nnx.LayerNorm(d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
+        self.ln1 = _norm(d_model, dtype, rngs)
         self.attn = CausalSelfAttention(d_model, num_heads, dtype=dtype, rngs=rngs)
-        self.ln2 = nnx.LayerNorm(d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
-        self.fc1 = nnx.Linear(d_model, 4 * d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
-        self.fc2 = nnx.Linear(4 * d_model, d_model, dtype=dtype, param_dtype=jnp.float32, rngs=rngs)
+        self.ln2 = _norm(d_model, dtype, rngs)
+        self.fc1 = _linear(d_model, 4 * d_model, ("embed", "mlp"), dtype, rngs)
+        self.fc2 = _linear(4 * d_model, d_model, ("mlp", "embed"), dtype, rngs)
 
     def __call__(self, x: jax.Array, rate: float, rngs: tuple) -> jax.Array:
-        x = x + _dropout(self.attn(self.ln1(x)), rate, rngs[0])
-        return x + _dropout(self.fc2(jax.nn.gelu(self.fc1(self.ln2(x)))), rate, rngs[1])
+        x = _residual(x + _dropout(self.attn(self.ln1(x)), rate, rngs[0]))
+        hidden = constrain(jax.nn.gelu(self.fc1(self.ln2(x))), ("batch", "length", "mlp"))
+        return _residual(x + _dropout(self.fc2(hidden), rate, rngs[1]))
 
 
 class TransformerLM(nnx.Module):
@@ -111,16 +157,28 @@ class TransformerLM(nnx.Module):
         self.vocab_size, self.context, self.dropout = vocab_size, context, dropout
         self.num_layers, self.tie_embeddings = num_layers, tie_embeddings
         self.compute_dtype = cdt
-        self.embed = nnx.Embed(vocab_size, d_model, dtype=cdt, param_dtype=jnp.float32, rngs=rngs)
-        self.pos = nnx.Embed(context, d_model, dtype=cdt, param_dtype=jnp.float32, rngs=rngs)
+        self.embed = nnx.Embed(
+            vocab_size,
+            d_model,
+            dtype=cdt,
+            param_dtype=jnp.float32,
+            rngs=rngs,
+            embedding_metadata=axes("vocab", "embed"),
+        )
+        self.pos = nnx.Embed(
+            context,
+            d_model,
+            dtype=cdt,
+            param_dtype=jnp.float32,
+            rngs=rngs,
+            embedding_metadata=axes("length", "embed"),
+        )
         self.blocks = nnx.List(
             [Block(d_model, num_heads, dtype=cdt, rngs=rngs) for _ in range(num_layers)]
         )
-        self.ln_f = nnx.LayerNorm(d_model, dtype=cdt, param_dtype=jnp.float32, rngs=rngs)
+        self.ln_f = _norm(d_model, cdt, rngs)
         self.lm_head = (
-            None
-            if tie_embeddings
-            else nnx.Linear(d_model, vocab_size, dtype=cdt, param_dtype=jnp.float32, rngs=rngs)
+            None if tie_embeddings else _linear(d_model, vocab_size, ("embed", "vocab"), cdt, rngs)
         )
 
     def __call__(self, tokens: jax.Array, *, dropout_rng: jax.Array | None = None) -> jax.Array:
@@ -137,10 +195,9 @@ class TransformerLM(nnx.Module):
             if dropout_rng is not None and self.dropout > 0
             else [None] * (2 * self.num_layers)
         )
-        h = self.embed(tokens) + self.pos(jnp.arange(t))[None]
+        h = _residual(self.embed(tokens) + self.pos(jnp.arange(t))[None])
         for i, block in enumerate(self.blocks):
             h = block(h, self.dropout, (rngs[2 * i], rngs[2 * i + 1]))
         h = self.ln_f(h)
-        if self.lm_head is None:  # tie_embeddings
-            return self.embed.attend(h).astype(jnp.float32)
-        return self.lm_head(h).astype(jnp.float32)
+        logits = self.embed.attend(h) if self.lm_head is None else self.lm_head(h)  # tied or not
+        return constrain(logits.astype(jnp.float32), ("batch", "length", "vocab"))

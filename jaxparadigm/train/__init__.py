@@ -11,7 +11,11 @@ Modules (import from them directly; this package import stays cheap):
 * ``checkpoint``  atomic orbax checkpoints, keep last k, verified restore (``checkpoint_signature``:
                   what is signed, sha256/HMAC)
 * ``metrics``     the metrics.jsonl writer (truncated to the resumed step) and the step clock
-* ``sharding``    data-parallel ``Mesh``/``NamedSharding`` placement; multi-host initialisation
+* ``sharding``    where the state and batch live: ``data``/``zero1``/``fsdp`` on a 1-D mesh,
+                  ``fsdp_tensor`` on a 2-D ``(fsdp, tensor)`` mesh by logical axis names
+                  (``placement_figures``: bytes per device, collectives of the compiled step)
+* ``initial_state`` a run's first state (and a model) made directly in its layout
+* ``live_buffers`` the distinct live bytes each device holds, sampled during a run
 * ``settings``    ``TrainSettings`` and the frozen, checked settings types of one run
                   (``GuardSettings``, ``CheckpointSettings``, ``ShardingSettings``; ``DataSettings``,
                   ``DistributedSettings``, ``FaultsSettings`` live with their code)

@@ -58,6 +58,7 @@ from jaxparadigm.train.checkpoint_signature import (  # noqa: F401 (re-exported)
     KEY_ENV_VAR,
     SIGNED_KEYS,
     CheckpointError,
+    CheckpointLayoutError,
     CheckpointSignatureError,
     _config_json,
     _differences,
@@ -78,11 +79,35 @@ from jaxparadigm.train.interrupt_guard import deferring_interrupts
 from jaxparadigm.train.orbax_reads import draining_event_loops
 from jaxparadigm.train.sharding import to_host
 
-__all__ = ["Checkpointer"]  # the signature's names are documented in checkpoint_signature
+__all__ = [
+    "Checkpointer"
+]  # the signature's and errors' names are documented in checkpoint_signature
 
 _DELETED = ".deleted"  # rotation renames old steps here, then deletes them
 _TMP_SUFFIX = ".orbax-checkpoint-tmp"  # orbax writes a step here, then renames it
 _REQUIRED = ("meta/metadata", "state/_METADATA", "state/manifest.ocdbt")  # a complete step's files
+
+
+def _on_device(x: Any) -> bool:
+    """Whether a template leaf asks for a device array: a ``jax.Array``, or a
+    ``jax.ShapeDtypeStruct`` with a sharding (a template of shapes: nothing of it is allocated)."""
+    return isinstance(x, jax.Array) or (
+        isinstance(x, jax.ShapeDtypeStruct) and getattr(x, "sharding", None) is not None
+    )
+
+
+def _mesh_text(t_pairs) -> str:
+    """The meshes a template's arrays lie on, as ``mesh fsdp 4 x tensor 2`` (``one device`` for
+    single-device arrays, ``host arrays`` without any)."""
+    meshes = []
+    for _, x in t_pairs:
+        mesh = getattr(getattr(x, "sharding", None), "mesh", None)
+        if mesh is not None and mesh.shape not in meshes:
+            meshes.append(mesh.shape)
+    if meshes:
+        return "; ".join("mesh " + " x ".join(f"{k} {v}" for k, v in m.items()) for m in meshes)
+    on_device = any(_on_device(x) for _, x in t_pairs)
+    return "one device" if on_device else "host arrays"
 
 
 class Checkpointer:
@@ -261,11 +286,16 @@ class Checkpointer:
     def restore(self, template: Any, step: int | None = None) -> Any:
         """Read checkpoint ``step`` (default: the newest complete one) into ``template``'s structure.
 
+        A template leaf that is a ``jax.Array`` or a ``jax.ShapeDtypeStruct`` with a sharding is
+        read straight into that sharding (a template of shapes needs no memory of its own: a run
+        can free the state it replaces first); any other leaf comes back as a host array.
+
         Raises :class:`CheckpointSignatureError` if the signed config differs from this
         checkpointer's (naming the keys), the arrays or stored config were altered, or the
         signature kind (or key) differs; :class:`CheckpointError` if the step is incomplete, a file
         is unreadable or malformed, or the tree structure or a leaf's shape differs from
-        ``template``;
+        ``template``; :class:`CheckpointLayoutError` (a ``CheckpointError``) naming the
+        template's mesh when the arrays cannot be read into its layout (e.g. out of memory);
         ``FileNotFoundError`` if there is no checkpoint.
         """
         steps = self.all_steps()
@@ -304,20 +334,20 @@ class Checkpointer:
                 + ". Refusing to restore."
             )
         restored = [
-            x if isinstance(t, jax.Array) else leaf
+            x if _on_device(t) else leaf
             for (_, t), x, leaf in zip(t_pairs, arrays, leaves, strict=True)
         ]
         return jax.tree_util.tree_unflatten(treedef, restored)
 
     def _read_leaves(self, step: int, t_pairs) -> list:
-        """The stored leaves: a template ``jax.Array`` leaf is read straight into its sharding
-        (each process reads only its shards, whatever device count wrote them); any other leaf
-        as a host array."""
+        """The stored leaves: a template device leaf (:func:`_on_device`) is read straight into its
+        sharding (each process reads only its shards, whatever device count wrote them); any
+        other leaf as a host array."""
         targets = {
             f"{i:05d}": jax.ShapeDtypeStruct(
                 np.shape(x),
                 x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype,
-                sharding=x.sharding if isinstance(x, jax.Array) else None,
+                sharding=x.sharding if _on_device(x) else None,
             )
             for i, (_, x) in enumerate(t_pairs)
         }
@@ -327,13 +357,19 @@ class Checkpointer:
                     step, args=ocp.args.Composite(state=ocp.args.StandardRestore(targets))
                 )["state"]
             return [
-                arrays[f"{i:05d}"] if isinstance(x, jax.Array) else np.asarray(arrays[f"{i:05d}"])
+                arrays[f"{i:05d}"] if _on_device(x) else np.asarray(arrays[f"{i:05d}"])
                 for i, (_, x) in enumerate(t_pairs)
             ]
         except Exception as exc:  # orbax/tensorstore read errors of a damaged step
+            reason = _read_failure(exc, self.directory)
+            if "file '" not in reason:  # no damaged file: the layout is what failed
+                raise CheckpointLayoutError(
+                    f"checkpoint step {step} in {self.directory}: cannot be read into this "
+                    f"run's layout ({_mesh_text(t_pairs)}): {reason}"
+                ) from exc
             raise CheckpointError(
                 f"checkpoint step {step} in {self.directory}: its state is unreadable "
-                f"({_read_failure(exc, self.directory)}). {self._what_to_do(step)}"
+                f"({reason}). {self._what_to_do(step)}"
             ) from exc
 
     def _what_to_do(self, step: int) -> str:

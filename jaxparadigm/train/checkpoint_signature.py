@@ -27,6 +27,7 @@ __all__ = [
     "KEY_ENV_VAR",
     "SIGNED_KEYS",
     "CheckpointError",
+    "CheckpointLayoutError",
     "CheckpointSignatureError",
     "signed_config",
     "state_signature",
@@ -46,6 +47,10 @@ class CheckpointError(InputError):
 
 class CheckpointSignatureError(CheckpointError):
     """A checkpoint's signature or signed config does not match its contents or the current one."""
+
+
+class CheckpointLayoutError(CheckpointError):
+    """A checkpoint's arrays cannot be read into this run's layout (its mesh is named)."""
 
 
 def _project(plain: dict) -> dict:
@@ -199,7 +204,8 @@ def _read_failure(exc: BaseException, root: str) -> str:
     if files:
         parts.append(f"file {os.path.relpath(files[-1], root)!r}")
     else:
-        parts.append(text[:80] + ("..." if len(text) > 80 else ""))
+        rest = text[code.end() :].strip() if code else text  # the status code is said once
+        parts.append(rest[:80] + ("..." if len(rest) > 80 else ""))
     return ": ".join(p for p in parts if p)
 
 

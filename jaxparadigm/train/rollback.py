@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxparadigm.errors import TrainingAborted
 from jaxparadigm.train.guard import GuardState, give_up_reason, rollback_lr_scale
-from jaxparadigm.train.sharding import place
+from jaxparadigm.train.sharding import place, release, shapes_of, to_host
 from jaxparadigm.train.train_step import TrainState
 
 if TYPE_CHECKING:
@@ -31,24 +31,25 @@ if TYPE_CHECKING:
 __all__ = ["rollback", "rollback_or_give_up"]
 
 
-def _place_like(tree, like):
-    """Put host arrays of ``tree`` where the leaves of ``like`` live (same sharding, any process)."""
-    return place(tree, jax.tree_util.tree_map(lambda y: y.sharding, like))
-
-
 def rollback(
     state: TrainState, ckpt: Checkpointer | None, snapshot: Any, new_scale: float
 ) -> tuple[TrainState, str]:
     """Restore the last good state; keep data position, RNG and loss scale; set the lr scale.
 
     The source is the newest checkpoint of ``ckpt`` when there is one, else ``snapshot`` (a host
-    copy of a good state). Returns the state and a message saying what was done (C5.1).
+    copy of a good state). The bad state's parameters and optimiser state are freed first and
+    the good ones read into their layout (``sharding.shapes_of``), so a device never holds both.
+    Returns the state and a message saying what was done (C5.1).
     """
-    if ckpt is not None and ckpt.latest_step() is not None:
-        good = ckpt.restore(state)
+    template = shapes_of(state)
+    from_checkpoint = ckpt is not None and ckpt.latest_step() is not None
+    host = None if from_checkpoint else to_host(snapshot)  # (a device snapshot may share buffers)
+    release((state.params, state.opt_state))  # dropped by the rollback in any case
+    if ckpt is not None and from_checkpoint:
+        good = ckpt.restore(template)
         source = f"checkpoint step {int(good.step)}"
     else:
-        good = _place_like(snapshot, state)
+        good = place(host, jax.tree_util.tree_map(lambda t: t.sharding, template))
         source = f"in-memory snapshot of step {int(good.step)}"
     g = state.guard
     restored = good._replace(

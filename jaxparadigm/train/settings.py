@@ -70,12 +70,17 @@ class ShardingSettings:
 
     ``none``: one device; ``data``: state replicated, batch split; ``zero1``: optimiser state split
     too; ``fsdp``: parameters and optimiser state split. A leaf with fewer than ``min_size``
-    elements (or no dimension divisible by the device count) stays replicated."""
+    elements (or no dimension divisible by the device count) stays replicated.
+    ``fsdp_tensor``: a 2-D mesh ``(fsdp, tensor)`` of ``devices / tensor`` x ``tensor`` devices;
+    parameters (and their optimiser state) are laid out by their logical axis names (attention
+    heads and MLP hidden units over ``tensor``, the model width over ``fsdp``), the batch over
+    ``fsdp``. ``tensor`` is read by ``fsdp_tensor`` only."""
 
     PATH: ClassVar[str] = "train.sharding"
 
-    mode: Literal["none", "data", "zero1", "fsdp"] = "none"
+    mode: Literal["none", "data", "zero1", "fsdp", "fsdp_tensor"] = "none"
     min_size: Annotated[int, Bounds(ge=1)] = 1024
+    tensor: Annotated[int, Bounds(ge=1)] = 1
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -46,21 +46,19 @@ from jaxparadigm.common.progress import Progress
 from jaxparadigm.common.quoting import quote
 from jaxparadigm.errors import ConfigError
 from jaxparadigm.optim import DynamicLossScale
-from jaxparadigm.train.checkpoint import Checkpointer, CheckpointSignatureError
+from jaxparadigm.train.checkpoint import (
+    Checkpointer,
+    CheckpointLayoutError,
+    CheckpointSignatureError,
+)
 from jaxparadigm.train.data import Dataset, validate_batch
 from jaxparadigm.train.distributed import on_primary, process_shard
+from jaxparadigm.train.initial_state import initial_state
 from jaxparadigm.train.metrics import MetricsWriter, read_metrics
 from jaxparadigm.train.objectives import eval_metrics, loss_for
 from jaxparadigm.train.run_folder import RunInterrupted
 from jaxparadigm.train.settings import TrainSettings
-from jaxparadigm.train.sharding import (
-    data_mesh,
-    layout_figures,
-    place,
-    shard_batch,
-    step_layout,
-    to_host,
-)
+from jaxparadigm.train.sharding import layout_figures, release, shapes_of, shard_batch, to_host
 from jaxparadigm.train.step_stages import (
     EventLog,
     LoopState,
@@ -70,12 +68,7 @@ from jaxparadigm.train.step_stages import (
     final_checkpoint,
     one_step,
 )
-from jaxparadigm.train.train_step import (
-    TrainState,
-    init_train_state,
-    make_eval_step,
-    make_train_step,
-)
+from jaxparadigm.train.train_step import TrainState, make_eval_step, make_train_step
 
 __all__ = ["TrainResult", "check_run_arguments", "check_train_arguments", "train"]
 
@@ -184,8 +177,9 @@ def train(
     write_plots: bool | None = None,
     plot: Callable | None = None,
 ) -> TrainResult:
-    """Train ``model`` on ``dataset`` with the optax chain ``tx`` for ``settings.steps`` steps
-    (C5.1, C5.2).
+    """Train ``model`` (in place, flax NNX's way: during the call it holds only its parameters'
+    shapes, then the last state's, laid out, also after an abort or Ctrl-C) on ``dataset`` with
+    the optax chain ``tx`` for ``settings.steps`` steps (C5.1, C5.2).
 
     ``lr_fn(opt_steps)`` is the schedule (logged as ``lr``); ``loss_scale`` a
     ``DynamicLossScale`` or None. ``stop_at`` ends the call early at that data step, like a crash
@@ -205,13 +199,13 @@ def train(
     _check_data(dataset)
     state, steps, placement = _setup(model, dataset, tx, settings, lr_fn, loss_scale)
     ckpt = _open_checkpoints(settings)
-    bar = None
+    bar, loop = None, None
     try:
         state, resumed_from, log = _resume(ckpt, state, settings)
         start = int(state.step)
         end = max(start, settings.steps if stop_at is None else min(settings.steps, stop_at))
         run = Run(settings, dataset, steps, ckpt, log, batch_transform, end)
-        loop = LoopState(state, snapshot=to_host(state))  # rollback target without checkpoints
+        loop, state = LoopState(state, snapshot=to_host(state)), None  # the loop alone holds it
         bar = _step_progress(start, end, settings.name, progress and _primary(), t0)
         try:
             for step in range(start, end):
@@ -224,16 +218,34 @@ def train(
             raise RunInterrupted(len(loop.losses) + start, latest, resumes) from None
         final_eval = _finish(run, loop, start, stop_at is None)
     finally:
-        if bar is not None:
-            bar.close()
-        if ckpt is not None:
-            ckpt.close()
+        _close(bar, ckpt, model, loop)
     plots = write_plots if write_plots is not None else settings.plots
     return _result(run, loop, final_eval, resumed_from, placement, plot if plots else None)
 
 
 def _primary() -> bool:
     return jax.process_index() == 0
+
+
+def _close(
+    bar: Progress | None, ckpt: Checkpointer | None, model: nnx.Module, loop: LoopState | None
+) -> None:
+    """End of :func:`train`, however it ends: the progress line and the checkpoints closed,
+    ``model`` pointed at the last state (:func:`_hand_back`)."""
+    if bar is not None:
+        bar.close()
+    if ckpt is not None:
+        ckpt.close()
+    _hand_back(model, loop)
+
+
+def _hand_back(model: nnx.Module, loop: LoopState | None) -> None:
+    """Point ``model`` at the last state's parameters (none when the run stopped before its
+    loop, or a step that took them did not return: an interrupt)."""
+    if loop is None:
+        return
+    if not any(x.is_deleted() for x in jax.tree_util.tree_leaves(loop.state.params)):
+        _point_model(model, None, loop.state.params)
 
 
 def _result(run: Run, loop: LoopState, final_eval, resumed_from, placement, plot):
@@ -272,11 +284,15 @@ def _check_data(dataset: Dataset) -> None:
 
 
 def _setup(model, dataset: Dataset, tx, settings: TrainSettings, lr_fn, loss_scale):
-    """``(state, steps, placement)``: fresh state laid out, the jitted train and eval steps, and
-    (sharded runs) the placement figures of the compiled step."""
+    """``(state, steps, placement)``: fresh state laid out (:mod:`jaxparadigm.train.initial_state`;
+    ``model`` is pointed at its parameters), the jitted train and eval steps, and (sharded runs)
+    the placement figures of the compiled step."""
     graphdef, variables = nnx.split(model)
-    state = init_train_state(nnx.to_pure_dict(variables), tx, settings.seed, loss_scale)
-    state, place_batch, layout = _place(settings, state)
+    state, layout = initial_state(variables, tx, settings, loss_scale)
+    _point_model(model, variables, jax.eval_shape(lambda: state.params))  # released
+    del variables
+    mesh = layout.mesh if layout is not None else None
+    place_batch = jax.device_put if mesh is None else (lambda b: shard_batch(b, mesh))
     step_fn = make_train_step(
         graphdef,
         loss_for(dataset.kind),
@@ -302,15 +318,13 @@ def _setup(model, dataset: Dataset, tx, settings: TrainSettings, lr_fn, loss_sca
     return state, Steps(step_fn, eval_fn, place_batch), placement
 
 
-def _place(settings: TrainSettings, state: TrainState):
-    """``(state, place_batch, layout)``: the state on one device (mode ``none``, layout None) or
-    laid out over all devices by ``settings.sharding`` (C5.2)."""
-    sh = settings.sharding
-    if sh.mode == "none":
-        return jax.device_put(state), jax.device_put, None
-    mesh = data_mesh()
-    layout = step_layout(state, mesh, sh.mode, sh.min_size)
-    return place(to_host(state), layout.state), lambda b: shard_batch(b, mesh), layout
+def _point_model(model: nnx.Module, variables: nnx.State | None, params: Any) -> None:
+    """Make ``model``'s parameters ``params`` (no copy): during the run their shapes
+    (``jax.ShapeDtypeStruct``: the model's own first copy is released, and it holds no array the
+    steps take), at the end the last state's arrays (C4.1)."""
+    variables = nnx.split(model)[1] if variables is None else variables
+    nnx.replace_by_pure_dict(variables, params)
+    nnx.update(model, variables)
 
 
 def _open_checkpoints(settings: TrainSettings) -> Checkpointer | None:
@@ -334,8 +348,17 @@ def _resume(ckpt: Checkpointer | None, state: TrainState, settings: TrainSetting
             "(or another name to start a separate one)"
         )
     if ckpt is not None and latest is not None:
+        template = shapes_of(state)
+        release(state)  # replaced by the checkpoint: freed before it is read into the layout
         try:
-            state = ckpt.restore(state)
+            state = ckpt.restore(template)
+        except CheckpointLayoutError as err:
+            sh = settings.sharding
+            raise CheckpointLayoutError(
+                f"{err} (the config's layout: train.sharding.mode={sh.mode!r}"
+                + (f", train.sharding.tensor={sh.tensor}" if sh.mode == "fsdp_tensor" else "")
+                + "); resume it with another train.sharding.mode / train.sharding.tensor"
+            ) from err
         except CheckpointSignatureError as err:
             raise CheckpointSignatureError(
                 f"{err} The checkpoints are left untouched: to resume them, run with the "

@@ -32,11 +32,14 @@ an overflow (finite loss, non-finite gradients). Without the argument the step h
 Sharding (``layout``, a :class:`jaxparadigm.train.sharding.StepLayout`): the forward pass uses
 ``with_sharding_constraint(params, layout.gathered)`` (an all-gather when the parameters are
 split), the gradients are constrained to ``layout.grads`` (a reduce-scatter or an all-reduce), and
-the step's outputs keep ``layout.state``; the arithmetic is unchanged.
+the step's outputs keep ``layout.state``; with ``layout.rules`` (``fsdp_tensor``) the model's
+named activations are laid out by them (``models.partitioning.sharding_rules``, entered inside
+the traced step). The arithmetic is unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -46,6 +49,7 @@ import optax
 from flax import nnx
 
 from jaxparadigm import autodiff
+from jaxparadigm.models.partitioning import sharding_rules
 from jaxparadigm.optim import DynamicLossScale, safe_increment
 from jaxparadigm.train.guard import GuardState, all_finite, guard_init, guard_update, tree_select
 
@@ -182,7 +186,8 @@ def _sharded_value_and_grad(
 
     def objective(params):
         params = _constrain(params, layout.gathered if layout is not None else None)
-        loss = loss_fn(nnx.merge(graphdef, params), batch, rng)
+        with _activation_rules(layout):
+            loss = loss_fn(nnx.merge(graphdef, params), batch, rng)
         scaled = loss_scale.scale(loss, state.loss_scale) if loss_scale is not None else loss
         return scaled, loss
 
@@ -230,6 +235,13 @@ def _jit(step: Callable, donate: bool, layout) -> jax.stages.Wrapped:
     return jax.jit(step, donate_argnums=donate_argnums, out_shardings=out_shardings)
 
 
+def _activation_rules(layout) -> contextlib.AbstractContextManager:
+    """The layout's logical rules for the model's activations (none: a null context)."""
+    if layout is None or layout.rules is None:
+        return contextlib.nullcontext()
+    return sharding_rules(layout.mesh, layout.rules)
+
+
 def _constrain(tree, shardings):
     """``with_sharding_constraint(tree, shardings)``; ``tree`` itself when ``shardings`` is None."""
     return tree if shardings is None else jax.lax.with_sharding_constraint(tree, shardings)
@@ -248,7 +260,11 @@ def make_eval_step(
 ) -> Callable:
     """Jitted ``eval(params, batch) -> metrics`` with ``metric_fn(model, batch)`` (C5.1); with a
     ``StepLayout``, the metrics are replicated (readable by every process)."""
-    fn = lambda params, batch: metric_fn(nnx.merge(graphdef, params), batch)
+
+    def fn(params, batch):
+        with _activation_rules(layout):
+            return metric_fn(nnx.merge(graphdef, params), batch)
+
     if layout is None:
         return jax.jit(fn)
     return jax.jit(fn, out_shardings=layout.replicated)
