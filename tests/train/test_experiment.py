@@ -81,7 +81,7 @@ def test_bad_train_arguments(make_config):
 
     with pytest.raises(ValueError, match="stop_at: got -1"):
         train(make_config(), stop_at=-1)
-    with pytest.raises(TypeError, match="batch_transform: got int"):
+    with pytest.raises(TypeError, match="batch_transform: got 1, expected a callable"):
         train(make_config(), batch_transform=1)
     with pytest.raises(ValueError, match="model.num_outputs: got 2, expected 1"):
         train(make_config(data={"kind": "regression"}))
