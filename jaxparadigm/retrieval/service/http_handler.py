@@ -1,19 +1,23 @@
-"""The HTTP side of :class:`~jaxparadigm.retrieval.service.http_service.SearchService`: socket, request
-reading and answers (C5.2).
+"""The HTTP side of a search service: socket, request reading and answers (C5.2).
 
-Every request gets an HTTP answer, 200 or 4xx, never a dropped connection or a 5xx for what the
-client sent (issues 24 and 34); a service that cannot serve (its request batcher closed,
+The service is :class:`~jaxparadigm.retrieval.service.http_service.SearchService`. Every request
+gets an HTTP answer, 200 or 4xx, never a dropped connection or a 5xx for what the client sent; a
+service that cannot serve (its request batcher closed,
 :class:`~jaxparadigm.retrieval.service.request_batcher.ServiceUnavailable`) answers 503, a bug 500:
 
 * the listening socket has a real backlog (:data:`LISTEN_BACKLOG` = 128 pending connections; the
   standard library's 5 reset clients at 16 concurrent ones) and is bound by :func:`bind_listener`,
   which a caller can run *before* loading a model: a port in use is one :class:`InputError`;
 * the whole request (request line, headers and body) must arrive within ``read_timeout_s`` of the
-  connection's start: each socket read waits at most the time left,
+  connection's start: each socket read waits at most the time left::
 
       timeout(read) = deadline - now,   deadline = accepted_at + read_timeout_s,
 
   so a client sending one byte every 2 s cannot hold a request open (408, then close);
+* ``Content-Length`` missing or the body chunked: 411; not one decimal integer (``abc``, ``-1``):
+  400; over ``max_body_bytes``: 413, answered before reading the body;
+* the body itself is read by :mod:`~jaxparadigm.retrieval.service.search_request`: not UTF-8
+  JSON, nested deeper than ``MAX_JSON_DEPTH``, or a bad field: 400;
 * a protocol version other than HTTP/1.x (``HTTP/9.9``, the HTTP/2 preface ``PRI * HTTP/2.0``) is
   400, not the standard library's 505; an HTTP/0.9 request line is answered with a status line;
 * ``GET /`` is the search page (:mod:`~jaxparadigm.retrieval.service.search_page`), served with a
@@ -50,7 +54,8 @@ from jaxparadigm.retrieval.service.search_request import short_repr
 
 
 class _Service(Protocol):
-    """What the handler uses of :class:`~jaxparadigm.retrieval.service.http_service.SearchService`."""
+    """What the handler uses of a
+    :class:`~jaxparadigm.retrieval.service.http_service.SearchService`."""
 
     tracer: Tracer
     read_timeout_s: float

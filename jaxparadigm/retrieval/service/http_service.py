@@ -1,70 +1,55 @@
 """A traced HTTP search service over an in-memory or a folder index on 127.0.0.1 (C5.2).
 
-``SearchService(index)`` (a :class:`SemanticIndex`, or an
-:class:`~jaxparadigm.retrieval.index.searcher.IndexSearcher` with ``encoder=``) serves
-``POST /search`` with a JSON body ``{"query": str, ...}`` whose other keys are the fields of
+:class:`SearchService` serves ``POST /search`` over ``index``: a :class:`SemanticIndex`, or an
+:class:`~jaxparadigm.retrieval.index.searcher.IndexSearcher` with ``encoder=``. The body is
+``{"query": str, ...}`` whose other keys are the fields of
 :class:`~jaxparadigm.retrieval.search_options.SearchOptions` (``mode``, ``k``, ``nprobe``,
 ``depth``, ``approx``, ``excerpts``, ``excerpt_chars``, ``dtype``, ``stream``; a key left out
-takes the service's ``options``) and answers ``{"mode": ..., "score": ..., "hits": [[doc, score],
-...]}`` (the top ``min(k, len(index))``; 200) or ``{"error": ...}`` (4xx). Mode "dense": score =
-cosine; mode "hybrid": the batch's dense top ``min(depth, len(index))`` fused with the BM25 top
-``depth`` on the request's thread (the ranking of ``search --index``,
+takes the service's ``options``), read by :mod:`~jaxparadigm.retrieval.service.search_request`.
+The query is checked by the CLI's own validator (``SentenceEncoder.check_texts``): a query the
+tokenizer sees as nothing (whitespace, U+200B ...) or holding a lone surrogate is refused (400).
+The answer is ``{"mode": ..., "score": ..., "hits": [[doc, score], ...]}`` (the top
+``min(k, len(index))``; 200) or ``{"error": ...}`` (4xx). Mode "dense": score = cosine; mode
+"hybrid": the batch's dense top ``min(depth, len(index))`` fused with the BM25 top ``depth`` on
+the request's thread (the ranking of ``search --index``,
 :func:`~jaxparadigm.retrieval.ranking.hybrid_search.fused_ranking`), score = sum of
-1/(60 + rank). It runs a stdlib
-``ThreadingHTTPServer`` on a free port (``start()`` / ``stop()``, or ``with``), one thread per
-request; the encode and the search of concurrent requests are batched
-(issue 37) by one :class:`~jaxparadigm.retrieval.service.request_batcher.RequestBatcher`: a request waits
-until ``max_batch`` requests are waiting or ``max_wait_ms`` since the first of them, then the batch
-is encoded in one ``encode`` call and searched with one ``search_vectors`` call per
-``(k, nprobe, approx)``, its rows padded to a power of two (at most ``max_batch``), each request getting its own row back.
-Parsing, an injected delay and tokenizing stay on the request's thread (a delay holds up no one).
-Every request is traced with the OpenTelemetry SDK into an in-memory exporter:
+1/(60 + rank). With ``excerpts`` each passage gets ``"excerpt": {"start", "end", "text",
+"marks"}``: the passage's best segment for the query
+(:func:`~jaxparadigm.retrieval.ranking.excerpt.best_excerpt`, ``excerpt_chars`` characters at
+most), every offset a character offset in the passage's file (``marks``: the query words in it).
 
-    server span "POST /search" (child of the caller's span when a W3C ``traceparent`` header is sent;
-    attributes request.id from ``X-Request-Id``, http.status_code)
+The server is a stdlib ``ThreadingHTTPServer`` on a free port (``start()`` / ``stop()``, or
+``with``), one thread per request. Parsing, an injected delay and tokenizing stay on the
+request's thread (a delay holds up no one); the encode and the search of concurrent requests are
+batched by one :class:`~jaxparadigm.retrieval.service.request_batcher.RequestBatcher` (the rule:
+:mod:`~jaxparadigm.retrieval.service.request_batcher`). The socket, the reading of requests and
+the 4xx answers are :mod:`~jaxparadigm.retrieval.service.http_handler`'s; ``GET /`` is the page
+of :mod:`~jaxparadigm.retrieval.service.search_page`.
+
+Every request is traced with the OpenTelemetry SDK into an in-memory exporter::
+
+    server span "POST /search" (child of the caller's span when a W3C traceparent header is sent;
+    attributes request.id from X-Request-Id, http.status_code)
       ├─ "parse"           JSON body -> (query, SearchOptions); records a malformed request's error
-      ├─ "injected_delay"  only with ``fault_injection=True`` and ``"delay_s"`` in the body
+      ├─ "injected_delay"  only with fault_injection=True and "delay_s" in the body
       ├─ "tokenize"        word pieces of the query (attribute tokens), handed to the batch
       ├─ "queue"           from the submit to its batch's encode start (attribute batch.size)
       ├─ "encode"          its batch's MiniLM forward (L2-normalised embeddings; batch.size)
-      ├─ "search"          its group's top-k: ``index.search_vectors``, the package's one engine
-      │                    (:class:`~jaxparadigm.retrieval.dense.vector_search.VectorSearcher`;
-      │                    exact, or IVF with nprobe; attributes batch.size, k, nprobe)
+      ├─ "search"          its group's top-k: index.search_vectors, the package's one engine
+      │                    (VectorSearcher; exact, or IVF with nprobe; attributes batch.size,
+      │                    k, nprobe)
       ├─ "fuse"            mode hybrid: the dense and BM25 rankings fused
-      └─ "excerpts"        with ``excerpts``: each passage's best excerpt
+      └─ "excerpts"        with excerpts: each passage's best excerpt
 
 "queue", "encode" and "search" are recorded on the request's thread with the batch's real start
 and end times, so the spans of a batch's requests overlap exactly.
 
-The socket, the reading of requests and the answers are
-:mod:`~jaxparadigm.retrieval.service.http_handler`'s (issues 24, 34): every request gets an HTTP answer, 200
-or 4xx, never a dropped connection --
-
-* the whole request must arrive within ``read_timeout_s`` of the connection's start (each read
-  waits only for the time left): 408 after, however slowly the client trickles bytes in;
-* ``Content-Length`` missing or chunked: 411; not a decimal integer (``abc``, ``-1``): 400; over
-  ``max_body_bytes``: 413, answered before reading the body;
-* ``GET /``: the search page (:mod:`~jaxparadigm.retrieval.service.search_page`); another method: 405; a
-  path other than ``/search``: 404; an HTTP version other than 1.x (``HTTP/9.9``, HTTP/2): 400;
-* a body that is not UTF-8 JSON, is nested deeper than ``MAX_JSON_DEPTH``, or has a bad field: 400;
-  the query is checked by the CLI's own validator (``SentenceEncoder.check_texts``): a query the
-  tokenizer sees as nothing (whitespace, U+200B ...) or holding a lone surrogate is refused (400).
-
-The socket listens with a backlog of ``LISTEN_BACKLOG`` (128) connections; ``listener=`` takes a
-socket already bound by :func:`~jaxparadigm.retrieval.service.http_handler.bind_listener` (``serve`` binds
-before loading the model, so a port in use is refused at once). With ``excerpts`` each passage
-gets ``"excerpt": {"start", "end", "text", "marks"}``: the passage's best segment for the query
-(:func:`~jaxparadigm.retrieval.ranking.excerpt.best_excerpt`, ``excerpt_chars`` characters at most),
-every offset a character offset in the passage's file (``marks``: the query words in it).
-
-``stop()`` is bounded: it stops accepting, gives in-flight requests ``grace_s`` to finish, then
-shuts the read side of every connection still open (a client holding its socket gets EOF) and ends
-any injected delay, and joins every request thread (the batcher serves the requests still
-queued), then closes the batcher -- so when it returns every span has ended and been exported
-(``SimpleSpanProcessor`` exports on span end). ``exported_spans()`` returns them. A request the
-batcher can no longer serve gets 503 (:class:`~jaxparadigm.retrieval.service.request_batcher.ServiceUnavailable`).
-A service not started answers a direct :meth:`SearchService.handle` call on the calling thread,
-unbatched (:func:`~jaxparadigm.retrieval.service.request_batcher.serve_alone`).
+``stop()`` is bounded (:meth:`SearchService.stop`): when it returns every request thread has
+ended and every span has been exported (``SimpleSpanProcessor`` exports on span end);
+``exported_spans()`` returns them. A request the batcher can no longer serve gets 503
+(:class:`~jaxparadigm.retrieval.service.request_batcher.ServiceUnavailable`). A service not
+started answers a direct :meth:`SearchService.handle` call on the calling thread, unbatched
+(:func:`~jaxparadigm.retrieval.service.request_batcher.serve_alone`).
 """
 
 from __future__ import annotations
@@ -251,9 +236,9 @@ class SearchService:
 
     def stop(self, grace_s: float = 1.0) -> None:
         """Stop accepting; give in-flight requests ``grace_s``; then wake every read still waiting
-        on a client (EOF) and end injected delays; join every request thread (their spans end), close
-        the socket and the batcher. Bounded: about ``grace_s + LINGER_S`` plus the compute of the
-        batches still queued."""
+        on a client (EOF) and end injected delays; join every request thread (their spans end),
+        close the socket and the batcher. Bounded: about ``grace_s + LINGER_S`` plus the compute of
+        the batches still queued."""
         if self._server is None:
             return
         server = self._server

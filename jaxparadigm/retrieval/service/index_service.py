@@ -1,4 +1,4 @@
-"""A search service over an index folder: the folder opened once, the service ready to start (C5.2)."""
+"""A search service over an index folder: the folder opened once, the service ready (C5.2)."""
 
 from __future__ import annotations
 

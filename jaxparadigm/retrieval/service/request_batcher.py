@@ -6,18 +6,19 @@ default, ``workers``; each runs this rule on its own batches, so two batches can
 the oldest waiting request, then keeps collecting until the batch holds ``max_batch`` requests or
 ``max_wait_ms`` have passed since that first request arrived (a lone request waits at most that
 long). The batch's texts are embedded by ONE ``encoder.encode(texts, normalize=True)`` call (or
-``encoder.encode_token_ids(ids)`` when each request brought its query's token ids, tokenized on
-its own thread: then the worker runs only the model); the
-rows are then searched per group of equal ``(k, nprobe, approx)``, one ``search(Q, k)`` call per
-group (plus ``nprobe=P`` and ``approx=True`` when the group has them), in order of first arrival.
-Different ``k`` are never merged (the exact engine's top-k prefix is not guaranteed bitwise equal to a smaller k's top-k).
-A group of ``n`` rows is padded with zero rows to
+``encoder.encode_token_ids(ids)`` when each request brought its query's token ids, tokenized on its
+own thread: then the worker runs only the model); the rows are then searched per group of equal
+``(k, nprobe, approx)``, one ``search(Q, k)`` call per group (plus ``nprobe=P`` and ``approx=True``
+when the group has them), in order of first arrival. Different ``k`` are never merged (the exact
+engine's top-k prefix is not guaranteed bitwise equal to a smaller k's top-k). A group of ``n`` rows
+is padded with zero rows to::
 
     padded_size(n) = min(2 ** ceil(log2 n), max_batch),
 
-so the search is compiled for ``log2(max_batch) + 1`` shapes per ``k`` (one more when
-``max_batch`` is not a power of two; :func:`padded_sizes`); the padded rows' results are dropped. Each request gets its own row back (:class:`BatchResult`)
-with the times (``time.time_ns()``) its batch's encode and its group's search started and ended.
+so the search is compiled for ``log2(max_batch) + 1`` shapes per ``k`` (one more when ``max_batch``
+is not a power of two; :func:`padded_sizes`); the padded rows' results are dropped. Each request
+gets its own row back (:class:`BatchResult`) with the times (``time.time_ns()``) its batch's encode
+and its group's search started and ended.
 
 Failures: an exception of ``encode`` is raised in every request of the batch, one of a group's
 search in every request of that group. :meth:`RequestBatcher.close` lets the batch in hand finish,

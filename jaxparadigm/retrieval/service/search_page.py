@@ -1,4 +1,4 @@
-"""The search page ``jaxparadigm serve`` answers at ``GET /``: one self-contained HTML document (C5.2).
+"""The page ``jaxparadigm serve`` answers at ``GET /``: one self-contained HTML document (C5.2).
 
 No external script, font, stylesheet or image: the page is :data:`SEARCH_PAGE` alone and works
 offline. Its parts are package data files, ``page/search.html``, ``page/search.css`` and
@@ -12,22 +12,22 @@ sent it, so the page cannot make a request that leaves it.
 What it does: the search box has the keyboard focus on load (``/`` brings it back from anywhere);
 Enter posts ``{"query": ..., "k": ..., "mode": ..., "excerpts": true}`` to ``/search`` (the JSON
 API, the same hits as any other client; ``mode`` from the ranking control, hybrid by default as
-``search --index``) and lists the hits in rank order. Each result is an ``<li class="hit"
-data-row="ROW" tabindex="0">`` showing the file, the passage's character offsets in it
-``[start:end]``, the score (4 decimals: the fused reciprocal-rank score in mode hybrid, the
+``search --index``) and lists the hits in rank order. Each result is an
+``<li class="hit" data-row="ROW" tabindex="0">`` showing the file, the passage's character offsets
+in it ``[start:end]``, the score (4 decimals: the fused reciprocal-rank score in mode hybrid, the
 cosine in mode dense) and the excerpt the server chose with
-:func:`~jaxparadigm.retrieval.ranking.excerpt.best_excerpt` -- the passage's segment holding the most
-distinct query words -- with those words in ``<mark>`` (the server's marks, so the page shows what
-was scored; no second matcher in JavaScript). The marks are code-point offsets, as every offset
-of the API; the page cuts the excerpt by code points (``Array.from``), never by the UTF-16 units
-a JavaScript string counts, so an emoji before a word moves no mark. The file name is shown in a
+:func:`~jaxparadigm.retrieval.ranking.excerpt.best_excerpt` -- the passage's segment holding the
+most distinct query words -- with those words in ``<mark>`` (the server's marks, so the page shows
+what was scored; no second matcher in JavaScript). The marks are code-point offsets, as every offset
+of the API; the page cuts the excerpt by code points (``Array.from``), never by the UTF-16 units a
+JavaScript string counts, so an emoji before a word moves no mark. The file name is shown in a
 ``<bdi>`` (isolated from the offsets and score after it) with its bidi formatting characters
-(U+202E ...) written ``\\u202e``: a name cannot show a fake name or extension. A service
-without passages (over a :class:`~jaxparadigm.retrieval.index.memory_index.SemanticIndex`) shows
-each hit's row and score. An empty query is answered on the page ("Type a question first ...")
-without a request; a refused request shows the server's ``error`` message and status; an
-unreachable server says so. Text is inserted with ``textContent`` only (never parsed as HTML), so
-a passage cannot inject markup.
+(U+202E ...) written ``\\u202e``: a name cannot show a fake name or extension. A service without
+passages (over a :class:`~jaxparadigm.retrieval.index.memory_index.SemanticIndex`) shows each hit's
+row and score. An empty query is answered on the page ("Type a question first ...") without a
+request; a refused request shows the server's ``error`` message and status; an unreachable server
+says so. Text is inserted with ``textContent`` only (never parsed as HTML), so a passage cannot
+inject markup.
 """
 
 from __future__ import annotations
