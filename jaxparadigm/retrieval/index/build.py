@@ -10,11 +10,11 @@ what cannot be used is skipped and listed in the manifest's ``skipped``, or refu
 (:func:`~jaxparadigm.retrieval.index.store.index_lock`): a second writer is refused at once.
 
 Both write one shard at a time (:func:`~jaxparadigm.retrieval.index.writer.write_rows`, the one
-writer) and replace the manifest after each, with ``status: building`` and a ``pending`` plan: the sha256 of the passages
-still to be written and the row they start at. Run again with the same inputs after an interrupt
-and the shards already in the manifest are kept (checksums verified), only the remaining passages
-are encoded. A last shard holding fewer than ``shard_rows`` rows is completed by rewriting it
-under a new name (its stored embeddings are reused, not re-encoded).
+writer) and replace the manifest after each, with ``status: building`` and a ``pending`` plan: the
+sha256 of the passages still to be written and the row they start at. Run again with the same inputs
+after an interrupt and the shards already in the manifest are kept (checksums verified), only the
+remaining passages are encoded. A last shard holding fewer than ``shard_rows`` rows is completed by
+rewriting it under a new name (its stored embeddings are reused, not re-encoded).
 
 An add also records its starting point (``pending.base``: count, shards, sources, files), so an
 interrupted add never locks the index: search serves the base (with a warning), an add of other
@@ -285,7 +285,8 @@ def build_index(
             m = read_manifest(out_dir)
             if m["status"] == "complete" or "base" in m["pending"]:
                 raise InputError(
-                    f"{out_dir}: already holds an index of {plural(committed(m)['count'], 'passage')}; "
+                    f"{out_dir}: already holds an index of "
+                    f"{plural(committed(m)['count'], 'passage')}; "
                     "use `jaxparadigm index add` to append files, or choose a new --out"
                 )
             _resume_or_refuse(out_dir, m, plan, "delete the folder / choose a new --out")

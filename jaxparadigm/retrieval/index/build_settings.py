@@ -1,5 +1,7 @@
 """The settings of an index build, checked, and the hash of what a build will write (C1.1).
 
+Its functions::
+
     build_settings(encoder, chunk_tokens, overlap, shard_rows, batch_size, context)
         -> (the manifest's ``build`` entry, shard_rows), every argument checked
     passage_contexts_for(reading, passages, build)   each passage's context, or "" per passage

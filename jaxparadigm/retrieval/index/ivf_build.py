@@ -1,10 +1,10 @@
-"""Train an index folder's inverted lists, and keep them current when rows are added (issue 38).
+"""Train an index folder's inverted lists, and keep them current when rows are added (C1.1).
 
 :func:`train_ivf` (``jaxparadigm index ivf DIR --lists N``, ``index build --ivf N``) holds the
 folder's lock, opens the committed index (every shard checked), trains ``lists`` centroids by
-k-means in JAX (:func:`~jaxparadigm.retrieval.dense.kmeans.kmeans`), assigns every row to its nearest
-centroid and writes the lists (:func:`~jaxparadigm.retrieval.index.ivf_store.write_ivf`), then
-replaces the manifest and deletes the lists it replaced.
+k-means in JAX (:func:`~jaxparadigm.retrieval.dense.kmeans.kmeans`), assigns every row to its
+nearest centroid and writes the lists (:func:`~jaxparadigm.retrieval.index.ivf_store.write_ivf`),
+then replaces the manifest and deletes the lists it replaced.
 
 :func:`extend_ivf` is what ``index add`` runs before it commits: the new rows
 ``[ivf.rows, count)`` go to their nearest existing centroid (the centroids are not retrained:

@@ -1,4 +1,4 @@
-"""An index folder's inverted lists (IVF): centroids, row ids per list, rows laid out per list (issue 38).
+"""An index folder's inverted lists (IVF): centroids, row ids per list, rows list by list (C1.1).
 
 The files::
 

@@ -1,9 +1,10 @@
 """The index manifest's schema: a manifest is untrusted input, checked field by field (C1.1).
 
 ``check_manifest(m, path)`` raises one :class:`~jaxparadigm.errors.InputError` naming the first
-field that is missing, of the wrong type or out of range (``field shards[1].sha256.passages``),
-or returns ``None``. Shard names must match ``shard_NNNNN-<10 hex>``: a plain file name inside the
-index folder (``../outside/secret`` or an absolute path is refused before any file is opened).
+field that is missing, of the wrong type or out of range (``field shards[1].sha256.passages``), or
+returns ``None``. Shard names must match ``shard_NNNNN-<10 hex>``: a plain file name inside the
+index folder (``../outside/secret`` or an absolute path is refused before any file is opened). The
+fields::
 
     format, version                 "jaxparadigm-index", 1
     model                           {name: str, dim: int >= 1, max_seq_length: int >= 1}
@@ -21,7 +22,7 @@ index folder (``../outside/secret`` or an absolute path is refused before any fi
     skipped (optional)              [{path: str, reason: str, detail: str}] (the last build/add's)
     history (optional)              [{command: "build"|"add", at: str, paths: [str], passages: int
                                      >= 0, sources: int >= 0, skipped: [as above]}], one per build
-                                     and add, oldest first (absent from manifests before issue 35;
+                                     and add, oldest first (absent from older manifests;
                                      ``pending.base`` may hold the history an add started from)
     shards                          [{name, rows: int in [1, shard_rows], sha256: {embeddings,
                                      passages: 64 hex}}], all but the last full, rows summing to
@@ -29,7 +30,7 @@ index folder (``../outside/secret`` or an absolute path is refused before any fi
     ivf (optional)                  {name: ivf-<10 hex>, lists: int >= 1, seed: int >= 0, iters:
                                      int >= 0, train_rows: int >= 1, rows: int >= 0, seconds
                                      (optional): number >= 0, sha256: {centroids, offsets, ids,
-                                     rows: 64 hex}} (issue 38; ``ivf_store``)
+                                     rows: 64 hex}} (``ivf_store``)
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ class _Checker:
 
     def fail(self, where: str, value, want: str):
         raise InputError(
-            f"{self.path}: field {where}: got {short_repr(value)}, expected {want}; the manifest is "
-            "damaged: restore it or rebuild the index"
+            f"{self.path}: field {where}: got {short_repr(value)}, expected {want}; "
+            "the manifest is damaged: restore it or rebuild the index"
         )
 
     def obj(self, where: str, value, keys: tuple[str, ...]) -> dict:

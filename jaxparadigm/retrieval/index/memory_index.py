@@ -3,10 +3,10 @@
 Documents are embedded once with a :class:`SentenceEncoder` (normalised, so ``|d| = 1``); a query
 ``q`` scores every document with ``s = D q`` -- which *is* the cosine similarity, not an
 approximation of it, up to float32 rounding (C1.2) -- and the package's one search engine,
-:class:`~jaxparadigm.retrieval.dense.vector_search.VectorSearcher`, returns the exact top ``k`` (ties to
-the lower document index), as for an index folder. ``save``/``load`` use the one on-disk format,
-the index folder of :mod:`~jaxparadigm.retrieval.index.store` (manifest + checksummed shards),
-written by :func:`~jaxparadigm.retrieval.index.writer.write_snapshot` and opened by
+:class:`~jaxparadigm.retrieval.dense.vector_search.VectorSearcher`, returns the exact top ``k``
+(ties to the lower document index), as for an index folder. ``save``/``load`` use the one on-disk
+format, the index folder of :mod:`~jaxparadigm.retrieval.index.store` (manifest + checksummed
+shards), written by :func:`~jaxparadigm.retrieval.index.writer.write_snapshot` and opened by
 :class:`~jaxparadigm.retrieval.index.reader.Index`: ``save`` replaces the manifest atomically, and
 ``load`` refuses a damaged folder (a missing or empty manifest, a truncated or bit-flipped shard:
 its sha256 differs) and embeddings that are not finite unit vectors -- for those ``q . d`` is not
@@ -103,7 +103,7 @@ class SemanticIndex:
         return np.asarray(_scores(self._device_embs, jnp.asarray(q)))
 
     def search(self, query: str, top_k: int = 5) -> list[tuple[int, float]]:
-        """Exact top ``k`` documents for ``query`` as ``[(doc_index, cosine)]``, best first (C1.1)."""
+        """Exact top ``k`` documents for ``query``: ``[(doc_index, cosine)]``, best first (C1.1)."""
         if not isinstance(query, str):
             raise TypeError(f"query: got {type(query).__name__} {query!r}, expected str")
         top_k = require_int("top_k", top_k, 1)
@@ -157,8 +157,9 @@ class SemanticIndex:
         a shard is missing, truncated or bit-flipped (its sha256 differs from the manifest's), the
         embeddings do not fit ``encoder``, or are not finite unit vectors
         (``| |d| - 1 | > UNIT_NORM_TOLERANCE``), or the folder holds an interrupted ``index build``
-        (all checked by :class:`~jaxparadigm.retrieval.index.reader.Index`). A folder whose ``index add``
-        was interrupted loads the passages indexed before it, with a warning, as search does.
+        (all checked by :class:`~jaxparadigm.retrieval.index.reader.Index`). A folder whose
+        ``index add`` was interrupted loads the passages indexed before it, with a warning, as
+        search does.
         """
         path = Path(path)
         if not path.exists():

@@ -1,8 +1,7 @@
 """The files an index folder's writer owns: it creates them without following a link, locks the
-folder through a regular file only, and deletes nothing but its own names (C1.1; issue 34,
-"Index folder").
+folder through a regular file only, and deletes nothing but its own names (C1.1).
 
-    OWNED_FILE                  the writer's names, matched in full: shard_NNNNN-<10 hex>.npy|.jsonl,
+    OWNED_FILE                  its names, matched in full: shard_NNNNN-<10 hex>.npy|.jsonl,
                                 their temporaries shard_NNNNN.<pid>.<8 hex>.npy|.jsonl.tmp,
                                 manifest.json.<pid>.<8 hex>.tmp, the inverted lists
                                 ivf-<10 hex>.KIND.npy and ivf.<pid>.<8 hex>.KIND.npy.tmp
@@ -94,7 +93,7 @@ def remove_unreferenced(index_dir: Path, manifest: dict) -> list[str]:
     base = (manifest.get("pending") or {}).get("base") or {}
     shards = manifest["shards"] + base.get("shards", [])
     keep = {f"{s['name']}{ext}" for s in shards for ext in (".npy", ".jsonl")}
-    if manifest.get("ivf"):  # the inverted lists (issue 38)
+    if manifest.get("ivf"):  # the inverted lists
         kinds = ("centroids", "offsets", "ids", "rows")
         keep |= {f"{manifest['ivf']['name']}.{kind}.npy" for kind in kinds}
     removed = []

@@ -1,17 +1,17 @@
-"""Exact search over an index split across ``jax.distributed`` processes (C1.1, C5.2, issue 37).
+"""Exact search over an index split across ``jax.distributed`` processes (C1.1, C5.2).
 
-Process ``p`` of ``N`` holds the shards :func:`~jaxparadigm.retrieval.index.reader.shard_range` gives it
-(contiguous, so its rows are one run ``[first, first + rows)``) and searches them on its own
-devices; nothing else of the rows is ever read or sent. A search is one *step* that every process
-takes together, through JAX's own collectives over the group (gloo on CPU):
+Process ``p`` of ``N`` holds the shards :func:`~jaxparadigm.retrieval.index.reader.shard_range`
+gives it (contiguous, so its rows are one run ``[first, first + rows)``) and searches them on its
+own devices; nothing else of the rows is ever read or sent. A search is one *step* that every
+process takes together, through JAX's own collectives over the group (gloo on CPU):
 
 1. header, broadcast from process 0 (``broadcast_one_to_all``): ``(op, n, k)`` int32, op one of
    search, heartbeat, stop;
 2. the ``n`` queries, broadcast from process 0 (float32 ``[n, dim]`` sent as their int32 bits, so
    the broadcast's sum with zeros is exact);
 3. each process: local top-``k`` of its rows (the one engine,
-   :class:`~jaxparadigm.retrieval.dense.vector_search.VectorSearcher`, on its local devices), row ids
-   shifted by ``first``, padded to ``k`` with ``(-inf, -1)``;
+   :class:`~jaxparadigm.retrieval.dense.vector_search.VectorSearcher`, on its local devices), row
+   ids shifted by ``first``, padded to ``k`` with ``(-inf, -1)``;
 4. ``process_allgather`` of the ``N`` local top-``k`` (scores' bits and int32 ids: ``8 k`` bytes
    per query and process, never a row); every process merges them:
 
@@ -21,15 +21,15 @@ takes together, through JAX's own collectives over the group (gloo on CPU):
 5. the passages of the merged hits: each process serialises those it holds (JSON), and a
    ``process_allgather`` of their lengths, then of the bytes, gives them to every process.
 
-Every process opens its part of the index (:func:`open_together`) and the group agrees on it
-before anything else: one ``process_allgather`` of each process's failure (empty when it opened),
-and if any failed, every process raises the same :class:`~jaxparadigm.errors.InputError` naming
-the first that failed and why (a damaged shard that only process 1 holds is named by process 0 at
-once, not after a collective's timeout). Every process opens the manifest itself; the first step also gathers each one's manifest digest
-(sha256) and refuses a group whose processes opened different manifests (an ``index add``
-committed in between). A collective that fails (a process died: gloo reports the closed
-connection at once) raises :class:`~jaxparadigm.errors.GroupFailed` naming the failure, and the
-group is then *broken*: every later call raises it again without touching the group.
+Every process opens its part of the index (:func:`open_together`) and the group agrees on it before
+anything else: one ``process_allgather`` of each process's failure (empty when it opened), and if
+any failed, every process raises the same :class:`~jaxparadigm.errors.InputError` naming the first
+that failed and why (a damaged shard that only process 1 holds is named by process 0 at once, not
+after a collective's timeout). Every process opens the manifest itself; the first step also gathers
+each one's manifest digest (sha256) and refuses a group whose processes opened different manifests
+(an ``index add`` committed in between). A collective that fails (a process died: gloo reports the
+closed connection at once) raises :class:`~jaxparadigm.errors.GroupFailed` naming the failure, and
+the group is then *broken*: every later call raises it again without touching the group.
 
 Test-only fault injection: with ``JAXPARADIGM_FAULT_SEARCH_KILL=P@S`` process ``P`` kills itself
 (SIGKILL) as its search step ``S`` (0-based, heartbeats not counted) begins.

@@ -11,14 +11,14 @@ folder through it. Opening checks the untrusted folder before any row is used:
 * every shard's embeddings file against its sha256 (``verify=True``), its dtype and shape
   ``float32 [rows, dim]``, and every row a finite unit vector (``|norm - 1| <= UNIT_NORM_TOL``,
   else ``q . d`` would not be the cosine, C1.2), memory-mapped read-only;
-* the inverted lists, when the manifest names them (``ivf``, issue 38): every file against its
+* the inverted lists, when the manifest names them (``ivf``): every file against its
   sha256, its shape, the offsets and the ids
   (:func:`~jaxparadigm.retrieval.index.ivf_store.open_ivf`), memory-mapped as ``ivf``.
 
 A shard's passages are read (checksum and every line checked) the first time one of its rows is
 asked for. Row ``r`` lives in shard ``r // shard_rows`` at row ``r % shard_rows``.
 
-**Consistent with the writer's commit protocol** (issue 34). A writer commits by replacing the
+**Consistent with the writer's commit protocol.** A writer commits by replacing the
 manifest, then deletes the shard files the new manifest no longer names. Opening therefore reads
 the manifest and maps every ``.jsonl`` and ``.npy`` it names (read-only maps hold no file
 descriptor): from then on the maps keep those bytes readable whatever the writer deletes, so the
@@ -60,7 +60,7 @@ OPEN_ATTEMPTS = 10
 def shard_range(shards: int, part: int, parts: int) -> range:
     """The shards process ``part`` of ``parts`` holds: ``[floor(part S / parts), floor((part + 1)
     S / parts))`` of the ``S`` shards, contiguous (so its rows are one run) and balanced to one
-    shard (issue 37)."""
+    shard."""
     return range(part * shards // parts, (part + 1) * shards // parts)
 
 
@@ -99,7 +99,7 @@ class Index:
     ``passages()``.
 
     ``part=(p, n)``: open only the shards process ``p`` of ``n`` holds (:func:`shard_range`;
-    ``held``, ``first_row``), for a search split over processes (issue 37): only their files are
+    ``held``, ``first_row``), for a search split over processes: only their files are
     read and checked, ``len`` and ``embeddings()`` count only them, and a row of another shard is
     refused; the IVF lists (over every row) are not opened.
     """

@@ -1,27 +1,28 @@
 """Search a persistent index folder: open it (checksums first), place, top-k, passages (C1.1).
 
-``IndexSearcher(index_dir)`` opens the folder as an :class:`~jaxparadigm.retrieval.index.reader.Index`
-(manifest, every shard's sha256, unit rows, memory-mapped float32 embeddings) and hands the rows to
-the package's one search engine, :class:`~jaxparadigm.retrieval.dense.vector_search.VectorSearcher`
-(exact float32 by default; ``dtype="bfloat16"``/``"int8"`` keeps a compact copy and rescores the
-candidates from the float32 rows). How it is opened and how it searches are a
+``IndexSearcher(index_dir)`` opens the folder as an
+:class:`~jaxparadigm.retrieval.index.reader.Index` (manifest, every shard's sha256, unit rows,
+memory-mapped float32 embeddings) and hands the rows to the package's one search engine,
+:class:`~jaxparadigm.retrieval.dense.vector_search.VectorSearcher` (exact float32 by default;
+``dtype="bfloat16"``/``"int8"`` keeps a compact copy and rescores the candidates from the float32
+rows). How it is opened and how it searches are a
 :class:`~jaxparadigm.retrieval.search_options.SearchOptions` (``options=``; the keywords ``dtype``,
 ``resident``, ``k``, ``approx``, ``nprobe`` set the same fields, with the same checks).
 ``search(encoder, queries, k)`` returns, per query, the best :class:`Hit` first:
 ``score = cos(query, passage)`` with the :class:`~jaxparadigm.retrieval.documents.passages.Passage`;
 ``search_vectors(queries, k)`` searches given vectors, ``s[i, r] = Q_i . X_r``, as a
-:class:`~jaxparadigm.retrieval.dense.vector_search.TopK`. A shard's passages are read (and checked) only
-when one of its rows is a hit.
+:class:`~jaxparadigm.retrieval.dense.vector_search.TopK`. A shard's passages are read (and checked)
+only when one of its rows is a hit.
 
-Under an initialised ``jax.distributed`` group of ``N > 1`` processes (issue 37) each process opens
-only its own shards (:func:`~jaxparadigm.retrieval.index.reader.shard_range`; their passages'
-checksums too), the group agreeing that every process opened its part
-(:func:`~jaxparadigm.retrieval.index.process_search.open_together`), and searches them on its
-local devices; ``search``/``search_vectors`` are then collective (every process calls them, process
-0's queries count) and return the merged global top-``k``
-(:class:`~jaxparadigm.retrieval.index.process_search.ProcessGroupSearch`): the same ids as one process
-searching every shard. What such a search cannot do (IVF lists span every row, the hybrid keyword
-ranking needs every passage, approximate top-k) is refused by
+Under an initialised ``jax.distributed`` group of ``N > 1`` processes each process opens only its
+own shards (:func:`~jaxparadigm.retrieval.index.reader.shard_range`; their passages' checksums too),
+the group agreeing that every process opened its part
+(:func:`~jaxparadigm.retrieval.index.process_search.open_together`), and searches them on its local
+devices; ``search``/``search_vectors`` are then collective (every process calls them, process 0's
+queries count) and return the merged global top-``k``
+(:class:`~jaxparadigm.retrieval.index.process_search.ProcessGroupSearch`): the same ids as one
+process searching every shard. What such a search cannot do (IVF lists span every row, the hybrid
+keyword ranking needs every passage, approximate top-k) is refused by
 :meth:`~jaxparadigm.retrieval.search_options.SearchOptions.check_process_group`.
 """
 
@@ -246,8 +247,8 @@ class IndexSearcher:
         ``score[i, j] = queries[i] . X[ids[i, j]]`` (float32), ties to the lower row id: the same
         engine as :meth:`search` (this searcher's dtype and devices), with no encoder. Exact when
         ``nprobe`` is ``None``; else the rows of each query's ``nprobe`` nearest inverted lists
-        (:mod:`~jaxparadigm.retrieval.dense.ivf_search`; ids ``-1``, scores ``-inf`` where those lists
-        hold fewer than ``k`` rows). An index without IVF lists refuses any ``nprobe`` with a
+        (:mod:`~jaxparadigm.retrieval.dense.ivf_search`; ids ``-1``, scores ``-inf`` where those
+        lists hold fewer than ``k`` rows). An index without IVF lists refuses any ``nprobe`` with a
         ``ValueError``, as does an ``nprobe`` outside ``[1, lists]``. ``approx``:
         ``lax.approx_max_k`` picks the candidates (exact search only).
         """
@@ -255,11 +256,13 @@ class IndexSearcher:
         self.resolve_nprobe(options)
         if not isinstance(queries, np.ndarray | jax.Array):
             raise TypeError(
-                f"queries: got {type(queries).__name__}, expected a float32 array [n, {self.index.dim}]"
+                f"queries: got {type(queries).__name__}, "
+                f"expected a float32 array [n, {self.index.dim}]"
             )
         if not np.issubdtype(queries.dtype, np.floating):
             raise TypeError(
-                f"queries: got dtype {queries.dtype}, expected a float32 array [n, {self.index.dim}]"
+                f"queries: got dtype {queries.dtype}, "
+                f"expected a float32 array [n, {self.index.dim}]"
             )
         if queries.ndim != 2 or queries.shape[1] != self.index.dim or queries.shape[0] < 1:
             raise InputError(

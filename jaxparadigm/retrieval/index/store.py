@@ -1,5 +1,7 @@
 """The persistent index directory: a JSON manifest plus fixed-size, checksummed shards (C1.1).
 
+The files::
+
     INDEX_DIR/manifest.json          format, model (name, dim, max_seq_length), dtype, shard_rows,
                                      count, status, build config, sources, shards (name, rows,
                                      sha256 of each file)
@@ -21,7 +23,7 @@ Files are created without following a link and only the writer's own names are e
 (:mod:`~jaxparadigm.retrieval.index.owned_files`, which also holds the lock). ``manifest.json``
 and every shard line are parsed by :func:`~jaxparadigm.common.bounded_reading.read_json`:
 an integer longer than ``MAX_JSON_INT_DIGITS`` digits is a damaged index naming the file, never
-the bare ValueError of Python's int-string limit (issue 34).
+the bare ValueError of Python's int-string limit.
 """
 
 from __future__ import annotations
@@ -157,7 +159,8 @@ def new_manifest(model: dict, shard_rows: int, build: dict) -> dict:
 
 
 def write_manifest(index_dir: Path, manifest: dict) -> None:
-    """Replace ``manifest.json`` atomically (a uniquely named temporary file, fsync, ``os.replace``)."""
+    """Replace ``manifest.json`` atomically: a uniquely named temporary file, fsync,
+    ``os.replace``."""
     tmp = index_dir / f"{MANIFEST}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     with create_new(tmp, text=True) as fh:
         json.dump(manifest, fh, indent=1, ensure_ascii=False)
@@ -186,7 +189,8 @@ def read_manifest(index_dir: str | os.PathLike) -> dict:
 def committed(manifest: dict) -> dict:
     """The index as of its last finished build or add: ``manifest`` itself when complete, the
     state an interrupted (or running) add started from (``pending.base``) otherwise. An
-    interrupted *build* has no committed state: it is returned as is (status ``building``) (C1.1)."""
+    interrupted *build* has no committed state: it is returned as is, status ``building`` (C1.1).
+    """
     base = (manifest.get("pending") or {}).get("base")
     if base is None:
         return manifest

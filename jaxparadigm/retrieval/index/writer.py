@@ -4,16 +4,16 @@
 manifest's ``pending`` plan has not written yet, one shard at a time, each under a fresh name
 (:func:`~jaxparadigm.retrieval.index.store.write_shard`); a last shard holding fewer than
 ``shard_rows`` rows is completed by rewriting it under a new name (its stored embeddings are
-reused). An index with inverted lists (``ivf``, issue 38) gets its new rows assigned to their
-nearest lists before the commit (:func:`~jaxparadigm.retrieval.index.ivf_build.extend_ivf`). With ``checkpoint=True`` (``index build``/``add``) the manifest is replaced after every
-shard, so an interrupted build resumes from the last one; with ``checkpoint=False`` (a snapshot)
-only once, at the end. Finally the manifest says ``complete`` and the files it no longer names
-are deleted.
+reused). An index with inverted lists (``ivf``) gets its new rows assigned to their nearest lists
+before the commit (:func:`~jaxparadigm.retrieval.index.ivf_build.extend_ivf`). With
+``checkpoint=True`` (``index build``/``add``) the manifest is replaced after every shard, so an
+interrupted build resumes from the last one; with ``checkpoint=False`` (a snapshot) only once, at
+the end. Finally the manifest says ``complete`` and the files it no longer names are deleted.
 
 :func:`write_snapshot` saves rows already embedded (a
-:class:`~jaxparadigm.retrieval.index.memory_index.SemanticIndex`) as a complete index through it: each
-document is one passage (source ``docs[i]``, characters ``[0, len(text))``), the manifest records
-``chunk_tokens = max_seq_length - 2`` (the model reads at most that many word pieces) with
+:class:`~jaxparadigm.retrieval.index.memory_index.SemanticIndex`) as a complete index through it:
+each document is one passage (source ``docs[i]``, characters ``[0, len(text))``), the manifest
+records ``chunk_tokens = max_seq_length - 2`` (the model reads at most that many word pieces) with
 ``overlap = 0``. It takes the folder's lock and writes the manifest once, after every shard, so a
 crash at any point leaves the previous index (or none) readable, with no temporary file left.
 """
@@ -118,7 +118,7 @@ def write_snapshot(
     batch_size: int,
     shard_rows: int = 4096,
 ) -> Path:
-    """Save unit ``embeddings [n, dim]`` and their ``texts`` as a complete index; returns the folder.
+    """Save unit ``embeddings [n, dim]`` and their ``texts`` as a complete index; return the folder.
 
     ``model`` is the manifest's ``{name, dim, max_seq_length}``; an index already in the folder is
     replaced (module docstring: atomically, old shards deleted afterwards).
