@@ -1,6 +1,6 @@
 """The guard's host side: roll back to the last good state, or give up (C5.1).
 
-After ``guard.max_bad_steps`` non-finite steps in a row the loop calls :func:`rollback_or_give_up`:
+After ``guard.max_bad_steps`` non-finite steps in a row the loop calls :func:`rollback_or_give_up`::
 
     s' = lr_decay_on_rollback * s                       (float32; guard.rollback_lr_scale)
     give up  if rollbacks >= max_rollbacks or s' < min_lr_scale      (guard.give_up_reason)

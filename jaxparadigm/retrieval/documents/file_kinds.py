@@ -1,7 +1,7 @@
 """Which files of a folder are read, and how: by suffix, by content, or through gzip (C1.1).
 
 :func:`file_kind` maps a file name to how its text is read (``None``: not read, "unsupported
-type"):
+type")::
 
     .txt .py -> "text"; .md .markdown .rst -> "markup"; .html .htm -> "html"; .jsonl -> "jsonl"
     no type suffix (README, LICENSE, NEWS.Debian)  -> "sniffed": text when its first
@@ -11,7 +11,7 @@ type"):
 
 Suffixes compare case-insensitively (``NOTES.TXT`` is text). A name has *no type suffix* when it
 has no dot, or when its last dot-part is not a file type and starts with an upper case letter (``README.Debian``, ``INSTALL.Unix``: a name, not a type; Debian's ``/usr/share/doc``
-is full of them). A ``.gz`` file is decompressed in memory up to :data:`MAX_GZ_BYTES`:
+is full of them). A ``.gz`` file is decompressed in memory up to :data:`MAX_GZ_BYTES`::
 
     len(gunzip(data)) > MAX_GZ_BYTES   ->  skipped "too large" (a decompression bomb costs at most
                                           MAX_GZ_BYTES + one read block of memory)

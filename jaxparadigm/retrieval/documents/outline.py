@@ -1,7 +1,7 @@
 """Where a passage sits in its document: file name, section headings, enclosing class/def (C1.1).
 
 A document's *outline* is a list of :class:`Section` s, each ``[start, end)`` of the document's
-characters with a ``level`` (smaller is outer) and a ``title``, read from the file's own text:
+characters with a ``level`` (smaller is outer) and a ``title``, read from the file's own text::
 
     html (.html .htm)       <title> (level 0, the whole file) and <h1>..<h6> (levels 1-6)
     markup (.md .rst)       ``#``..``######`` lines outside ``` / ~~~ fences (levels 1-6), and

@@ -1,6 +1,6 @@
 """A user's files as documents: which bytes are read, how they become text, what is skipped (C1.1).
 
-File types (by suffix, case-insensitive; :mod:`~jaxparadigm.retrieval.documents.file_kinds`):
+File types (by suffix, case-insensitive; :mod:`~jaxparadigm.retrieval.documents.file_kinds`)::
 
     .txt .py                  the file's text (a .py file: docstrings, comments and code)
     .md .markdown .rst        the file's text, link-reference lines and lists of bare links blanked

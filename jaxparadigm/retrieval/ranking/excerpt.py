@@ -10,7 +10,7 @@ content words: its words minus :data:`FILLER_WORDS` (function words such as "the
 scored nor marked while the query holds a content word; between segments holding as many, the
 corpus's inverse document frequencies decide when ``idf`` is given (the index's BM25 ``idf``,
 :mod:`~jaxparadigm.retrieval.sparse.bm25`; a word it lacks weighs its largest value, a negative
-one 0):
+one 0)::
 
     best = argmax_segment ( |W(query) & W(segment)|, sum over those words of idf(w) )
            (compared in that order; ties: the earlier segment)

@@ -4,7 +4,7 @@
 way, :mod:`~jaxparadigm.retrieval.service.served_search`): for one query and a
 :class:`~jaxparadigm.retrieval.search_options.SearchOptions` it returns :class:`ScoredHit` s (each
 holding its :class:`~jaxparadigm.retrieval.documents.passages.Passage`), best first, in one of two
-modes:
+modes::
 
     mode "hybrid" (default)   score = RRF(row) = 1/(60 + dense rank) + 1/(60 + BM25 rank)
                               (:func:`~jaxparadigm.retrieval.ranking.hybrid_search.hybrid_search`; a

@@ -1,7 +1,7 @@
 """Okapi BM25 keyword scores over passages, the formula of rank_bm25's ``BM25Okapi`` (C1.1).
 
 For a corpus of ``N`` passages with mean length ``avgdl`` (in words), a passage ``d`` of ``|d|``
-words and a query of words ``q_1 .. q_m`` (a word repeated in the query counts each time):
+words and a query of words ``q_1 .. q_m`` (a word repeated in the query counts each time)::
 
     score(d, q) = sum_i idf(q_i) * f(q_i, d) * (k1 + 1) / (f(q_i, d) + k1 * L(d))
     L(d)        = 1 - b + b * |d| / avgdl
@@ -14,7 +14,7 @@ A word in more than half the passages has a negative idf; as in rank_bm25 it is 
 builds the statistics once, :func:`bm25_scores` scores one query against all passages.
 
 **Words** (:func:`bm25_words`, the same for passages and queries). The text is read as runs
-``\\w+(\\.\\w+)*`` -- a word or a dotted name -- and each run gives, lower-cased and in order:
+``\\w+(\\.\\w+)*`` -- a word or a dotted name -- and each run gives, lower-cased and in order::
 
     the run whole                       os.path.join, 2.27.0, snake_case, clirunner
     for a dotted run, each part whole   os, path, join
