@@ -1,4 +1,4 @@
-"""Search a user's documents: keyword, dense and hybrid retrieval with MiniLM in Flax NNX (C1.1, C1.2).
+"""Search a user's documents: keyword, dense and hybrid retrieval, MiniLM in Flax NNX (C1.1, C1.2).
 
 The package is in rooms, each importing only from the rooms below it:
 

@@ -73,7 +73,7 @@ __all__ = [
 ]
 
 #: Share of the lists a search probes by default (:func:`default_nprobe`). Measured by
-#: ``jaxparadigm bench ivf --full`` (benchmarks/RESULTS.md, issue 38): on 1M clustered rows in
+#: ``jaxparadigm bench ivf --full`` (benchmarks/RESULTS.md): on 1M clustered rows in
 #: 1,024 lists, 1/32 of them gave recall@10 0.9635 and 1/16 0.9771.
 DEFAULT_NPROBE_FRACTION = 1 / 16
 

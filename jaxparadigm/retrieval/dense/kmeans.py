@@ -1,4 +1,4 @@
-"""k-means in JAX: the coarse quantiser of an inverted-file (IVF) index (issue 38, C1.1).
+"""k-means in JAX: the coarse quantiser of an inverted-file (IVF) index (C1.1).
 
 For rows ``x_i`` and centroids ``c_j`` the nearest centroid is
 
@@ -19,8 +19,8 @@ sequential passes over the data, too slow for 1,024 lists on 2 cores.
 centroid: the ``e`` empty centroids (in index order) take the ``e`` farthest rows (farthest
 first, ties to the lower row), so no list stays empty while rows remain to split.
 
-Everything is deterministic for a given ``seed``; ``tests/retrieval/dense/test_kmeans.py`` checks the
-assignments against a numpy implementation of the same rules from the same init.
+Everything is deterministic for a given ``seed``; ``tests/retrieval/dense/test_kmeans.py`` checks
+the assignments against a numpy implementation of the same rules from the same init.
 """
 
 from __future__ import annotations

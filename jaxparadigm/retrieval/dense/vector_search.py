@@ -1,4 +1,4 @@
-"""Exact top-k over a sharded corpus: jitted blocked matmul, one maximum per row group, merged (C1.1).
+"""Exact top-k over a sharded corpus: jitted blocked matmul, a maximum per row group, merged (C1.1).
 
 For unit queries ``Q [q, d]`` and rows ``X [n, d]`` the score is ``s[i, r] = Q_i . X_r`` (the
 cosine, C1.2). Rows are scanned in blocks ``X_j`` (``block_rows``, halved for large query
@@ -8,20 +8,20 @@ every group of 8 consecutive rows, ``M[i, c] = max_{r in c} s[i, r]``, then
     groups_i = sorted(top_k(M_i, k)),   top_k_i = top_k(s[i, rows of groups_i], k)
 
 so working memory is one score block plus ``M`` (``n / 8`` per query), never ``[q, n]``, and the
-full ``lax.top_k`` runs once over ``M`` instead of once per block (see
-:func:`_placement_search` for why this is exact). Ties go to the lower row id whatever the
-block size or device count. On ``D`` devices a *placement* of ``D * R`` rows is laid out with ``NamedSharding(mesh, P("rows"))`` (device ``i`` holds rows
-``[i R, (i+1) R)``); each device scans its rows under ``shard_map`` and the ``D`` per-device top-k
-are merged in device (= row) order. A corpus larger than memory is searched as a stream of
-placements (:class:`VectorSearcher` with ``resident=False``).
+full ``lax.top_k`` runs once over ``M`` instead of once per block (see :func:`_placement_search` for
+why this is exact). Ties go to the lower row id whatever the block size or device count. On ``D``
+devices a *placement* of ``D * R`` rows is laid out with ``NamedSharding(mesh, P("rows"))`` (device
+``i`` holds rows ``[i R, (i+1) R)``); each device scans its rows under ``shard_map`` and the ``D``
+per-device top-k are merged in device (= row) order. A corpus larger than memory is searched as a
+stream of placements (:class:`VectorSearcher` with ``resident=False``).
 
 Search dtypes: ``float32`` (exact); ``bfloat16`` (rows stored as bfloat16, widened exactly to
 float32 per block by a 16-bit shift, :func:`bfloat16_bits_to_float32`, then a float32 matmul);
 ``int8`` (per-row symmetric ``X_r ~= scale_r c_r`` with ``c_r = round(127 X_r / max|X_r|)``, scored
 as ``scale_r (Q . c_r)``). A compact dtype returns ``k * rescore_factor`` candidates that
 :func:`rescore` scores again in float32 from the float32 rows. ``approx=True`` uses
-``lax.approx_max_k(recall_target)`` to pick the groups; XLA:CPU lowers it to the exact TopK (same result,
-no speed-up), other backends may trade recall for speed.
+``lax.approx_max_k(recall_target)`` to pick the groups; XLA:CPU lowers it to the exact TopK (same
+result, no speed-up), other backends may trade recall for speed.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class TopK(NamedTuple):
 
 
 class RowSource:
-    """Rows ``[start, stop)`` of a corpus stored as consecutive 2-D float32 shards (e.g. memmaps)."""
+    """Rows ``[start, stop)`` of a corpus stored as consecutive 2-D float32 shards (memmaps)."""
 
     def __init__(self, shards: Sequence[np.ndarray]) -> None:
         if not shards:
@@ -138,7 +138,7 @@ def bfloat16_bits_to_float32(bits: jax.Array) -> jax.Array:
     one query at 0.3-0.4 queries/s per 1M rows, this path at 5.9 (float32: 4.1). With jax 0.10 on
     the AVX-512 EPYC the convert (``bitcast`` to bfloat16, ``astype``) is no faster than the
     shift: 218.5 vs 222.6 q/s at 64 queries, 34.1 vs 33.7 at one, 1M x 384, 4 interleaved rounds
-    of ``benchmarks/search_dtype_probe.py`` (issue 26), which times both.
+    of ``benchmarks/search_dtype_probe.py``, which times both.
     """
     return jax.lax.bitcast_convert_type(bits.astype(jnp.uint32) << 16, jnp.float32)
 
@@ -167,8 +167,8 @@ _SCORE_BLOCK = 262144  # target score-block elements (q * rows, 1 MB): the dot's
 
 def _scan_rows(block_rows: int, q: int) -> int:
     """Rows scanned per step for ``q`` queries: ``block_rows`` halved while the score block
-    ``q * rows`` exceeds ``_SCORE_BLOCK`` (8,192 rows for up to 32 queries, 4,096 for 64) and the rows
-    stay a multiple of ``_GROUP``; always a divisor of ``block_rows``."""
+    ``q * rows`` exceeds ``_SCORE_BLOCK`` (8,192 rows for up to 32 queries, 4,096 for 64) and the
+    rows stay a multiple of ``_GROUP``; always a divisor of ``block_rows``."""
     rows = block_rows
     while rows % (2 * _GROUP) == 0 and q * rows > _SCORE_BLOCK:
         rows //= 2
@@ -381,7 +381,8 @@ class VectorSearcher:
 
 
 def rescore(source: RowSource, queries: np.ndarray, candidates: np.ndarray, k: int) -> TopK:
-    """Exact float32 scores of ``candidates`` ``[q, m]`` from ``source``; top ``k``, ties to lower id."""
+    """Exact float32 scores of ``candidates`` ``[q, m]`` from ``source``; top ``k``, ties to lower
+    id."""
     rows = source.gather(candidates)  # [q, m, dim]
     scores = np.einsum("qmd,qd->qm", rows, queries.astype(np.float32))
     order = np.lexsort((candidates, -scores), axis=1)[:, :k]

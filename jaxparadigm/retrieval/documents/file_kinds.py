@@ -9,9 +9,10 @@ type")::
     NAME.gz                                         -> "gz:" + file_kind(NAME), read through gzip
     any other suffix (.png, .tar.gz, .pdf)          -> None
 
-Suffixes compare case-insensitively (``NOTES.TXT`` is text). A name has *no type suffix* when it
-has no dot, or when its last dot-part is not a file type and starts with an upper case letter (``README.Debian``, ``INSTALL.Unix``: a name, not a type; Debian's ``/usr/share/doc``
-is full of them). A ``.gz`` file is decompressed in memory up to :data:`MAX_GZ_BYTES`::
+Suffixes compare case-insensitively (``NOTES.TXT`` is text). A name has *no type suffix* when it has
+no dot, or when its last dot-part is not a file type and starts with an upper case letter
+(``README.Debian``, ``INSTALL.Unix``: a name, not a type; Debian's ``/usr/share/doc`` is full of
+them). A ``.gz`` file is decompressed in memory up to :data:`MAX_GZ_BYTES`::
 
     len(gunzip(data)) > MAX_GZ_BYTES   ->  skipped "too large" (a decompression bomb costs at most
                                           MAX_GZ_BYTES + one read block of memory)

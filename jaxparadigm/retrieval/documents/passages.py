@@ -1,12 +1,12 @@
 """Documents as passages: token windows with the document's own character offsets (C1.1).
 
 The one text chunker of the package: the persistent index cuts a user's documents into windows of
-word pieces, the pydoc corpus (:func:`~jaxparadigm.retrieval.eval.pydoc_corpus.chunk_document`) cuts its
-topics into windows of whitespace-separated words. MiniLM reads at most ``max_seq_length`` word
+word pieces, the pydoc corpus (:func:`~jaxparadigm.retrieval.eval.pydoc_corpus.chunk_document`) cuts
+its topics into windows of whitespace-separated words. MiniLM reads at most ``max_seq_length`` word
 pieces (256, [CLS] and [SEP] included), so a long document is cut into windows of ``chunk_tokens``
 units (word pieces, or words when no tokenizer is given) that overlap by ``overlap``:
 
-    window w covers pieces [w * (chunk_tokens - overlap), w * (chunk_tokens - overlap) + chunk_tokens)
+    window w covers pieces [w * s, w * s + chunk_tokens),   s = chunk_tokens - overlap
 
 until a window reaches the last piece. Each :class:`Passage` keeps its ``source`` and the
 character offsets ``[start, end)`` of its window in that document's text (from the tokenizer's

@@ -152,7 +152,10 @@ def html_readable(text: str) -> str:
     return "".join(parser.out)
 
 
-_LINK = r"(?:\[[^\]\n]*\]\([^)\n]*\)|\[[^\]\n]*\]\[[^\]\n]*\]|<?https?://[^\s>]+>?|`[^`\n]*<[^>\n]+>`__?)"
+_LINK = (
+    r"(?:\[[^\]\n]*\]\([^)\n]*\)|\[[^\]\n]*\]\[[^\]\n]*\]"
+    r"|<?https?://[^\s>]+>?|`[^`\n]*<[^>\n]+>`__?)"
+)
 _LINK_REFERENCE = re.compile(r"[ \t]{0,3}(?:\[[^\]\n]+\]:|\.\. _[^:\n]+:)[ \t]*\S.*")
 _LINK_ITEM = re.compile(rf"[ \t]*(?:[-*+]|\d+[.)])[ \t]+{_LINK}[ \t]*\r?")
 

@@ -109,9 +109,9 @@ class _NotText(Exception):
 
 def _file_bytes(path: Path) -> bytes:
     """The bytes of the regular file at ``path`` (a ``.gz`` one decompressed, bounded:
-    :func:`~jaxparadigm.retrieval.documents.file_kinds.gunzip_file`); :class:`_NotText` for a special file
-    or one whose first :data:`SNIFF_BYTES` are binary (the rest is then never read). Opened
-    non-blocking, so a FIFO put in a file's place cannot block."""
+    :func:`~jaxparadigm.retrieval.documents.file_kinds.gunzip_file`); :class:`_NotText` for a
+    special file or one whose first :data:`SNIFF_BYTES` are binary (the rest is then never read).
+    Opened non-blocking, so a FIFO put in a file's place cannot block."""
     try:
         opened = open_regular(path)
     except NotRegularFile as exc:

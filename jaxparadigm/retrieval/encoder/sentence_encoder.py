@@ -8,18 +8,19 @@ rows have nearly equal lengths, and on CPU a [32, T] forward is at least as fast
 [128, T] one (its [B, T, 1536] and [B, 12, T, T] activations stay in cache), so ``batch_size`` only
 bounds the rows of one forward. Each micro-batch is padded to the smallest *bucket* length
 (multiples of 8 spaced ``n/4`` apart between ``n`` and ``2n``: 16, 24, 32, 40, 48, 56, 64, 80, 96,
-112, 128, 160, 192, 224, 256 for ``max_seq_length=256``, at most 25% padding above 32 tokens) and its
-row count to the next power of two, so jit compiles at most
+112, 128, 160, 192, 224, 256 for ``max_seq_length=256``, at most 25% padding above 32 tokens) and
+its row count to the next power of two, so jit compiles at most
 ``len(length_buckets) * (floor(log2(min(batch_size, micro_batch))) + 2)`` shapes (15 x 6 = 90) for
-any ``batch_size``, and a typical workload far fewer (``compiled_shapes`` lists them).
-Padding is masked, so an embedding does not depend on which other sentences share its batch.
+any ``batch_size``, and a typical workload far fewer (``compiled_shapes`` lists them). Padding is
+masked, so an embedding does not depend on which other sentences share its batch.
 
 Two options trade exactness or mechanics for speed (each measured in ``benchmarks/index_bench.py``):
 ``dtype="bfloat16"`` runs the model with bfloat16 weights and activations (LayerNorm statistics,
 attention logits/softmax and pooling stay float32); ``pack=True`` packs several sentences into rows
-of ``pack_length`` tokens (:mod:`~jaxparadigm.retrieval.encoder.sequence_packing`) with a block-diagonal
-attention mask and per-sentence positions, so it removes padding without changing the result
-beyond float rounding. The tokenizer given to :class:`SentenceEncoder` is copied, never changed.
+of ``pack_length`` tokens (:mod:`~jaxparadigm.retrieval.encoder.sequence_packing`) with a
+block-diagonal attention mask and per-sentence positions, so it removes padding without changing the
+result beyond float rounding. The tokenizer given to :class:`SentenceEncoder` is copied, never
+changed.
 """
 
 from __future__ import annotations
@@ -107,9 +108,10 @@ def _cast_floats(state, dtype):
 class SentenceEncoder:
     """all-MiniLM-L6-v2 as ``encode(sentences) -> float32 [n, 384]`` (C1.1, C1.2).
 
-    Build it with :func:`load_minilm`. ``compiled_shapes`` records every ``(rows, length)`` the jitted
-    forward has been called with (each one is one compilation). ``micro_batch`` caps the rows of one
-    forward whatever ``batch_size`` asks for (see the module docstring: 32 is the fastest on CPU).
+    Build it with :func:`load_minilm`. ``compiled_shapes`` records every ``(rows, length)`` the
+    jitted forward has been called with (each one is one compilation). ``micro_batch`` caps the rows
+    of one forward whatever ``batch_size`` asks for (see the module docstring: 32 is the fastest on
+    CPU).
     """
 
     def __init__(
@@ -215,7 +217,8 @@ class SentenceEncoder:
             )
 
     def tokenize(self, sentences: Sequence[str]) -> dict[str, np.ndarray]:
-        """``input_ids``/``attention_mask`` int64 ``[n, longest]``, as sentence-transformers' tokenize."""
+        """``input_ids``/``attention_mask`` int64 ``[n, longest]``, as sentence-transformers'
+        tokenize."""
         ids = self.token_ids(sentences)
         longest = max((len(x) for x in ids), default=0)
         out = np.full((len(ids), longest), self.pad_id, dtype=np.int64)
@@ -295,7 +298,7 @@ class SentenceEncoder:
         dtype: str | None = None,
         pack: bool | None = None,
     ) -> np.ndarray:
-        """Embed sentences: float32 ``[n, dim]`` (``[dim]`` for one str), mean-pooled, L2-normalised.
+        """Embed sentences: float32 ``[n, dim]`` (``[dim]`` for one str), mean-pooled, normalised.
 
         ``e = l2_normalize(pooled) = pooled / max(|pooled|, 1e-12)`` when ``normalize`` (C1.2: then
         ``q @ D.T`` is cosine). ``dtype="bfloat16"`` computes in bfloat16 (output float32);

@@ -1,9 +1,9 @@
 """Passages of long documents as one dense index, with an on-disk embedding cache (C1.1).
 
 ``passage_index(encoder, texts, chunk_words)`` cuts each text into ``chunk_words``-word passages
-(:func:`~jaxparadigm.retrieval.eval.pydoc_corpus.chunk_document`, prefixed with the title), embeds them in
-a :class:`~jaxparadigm.retrieval.index.memory_index.SemanticIndex` and returns ``owner[j]``, the text
-passage ``j`` came from; :func:`max_by_owner` turns passage scores into document scores
+(:func:`~jaxparadigm.retrieval.eval.pydoc_corpus.chunk_document`, prefixed with the title), embeds
+them in a :class:`~jaxparadigm.retrieval.index.memory_index.SemanticIndex` and returns ``owner[j]``,
+the text passage ``j`` came from; :func:`max_by_owner` turns passage scores into document scores
 (``score(doc) = max_j score(passage j of doc)``).
 """
 

@@ -1,4 +1,4 @@
-"""Corpora for retrieval: CPython's ``pydoc_data.topics`` or a text file, one document a line (C1.1).
+"""Retrieval corpora: CPython's ``pydoc_data.topics`` or a text file, one document a line (C1.1).
 
 ``pydoc_data.topics.topics`` maps 79 help topics (``"assert"``, ``"formatstrings"``, ...) to their
 reference-manual text (shipped with CPython; no download). Topics are long and MiniLM reads at most
@@ -32,9 +32,9 @@ def topic_title(text: str) -> str:
 def chunk_document(text: str, chunk_words: int, title: str = "") -> list[str]:
     """Consecutive ``chunk_words``-word passages of ``text``, each prefixed by ``title`` if given.
 
-    The windows are :func:`~jaxparadigm.retrieval.documents.passages.split_passages`' word windows (no
-    overlap), their words joined by one space. An empty text gives one passage (the title, possibly
-    empty) so every document stays indexable.
+    The windows are :func:`~jaxparadigm.retrieval.documents.passages.split_passages`' word windows
+    (no overlap), their words joined by one space. An empty text gives one passage (the title,
+    possibly empty) so every document stays indexable.
     """
     chunk_words = require_int("chunk_words", chunk_words, 1)
     windows = split_passages([Document("", text)], None, chunk_words, 0)

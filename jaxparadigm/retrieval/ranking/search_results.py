@@ -1,4 +1,4 @@
-"""Search an index by default: hybrid ranking, each hit's cosine and best excerpt, serve's JSON (C1.1).
+"""Search an index by default: hybrid ranking, each hit's cosine and excerpt, serve's JSON (C1.1).
 
 :func:`search_with_excerpts` is what ``jaxparadigm search --index`` runs (``serve`` ranks the same
 way, :mod:`~jaxparadigm.retrieval.service.served_search`): for one query and a
