@@ -17,8 +17,9 @@ Modules (import from them directly; this package import stays cheap):
 * ``initial_state`` a run's first state (and a model) made directly in its layout
 * ``live_buffers`` the distinct live bytes each device holds, sampled during a run
 * ``settings``    ``TrainSettings`` and the frozen, checked settings types of one run
-                  (``GuardSettings``, ``CheckpointSettings``, ``ShardingSettings``; ``DataSettings``,
-                  ``DistributedSettings``, ``FaultsSettings`` live with their code)
+                  (``GuardSettings``, ``CheckpointSettings``, ``ShardingSettings``;
+                  ``DataSettings``, ``DistributedSettings``, ``FaultsSettings`` live with their
+                  code)
 * ``train_loop``  ``train(model, dataset, tx, settings)``: progress bar, eval, metrics.jsonl,
                   resume, rollback (per-step stages in ``step_stages``); a config is mapped onto
                   these by ``jaxparadigm.build`` (``train_from_config``)

@@ -284,7 +284,7 @@ class Checkpointer:
             )
 
     def restore(self, template: Any, step: int | None = None) -> Any:
-        """Read checkpoint ``step`` (default: the newest complete one) into ``template``'s structure.
+        """Read checkpoint ``step`` (None: the newest complete one) into ``template``'s structure.
 
         A template leaf that is a ``jax.Array`` or a ``jax.ShapeDtypeStruct`` with a sharding is
         read straight into that sharding (a template of shapes needs no memory of its own: a run

@@ -36,7 +36,7 @@ __all__ = [
 _FORMAT = 2  # 1: the whole config was signed; 2: signed_config(config)
 #: Environment variable holding an HMAC key; when set, checkpoint signatures are keyed.
 KEY_ENV_VAR = "JAXPARADIGM_CHECKPOINT_KEY"
-#: The config keys that define a train state and are signed (claim C5.1, issue 10): model,
+#: The config keys that define a train state and are signed (claim C5.1): model,
 #: data, optimiser and seed. Run-control keys (resume, steps, cadence, out_dir) are not signed.
 SIGNED_KEYS = ("model", "data", "optim", "train.seed")
 
@@ -153,7 +153,7 @@ def state_signature(state: Any, config: Any = None, key: bytes | str | None = No
 
 
 def _read_meta(path: Path, step: int) -> dict:
-    """The ``meta`` item of a step, checked to be a format-1/2 JSON object; CheckpointError if not."""
+    """A step's ``meta`` item, checked to be a format-1/2 JSON object; CheckpointError if not."""
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except RecursionError:

@@ -6,7 +6,7 @@ already a complete checkpoint of the same
 state-defining config is done, and running it again would only overwrite its report with a
 zero-step one. Raising ``train.steps`` trains further (resume); another ``name=`` starts a
 separate run. A run killed after its final checkpoint but before its ``report.md`` was written
-(issue 34) is not done: the report is missing, so the run goes on, resumes at its final
+is not done: the report is missing, so the run goes on, resumes at its final
 checkpoint without training a step, and writes the report (final evaluation and signature of the
 restored state; the steps' figures are in ``metrics.jsonl``).
 """

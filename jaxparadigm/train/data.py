@@ -152,7 +152,7 @@ def token_batch(
     seed: int,
     shard: tuple[int, int] = (0, 1),
 ) -> dict[str, np.ndarray]:
-    """``{"tokens": int32 [batch_size, seq_len + 1]}`` windows at offsets drawn from ``rng(seed, step)``.
+    """``{"tokens": int32 [batch_size, seq_len + 1]}`` windows at offsets from ``rng(seed, step)``.
 
     Serves C5.1. Inputs are ``tokens[:, :-1]``, next-byte targets ``tokens[:, 1:]``. With
     ``shard=(p, P)`` only process ``p``'s ``batch_size / P`` windows are read (C5.2).
@@ -217,7 +217,7 @@ DataSpec = DataSettings  # the former name of what build_dataset reads
 def build_dataset(
     data_cfg: DataSettings, val_batches: int = 4, shard: tuple[int, int] = (0, 1)
 ) -> Dataset:
-    """Build the :class:`Dataset` for a ``DataConfig`` (``spirals``, ``regression``, ``pydoc_chars``).
+    """The :class:`Dataset` of a ``DataConfig`` (``spirals``, ``regression``, ``pydoc_chars``).
 
     Serves C5.1. Validation batches are fixed (computed once) so evaluations are comparable.
     ``shard=(p, P)``: this process's rows of every global batch (C5.2).

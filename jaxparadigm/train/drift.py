@@ -3,8 +3,8 @@
 Per feature ``j`` of two ``[n, features]`` arrays:
 
 * PSI (population stability index) over ``bins`` quantile bins of the reference:
-  ``psi_j = sum_b (c_b - r_b) * ln(c_b / r_b)``, with ``r_b``, ``c_b`` the bin fractions (floored
-  at ``1e-6`` so empty bins stay finite). Rule of thumb: < 0.1 stable, 0.1-0.2 moderate, > 0.2 drift.
+  ``psi_j = sum_b (c_b - r_b) * ln(c_b / r_b)``, with ``r_b``, ``c_b`` the bin fractions (floored at
+  ``1e-6`` so empty bins stay finite). Rule of thumb: < 0.1 stable, 0.1-0.2 moderate, > 0.2 drift.
 * KS (two-sample Kolmogorov-Smirnov statistic): ``ks_j = max_x |F_ref(x) - F_cur(x)|``.
 
 A feature is ``drifted`` when ``psi_j > threshold``.
@@ -25,7 +25,7 @@ _FLOOR = 1e-6
 
 
 class DriftReport(NamedTuple):
-    """Per-feature ``psi`` and ``ks`` (float64 ``[features]``) and the ``drifted`` indices (C5.1)."""
+    """Per-feature ``psi``, ``ks`` (float64 ``[features]``) and the ``drifted`` indices (C5.1)."""
 
     psi: np.ndarray
     ks: np.ndarray
@@ -45,7 +45,8 @@ class DriftReport(NamedTuple):
 
 
 def psi(reference: np.ndarray, current: np.ndarray, bins: int = 10) -> float:
-    """PSI of one feature: ``sum_b (c_b - r_b) ln(c_b / r_b)`` over reference-quantile bins (C5.1)."""
+    """PSI of one feature: ``sum_b (c_b - r_b) ln(c_b / r_b)`` over the reference's quantile
+    bins (C5.1)."""
     reference = np.asarray(reference, dtype=np.float64)
     current = np.asarray(current, dtype=np.float64)
     edges = np.unique(np.quantile(reference, np.linspace(0.0, 1.0, bins + 1)))

@@ -9,17 +9,18 @@ A :class:`FaultPlan` says, per 0-based data step ``k``:
 NaN wins where a step is listed for both NaN and Inf. The loop logs each injected fault as a
 ``"fault"`` event before it takes effect, so a drill's metrics tell injected faults from real ones.
 
-Save points (test-only, issue 34's kill matrix): inside :func:`watching_save` (around each
-``Checkpointer.save``) every file operation Python makes in the checkpoint directory (a file
-opened for writing, mkdir, rename/replace, remove, rmtree: ``sys.addaudithook`` events, so orbax's
-own writes count), every orbax barrier (``sync_global_processes``) and the checkpointer's own
-points (``begin``, ``saved``, ``done``) is a *save point*, numbered 0, 1, ... within the save of
-one step. With the environment variable ``JAXPARADIGM_FAULT_SAVE_POINT=STEP:J@P`` process ``P``
-kills itself with SIGKILL (:meth:`FaultPlan.kill`) just before save point ``J`` of the save of
-step ``STEP``; with ``JAXPARADIGM_SAVE_POINT_LOG=FILE`` each point is appended to ``FILE`` as
-``P STEP J NAME``. Neither set (the normal case): no hook, nothing counted. Writes inside
-tensorstore's C++ (the arrays' bytes, their fsync) make no Python event: the points before and
-after them (the barrier that follows the writes) stand for them.
+Save points (test-only: the kill matrix of ``tests/train/test_checkpoint_kill_matrix.py``): inside
+:func:`watching_save` (around each ``Checkpointer.save``) every file operation Python makes in the
+checkpoint directory (a file opened for writing, mkdir, rename/replace, remove, rmtree:
+``sys.addaudithook`` events, so orbax's own writes count), every orbax barrier
+(``sync_global_processes``) and the checkpointer's own points (``begin``, ``saved``, ``done``) is a
+*save point*, numbered 0, 1, ... within the save of one step. With the environment variable
+``JAXPARADIGM_FAULT_SAVE_POINT=STEP:J@P`` process ``P`` kills itself with SIGKILL
+(:meth:`FaultPlan.kill`) just before save point ``J`` of the save of step ``STEP``; with
+``JAXPARADIGM_SAVE_POINT_LOG=FILE`` each point is appended to ``FILE`` as ``P STEP J NAME``. Neither
+set (the normal case): no hook, nothing counted. Writes inside tensorstore's C++ (the arrays' bytes,
+their fsync) make no Python event: the points before and after them (the barrier that follows the
+writes) stand for them.
 """
 
 from __future__ import annotations
@@ -62,8 +63,8 @@ class FaultPlan(NamedTuple):
     kill_at: int | None
 
     def grad_fault(self, step: int) -> np.float32 | None:
-        """The step's gradient fault argument: None when no gradient faults are planned at all
-        (the step is compiled without fault code), else NaN/Inf at a planned step and 0 elsewhere."""
+        """The step's gradient fault argument: None when no gradient faults are planned at all (the
+        step is compiled without fault code), else NaN/Inf at a planned step and 0 elsewhere."""
         if not self.grads:
             return None
         return np.float32(self.grads.get(step, 0.0))
@@ -112,7 +113,7 @@ def fault_plan(faults_cfg: FaultsSettings) -> FaultPlan:
 
 
 def poison_batch(batch: dict, value: float) -> dict:
-    """``batch`` with every floating-point field filled with ``value``; ValueError if it has none."""
+    """``batch`` with every float field filled with ``value``; ValueError if it has none."""
     out = {
         k: np.full_like(v, value) if np.issubdtype(np.asarray(v).dtype, np.floating) else v
         for k, v in batch.items()

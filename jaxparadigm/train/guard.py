@@ -6,8 +6,8 @@ In the jitted step (pure functions, a NamedTuple state like an optax transformat
     state_{t+1} = update_t(state_t)  if finite_t  else state_t          (skip; counted)
     bad_streak  = 0 if finite_t else bad_streak + 1
 
-Outside jit the loop asks :func:`should_rollback` (``bad_streak >= max_bad_steps``); it then restores
-the last good checkpoint and multiplies the learning-rate scale by ``lr_decay_on_rollback``
+Outside jit the loop asks :func:`should_rollback` (``bad_streak >= max_bad_steps``); it then
+restores the last good checkpoint and multiplies the learning-rate scale by ``lr_decay_on_rollback``
 (:func:`rollback_lr_scale`). Every skip and rollback is logged as a :class:`GuardEvent`.
 
 Give-up rule (:func:`give_up_reason`): a rollback that would be number ``max_rollbacks + 1``, or
@@ -94,7 +94,7 @@ def should_rollback(state: GuardState, max_bad_steps: int) -> bool:
 
 
 def rollback_lr_scale(lr_scale: float, factor: float) -> float:
-    """New learning-rate scale after a rollback: ``float32(lr_scale * factor)``, ``0 < factor <= 1``.
+    """Learning-rate scale after a rollback: ``float32(lr_scale * factor)``, ``0 < factor <= 1``.
 
     Rounded to float32 (the state's dtype), so :func:`give_up_reason` sees the value the step
     would use (an underflow shows as 0.0).

@@ -1,4 +1,4 @@
-"""A checkpoint write that Ctrl-C cannot cut in half (C5.1, issue 35: runs that are never lost).
+"""A checkpoint write that Ctrl-C cannot cut in half (C5.1: runs that are never lost).
 
 Python raises ``KeyboardInterrupt`` at whatever bytecode the main thread is running when SIGINT
 arrives. Inside an orbax save that can be the middle of creating its event loop, of starting a

@@ -25,7 +25,7 @@ In the spirit of ``torchrun --standalone --nproc-per-node N``, :func:`launch_wor
    terminal then; when another process failed (or the time limit passed), that text and all
    process 0 writes after the failure (the survivor's Gloo ``JaxRuntimeError`` of a dead peer,
    JAX's "SIGTERM caught") go to ``logs/process_0.log`` instead, so the terminal shows one clear
-   error line (issue 34).
+   error line.
 
 Without the launcher (a cluster's scheduler starts the processes), a peer's death is still bounded:
 JAX's coordination service terminates the others after ``train.distributed.heartbeat_timeout_s``.

@@ -7,11 +7,11 @@ per device ``d``,
 
 where a multi-device array contributes its addressable shards and a single-device array its one
 buffer. JAX hands out single-device views of a sharded array's own buffers (``addressable_shards``,
-``device_get``, a shard's ``.data``): they share the buffer's device and
-``unsafe_buffer_pointer`` and are counted once (a buffer is the pair: CPU devices can alias one
-host buffer, still held once by each). A single-device array whose buffer is no shard of a
-multi-device array is a *copy* (:attr:`Sample.copies` lists those of at least ``min_copy_bytes``): on a sharded run, an
-unsharded copy of a parameter or a moment held beside the layout.
+``device_get``, a shard's ``.data``): they share the buffer's device and ``unsafe_buffer_pointer``
+and are counted once (a buffer is the pair: CPU devices can alias one host buffer, still held once
+by each). A single-device array whose buffer is no shard of a multi-device array is a *copy*
+(:attr:`Sample.copies` lists those of at least ``min_copy_bytes``): on a sharded run, an unsharded
+copy of a parameter or a moment held beside the layout.
 
 :class:`LiveBufferSampler` takes samples (a) with ``packages`` set, at every return of a Python
 function of those packages (e.g. ``("jaxparadigm", "orbax")``: each stage of the loop, each

@@ -101,9 +101,9 @@ class StepClock:
 
     ``steps_per_second = (timed steps) / (end of the last step - end of the first step)``: the rate
     of the steps themselves, the same when read at the last step or after the final evaluation,
-    checkpoint and plots (issue 35: a summary read later gave 248 where the last line said 507);
-    ``latency_ms`` gives the
-    P50 and P99 of the timed steps in milliseconds (NaN when none were timed).
+    checkpoint and plots (a rate read later, over the time those took too, would be lower than the
+    last progress line's); ``latency_ms`` gives the P50 and P99 of the timed steps in milliseconds
+    (NaN when none were timed).
     """
 
     def __init__(self) -> None:

@@ -1,7 +1,7 @@
 """Orbax reads that end cleanly when they fail: the event loop outlives every in-flight read (C5.1).
 
 The cause of the ``RuntimeError: Event loop is closed`` tracebacks that followed a clean checkpoint
-refusal (issues 24, 25): orbax runs a synchronous restore as
+refusal: orbax runs a synchronous restore as
 ``loop.run_until_complete(coro); loop.close()`` (``orbax.checkpoint._src.asyncio_utils.
 _run_sync_via_new_loop``). The coroutine gathers one task per leaf; when one leaf's read fails,
 ``asyncio.gather`` raises at once but does not stop its siblings, so the loop is closed while

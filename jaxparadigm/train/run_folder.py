@@ -1,4 +1,4 @@
-"""A run folder is owned (issue 35, C5.1): one writer at a time, a finished run never overwritten,
+"""A run folder is owned (C5.1): one writer at a time, a finished run never overwritten,
 an interrupted run told how to resume.
 
 * :func:`run_lock` holds ``RUN_DIR/lock`` (:func:`jaxparadigm.common.file_lock.file_lock`, the

@@ -156,7 +156,8 @@ def leaf_spec(
 
 
 def tree_shardings(tree: Any, mesh: Mesh, min_size: int = 1) -> Any:
-    """``NamedSharding`` per leaf of ``tree`` by :func:`leaf_spec` on ``mesh``'s data axis (C4.1)."""
+    """``NamedSharding`` per leaf of ``tree``, by :func:`leaf_spec` on ``mesh``'s data axis
+    (C4.1)."""
     n = mesh.shape[DATA_AXIS]
     return jax.tree_util.tree_map(
         lambda x: NamedSharding(mesh, leaf_spec(np.shape(x), n, min_size)), tree

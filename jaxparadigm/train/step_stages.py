@@ -1,10 +1,10 @@
 """One training run's per-step stages: faults, step, events, guard, log, eval, checkpoint (C5.1).
 
-:mod:`jaxparadigm.train.train_loop` builds a :class:`Run` (what never changes during the run: settings,
-data, jitted steps, checkpointer, event log, last step) and a :class:`LoopState` (what each step
-changes: the train state, the rollback snapshot, losses, health) whole, then calls
-:func:`one_step` per data step and, at the end, :func:`final_checkpoint`. The semantics of each stage are in
-the loop's module docstring.
+:mod:`jaxparadigm.train.train_loop` builds a :class:`Run` (what never changes during the run:
+settings, data, jitted steps, checkpointer, event log, last step) and a :class:`LoopState` (what
+each step changes: the train state, the rollback snapshot, losses, health) whole, then calls
+:func:`one_step` per data step and, at the end, :func:`final_checkpoint`. The semantics of each
+stage are in the loop's module docstring.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""The train loop: data checks, jitted step, guard + rollback, eval, checkpoints, metrics, plots (C5.1).
+"""The train loop: data checks, jitted step, guard, rollback, eval, checkpoints, metrics (C5.1).
 
 ``train(model, dataset, tx, settings)`` runs ``settings.steps`` steps of the jitted step
-(:mod:`jaxparadigm.train.train_step`) and writes ``<settings.run_dir>/metrics.jsonl`` and PNG plots. Its
-inputs are built objects and a typed :class:`~jaxparadigm.train.settings.TrainSettings` (a config
-is mapped onto them by :mod:`jaxparadigm.build`). It is a sequence of named stages:
+(:mod:`jaxparadigm.train.train_step`) and writes ``<settings.run_dir>/metrics.jsonl`` and PNG plots.
+Its inputs are built objects and a typed :class:`~jaxparadigm.train.settings.TrainSettings` (a
+config is mapped onto them by :mod:`jaxparadigm.build`). It is a sequence of named stages:
 
 1. ``_setup``: check the first train batch and every validation batch against the dataset's
    schema (``validate_batch``), build the train state, placement and steps;
@@ -127,7 +127,7 @@ def check_run_arguments(
 
 
 def check_train_arguments(model: Any, dataset: Any, tx: Any, settings: Any) -> None:
-    """One ``TypeError``/``ValueError`` for the first bad argument of :func:`train` (issue 34):
+    """One ``TypeError``/``ValueError`` for the first bad argument of :func:`train`:
     the types of ``model``/``dataset``/``tx``/``settings`` (whose fields were checked when it was
     built), a ``settings.run_dir`` that is a file, a ``settings.batch_size`` that is not the
     dataset's global batch."""
@@ -211,7 +211,7 @@ def train(
             for step in range(start, end):
                 one_step(run, loop, step)
                 bar.update(1, loop.postfix, loop.clock.steps_per_second() or None)
-        except KeyboardInterrupt:  # Ctrl-C: one line from the CLI, how to resume (issue 35)
+        except KeyboardInterrupt:  # Ctrl-C: one line from the CLI, how to resume
             bar.close()
             latest = ckpt.latest_step() if ckpt is not None else None
             resumes = settings.checkpoint.resume

@@ -3,8 +3,8 @@
 A schema maps a field name to ``(shape, dtype)`` or ``(shape, dtype, (lo, hi))``. ``shape`` is a
 tuple whose entries are ints or ``None`` (any size). A batch passes when every schema field is
 present, has the rank and sizes given, has exactly the dtype given, is finite (floating dtypes,
-including ml_dtypes' ``bfloat16`` and ``float8_*``, which ``np.issubdtype(..., np.inexact)`` does not
-recognise) and, when a range is given, satisfies ``lo <= value <= hi`` everywhere. The first
+including ml_dtypes' ``bfloat16`` and ``float8_*``, which ``np.issubdtype(..., np.inexact)`` does
+not recognise) and, when a range is given, satisfies ``lo <= value <= hi`` everywhere. The first
 violation raises one :class:`~jaxparadigm.errors.InputError` (a ``ValueError``) naming the field,
 the value found and what was expected.
 
