@@ -4,7 +4,8 @@
     jaxparadigm run CONFIG [key.path=value ...]     run an experiment config (train, retrieval, ...)
         [--num-processes N [--devices-per-process K]]  as N local jax.distributed processes
         [--cpu-devices N|auto]                       N CPU devices (JAXPARADIGM_CPU_DEVICES)
-    jaxparadigm claims [--only ID ...] [--json] [--report DIR] [--config FILE] [claims.key=value ...]
+    jaxparadigm claims [--only ID ...] [--json] [--report DIR] [--config FILE]
+                       [claims.key=value ...]
     jaxparadigm search "query" [--corpus FILE|pydoc] [--top-k 5]
     jaxparadigm search "query" --index DIR [--top-k 5] [--mode hybrid|dense] [--json]
                        [--dtype float32|bfloat16|int8] [--approx] [--stream] [--nprobe P]
@@ -85,13 +86,13 @@ BENCHES = {
 }
 
 
-INDEX_FILE_TYPES = """File types: .txt and .py (the text as is), .md .markdown .rst (link-reference lines and lists
-of bare links left out), .html .htm (readable text: markup, scripts, styles and navigation left
-out), .jsonl (one document a line, its "text" field). Folders are read recursively (hidden entries
-skipped); a file named directly with another suffix is read as text. Files that cannot be used
-(not UTF-8, bad JSONL lines, unreadable, empty, duplicates, dangling symlinks, other types) are
-skipped and listed at the end by reason; --strict fails instead. A build or add holds DIR/lock:
-a second writer is refused."""
+INDEX_FILE_TYPES = """File types: .txt and .py (the text as is), .md .markdown .rst (link-reference
+lines and lists of bare links left out), .html .htm (readable text: markup, scripts, styles and
+navigation left out), .jsonl (one document a line, its "text" field). Folders are read recursively
+(hidden entries skipped); a file named directly with another suffix is read as text. Files that
+cannot be used (not UTF-8, bad JSONL lines, unreadable, empty, duplicates, dangling symlinks, other
+types) are skipped and listed at the end by reason; --strict fails instead. A build or add holds
+DIR/lock: a second writer is refused."""
 
 
 def _add_run(sub) -> None:
@@ -152,7 +153,7 @@ def _add_claims(sub) -> None:
 
 
 def _add_group_options(p, what: str) -> None:
-    """``--num-processes N`` and ``--devices-per-process K`` of ``search``/``serve`` (issue 37)."""
+    """``--num-processes N`` and ``--devices-per-process K`` of ``search``/``serve``."""
     p.add_argument(
         "--num-processes",
         type=int,
@@ -291,7 +292,8 @@ def _add_serve(sub) -> None:
     p.add_argument("--port", type=int, default=8765, help="TCP port (0: a free one)")
     add_search_flags(p, serve=True)
     # defaults: request_batcher's DEFAULT_MAX_BATCH, DEFAULT_MAX_WAIT_MS (not imported: the
-    # retrieval package loads JAX; tests/retrieval/service/test_request_batcher.py checks they agree)
+    # retrieval package loads JAX; tests/retrieval/service/test_request_batcher.py checks they
+    # agree)
     batching = [
         ("--batch-size", "max_batch", int, 16, "B", "most requests encoded and searched at once"),
         ("--batch-wait-ms", "max_wait_ms", float, 0.0, "T", "ms a batch waits for more requests"),

@@ -1,5 +1,5 @@
 """How many CPU (host) devices a ``jaxparadigm run`` (or ``index build|add``) process asks XLA
-for, chosen before JAX starts (issue 26, C5.2).
+for, chosen before JAX starts (C5.2).
 
 Why: one XLA:CPU device runs a small training step's elementwise loops one at a time (XLA splits
 only loops of more than ~512 KB, into ``ceil(sqrt(cores))`` parts), so a 2-core machine keeps a
@@ -16,7 +16,7 @@ The request, first that is set::
 digits ``0-9`` only (``²`` or ``٣`` pass ``str.isdigit()`` but are refused: XLA reads ASCII), with
 surrounding ASCII whitespace (space, tab, newline, CR, FF, VT) ignored, in
 ``1..MAX_CPU_DEVICES`` (1024): above that a request is refused with one line (exit status 2), not
-handed to XLA, whose flag is an ``int32`` (``99999999999`` was a fatal check, issue 34). 1024 is
+handed to XLA, whose flag is an ``int32`` (``99999999999`` fails XLA's fatal check). 1024 is
 well above any CPU host's cores (a device per core is ``auto``) and cheap to start: 1,024 devices
 started in 4.8 s and 330 MB on the 2-core test machine. The same check reads every source:
 ``--cpu-devices``, ``JAXPARADIGM_CPU_DEVICES``, ``JAX_NUM_CPU_DEVICES`` and the flag in
@@ -76,8 +76,8 @@ __all__ = [
 ]
 
 #: The count a run gets when neither ``--cpu-devices`` nor ``JAXPARADIGM_CPU_DEVICES`` is given:
-#: an int >= 1 or ``"auto"`` (one device per usable core). Decided by measurement (issue 26,
-#: benchmarks/RESULTS.md, quiet 2-core AMD EPYC): the charlm step ran at 0.61x torch eager on one
+#: an int >= 1 or ``"auto"`` (one device per usable core). Decided by measurement
+#: (benchmarks/RESULTS.md, quiet 2-core AMD EPYC): the charlm step ran at 0.61x torch eager on one
 #: device and 1.09x on two (``bench train --cpu-devices 1,2 --full``).
 DEFAULT_CPU_DEVICES: int | str = "auto"
 #: The environment variable read by ``jaxparadigm run`` (values as ``--cpu-devices``).
@@ -88,7 +88,7 @@ DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 ENV_JAX_CPU_DEVICES = "JAX_NUM_CPU_DEVICES"
 #: Further XLA:CPU flags applied with the count. None: the YNNPACK / XNNPACK / oneDNN fusion options
 #: and the multi-output fusion were measured on search, Adam and the charlm step and none was
-#: faster (benchmarks/RESULTS.md, "XLA:CPU options", issue 26).
+#: faster (benchmarks/RESULTS.md, "XLA:CPU options").
 CPU_XLA_FLAGS: tuple[str, ...] = ()
 
 #: The largest device count accepted from any source (module docstring: why 1024).

@@ -1,4 +1,4 @@
-"""The MiniLM encoder's micro-batches spread over this process's CPU devices (issue 26).
+"""The MiniLM encoder's micro-batches spread over this process's CPU devices (C5.2).
 
 One XLA:CPU device runs a forward's elementwise loops (GELU, softmax, LayerNorm) one at a time, so
 a 2-core machine encodes on one core. With ``D`` host devices (``--cpu-devices``, chosen before

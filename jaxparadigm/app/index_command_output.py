@@ -139,8 +139,8 @@ def index_ivf_text(index_dir: str, lists: int, *, seed: int = 0, iters: int = 10
 
 
 def _history(m: dict) -> list[dict]:
-    """Every build and add of the manifest, oldest first; a manifest written before the history
-    was kept (issue 35) gives one record of its last build or add, its time and paths unknown."""
+    """Every build and add of the manifest, oldest first; a manifest without a history gives one
+    record of its last build or add, its time and paths unknown."""
     if "history" in m:
         return m["history"]
     return [
@@ -190,7 +190,8 @@ def index_info_text(index_dir: str, *, skipped: bool = False) -> str:
         ),
         f"model: {m['model']['name']} (dim {m['model']['dim']}, max_seq_length "
         f"{m['model']['max_seq_length']}), embeddings {m['dtype']}",
-        f"passages: {m['count']} in {plural(len(m['shards']), 'shard')} of <= {m['shard_rows']} rows",
+        f"passages: {m['count']} in {plural(len(m['shards']), 'shard')} "
+        f"of <= {m['shard_rows']} rows",
         "build: " + ", ".join(f"{k}={v}" for k, v in m["build"].items()),
         f"sources ({len(m['sources'])}):",
         *(f"  {s['source']}: {plural(s['passages'], 'passage')}" for s in m["sources"][:20]),
@@ -266,8 +267,9 @@ def index_search_hits(
 
 
 def index_search_json(query: str, index_dir: str, top_k: int | None = None, **kw: Any) -> str:
-    """``search --index DIR --json``: :func:`~jaxparadigm.retrieval.ranking.search_results.search_response`
-    (serve's ``{"hits", "passages"}`` plus ``mode``, ``score``, ``cosine``, ``excerpt``);
+    """``search --index DIR --json``:
+    :func:`~jaxparadigm.retrieval.ranking.search_results.search_response` (serve's
+    ``{"hits", "passages"}`` plus ``mode``, ``score``, ``cosine``, ``excerpt``);
     ``kw``: :func:`index_search_hits`'s."""
     _, options, hits = index_search_hits(query, index_dir, top_k, **kw)
     return json.dumps(search_response(hits, options.mode), ensure_ascii=False)

@@ -1,6 +1,6 @@
-"""``search``/``serve --num-processes N``: the same command as a local ``jax.distributed`` group
-(issue 37), started and watched by :func:`jaxparadigm.train.launch.launch_workers` -- the launcher
-of ``jaxparadigm run --num-processes N``, with its environment variables
+"""``search``/``serve --num-processes N``: the same command as a local ``jax.distributed`` group,
+started and watched by :func:`jaxparadigm.train.launch.launch_workers` -- the launcher of
+``jaxparadigm run --num-processes N``, with its environment variables
 (``JAXPARADIGM_COORDINATOR_ADDRESS``, ``JAXPARADIGM_NUM_PROCESSES``, ``JAXPARADIGM_PROCESS_ID``),
 its log files and its failure rule (a dead process stops the group; the command exits non-zero
 naming it). A worker is the same command without ``--num-processes``; it joins the group in

@@ -1,4 +1,4 @@
-"""The retrieval report (``report.md``) as Markdown, from the measured ``metrics.json`` (C1.1, C1.2).
+"""The retrieval report ``report.md`` in Markdown, from the measured ``metrics.json`` (C1.1, C1.2).
 
 Every sentence is chosen by the figure it states: the C1.2 verdict from the measured
 ``max |dot - cosine|``, the control-query sentence from the measured top documents.
@@ -46,8 +46,9 @@ def _seed_lines(seed: dict) -> list[str]:
     zh, ctrl = seed["zh"], seed["zh, unrelated control query"]
     if zh["unk_fraction"][0] == 1.0:
         lines.append(
-            "\nEvery word piece of the Chinese query is [UNK] (the uncased English vocabulary lacks "
-            "these characters), so its embedding is that of `[CLS] [UNK]... [SEP]` and says "
+            "\nEvery word piece of the Chinese query is [UNK] "
+            "(the uncased English vocabulary lacks these characters), "
+            "so its embedding is that of `[CLS] [UNK]... [SEP]` and says "
             "nothing about databases."
         )
     same = ctrl["top"] == zh["top"]
@@ -86,8 +87,9 @@ def _c12_lines(m: dict) -> list[str]:
         "",
         "## Mechanics",
         "",
-        f"Model load {m['load_seconds']:.1f} s; all semantic encoding {m['semantic_seconds']:.1f} s "
-        f"on {_devices(m)}; the encoder's jit has compiled {len(m['compiled_shapes'])} (rows, length) "
+        f"Model load {m['load_seconds']:.1f} s; "
+        f"all semantic encoding {m['semantic_seconds']:.1f} s on {_devices(m)}; "
+        f"the encoder's jit has compiled {len(m['compiled_shapes'])} (rows, length) "
         f"shapes in this process: "
         f"{m['compiled_shapes']}.",
         "",

@@ -1,11 +1,11 @@
 """Keyword vs token-overlap vs semantic retrieval on ``pydoc_data.topics`` (C1.1, C1.2).
 
 ``run_experiment(cfg)`` (task ``retrieval``) ranks the 79 topics for each labelled query of
-:data:`PYDOC_QUERIES` with four methods -- the seed's substring matcher, token overlap, MiniLM on the
-first 256 tokens of each topic, MiniLM over passages (topic score = max passage cosine) -- and writes
-recall@1, recall@5 and MRR, the seed's own Chinese example with its actual scores, a C1.2 check and
-a bar chart to ``<out_dir>/<name>/``. The MiniLM encoding runs on every CPU device of the process
-(``jaxparadigm run --cpu-devices N|auto``, :mod:`jaxparadigm.app.encoder_devices`; issue 26).
+:data:`PYDOC_QUERIES` with four methods -- the seed's substring matcher, token overlap, MiniLM on
+the first 256 tokens of each topic, MiniLM over passages (topic score = max passage cosine) -- and
+writes recall@1, recall@5 and MRR, the seed's own Chinese example with its actual scores, a C1.2
+check and a bar chart to ``<out_dir>/<name>/``. The MiniLM encoding runs on every CPU device of the
+process (``jaxparadigm run --cpu-devices N|auto``, :mod:`jaxparadigm.app.encoder_devices`).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def semantic_rankings(
 
 
 def run_experiment(cfg: Config) -> Path:
-    """Run the retrieval evaluation for ``cfg.retrieval``; returns ``<out_dir>/<name>/report.md``."""
+    """Run the retrieval evaluation for ``cfg.retrieval``; return ``<out_dir>/<name>/report.md``."""
     rc = cfg.retrieval
     if rc.corpus != "pydoc":
         raise ConfigError(

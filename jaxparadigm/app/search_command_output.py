@@ -1,4 +1,4 @@
-"""What ``jaxparadigm search "query" [--corpus FILE|pydoc]`` prints: three rankings side by side (C1.1)."""
+"""What ``jaxparadigm search "query" [--corpus FILE|pydoc]`` prints: three rankings (C1.1)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ __all__ = ["format_search"]
 
 
 def format_search(query: str, corpus: str = "pydoc", top_k: int = 5) -> str:
-    """Top ``top_k`` documents of ``corpus`` for ``query`` by substring, token overlap and MiniLM (C1.1).
+    """The top ``top_k`` of ``corpus`` for ``query`` by substring, token overlap and MiniLM (C1.1).
 
-    ``corpus`` is ``"pydoc"`` (semantic: passages, topic = best passage) or a UTF-8 text file with one
-    document per line (semantic: whole lines). The pydoc passage embeddings are cached on disk.
+    ``corpus`` is ``"pydoc"`` (semantic: passages, topic = best passage) or a UTF-8 text file with
+    one document per line (semantic: whole lines). The pydoc passage embeddings are cached on disk.
     A query without any word piece is refused (``InputError``) before the corpus is indexed; an
     ``[UNK]``-only one warns once (``UnknownWordPieceWarning``); the echoed query is shortened.
     """
@@ -52,7 +52,8 @@ def format_search(query: str, corpus: str = "pydoc", top_k: int = 5) -> str:
         return f"{names[i]}: {text[:70]}"
 
     lines = [
-        f"query: {quote(query, 80)}  corpus: {corpus} ({len(texts)} document{'' if len(texts) == 1 else 's'})"
+        f"query: {quote(query, 80)}  corpus: {corpus} "
+        f"({len(texts)} document{'' if len(texts) == 1 else 's'})"
     ]
     for label, hits in (
         ("keyword (seed substring)", keyword_search(query, texts, top_k, "substring")),

@@ -3,16 +3,16 @@
 The index directory built by ``jaxparadigm index build`` is opened once by an
 :class:`~jaxparadigm.retrieval.index.searcher.IndexSearcher` (the folder checked by
 :class:`~jaxparadigm.retrieval.index.reader.Index`: checksums, unit rows), whose
-:class:`~jaxparadigm.retrieval.dense.vector_search.VectorSearcher` -- the engine of ``search --index``,
-so the same hits, scores and tie rule -- answers every request of the
-:class:`~jaxparadigm.retrieval.service.http_service.SearchService` on 127.0.0.1 until Ctrl-C (SIGINT) or
-SIGTERM. No passage is copied: a hit's passage is read from its shard. The model loads and the
-query encoder and the search (for the default ``k = 5``, in ``SearchService.start``) compile
+:class:`~jaxparadigm.retrieval.dense.vector_search.VectorSearcher` -- the engine of
+``search --index``, so the same hits, scores and tie rule -- answers every request of the
+:class:`~jaxparadigm.retrieval.service.http_service.SearchService` on 127.0.0.1 until Ctrl-C
+(SIGINT) or SIGTERM. No passage is copied: a hit's passage is read from its shard. The model loads
+and the query encoder and the search (for the default ``k = 5``, in ``SearchService.start``) compile
 once, before the "serving" line, so each request then costs an encode plus one search
 (milliseconds), instead of the CLI ``search``'s start-up, model load and compile per query; a
 request with another ``k`` compiles the search for that ``k`` once.
 
-Split over a ``jax.distributed`` group (``serve --num-processes N``, issue 37): process 0 binds the
+Split over a ``jax.distributed`` group (``serve --num-processes N``): process 0 binds the
 socket, encodes and leads each batch's search step
 (:class:`~jaxparadigm.retrieval.index.process_search.ProcessGroupSearch`); every other process runs
 :func:`follow_index`. Process 0 sends an empty step every :data:`HEARTBEAT_S` seconds; when a
@@ -59,7 +59,7 @@ __all__ = ["DRAIN_S", "HEARTBEAT_S", "follow_index", "serve_index"]
 
 #: A group's process 0 checks the others every HEARTBEAT_S seconds (an empty step) ...
 HEARTBEAT_S = 0.5
-#: ... and, when one has died, answers 503 for DRAIN_S seconds, then stops (issue 37).
+#: ... and, when one has died, answers 503 for DRAIN_S seconds, then stops.
 DRAIN_S = 3.0
 
 
@@ -173,7 +173,7 @@ def _group_alive(group: ProcessGroupSearch | None) -> bool:
 
 
 def follow_index(index_dir: str | os.PathLike, *, out: TextIO | None = None, **search: Any) -> int:
-    """``serve`` on a process other than 0 of a group (issue 37): open this process's shards and
+    """``serve`` on a process other than 0 of a group: open this process's shards and
     take part in process 0's searches until it stops; returns how many searches it took part in.
     ``search``: the :class:`IndexSearcher` options (``options``: how to open it, devices, ...)."""
     out = sys.stdout if out is None else out

@@ -1,8 +1,8 @@
 """``jaxparadigm run CONFIG --num-processes N``: check the config, then start the group (C5.2).
 
-The config is loaded (unless the caller passes it) and checked here (:func:`jaxparadigm.config.relations.launch_problem`), so a
-bad config fails before any process starts (exit 2); the group itself is
-:func:`jaxparadigm.train.launch.launch_workers`.
+The config is loaded (unless the caller passes it) and checked here
+(:func:`jaxparadigm.config.relations.launch_problem`), so a bad config fails before any process
+starts (exit 2); the group itself is :func:`jaxparadigm.train.launch.launch_workers`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
-"""The tasks ``train``, ``mixed_precision`` and ``overflow`` of ``jaxparadigm run`` (C5.1, C4.2, C4.3).
+"""The tasks ``train``, ``mixed_precision``, ``overflow`` of ``jaxparadigm run`` (C5.1, C4.2, C4.3).
 
 Each task runs real code and writes ``<out_dir>/<name>/report.md`` with the measured figures and
 PNG plots next to it; the returned value is the report's path.
 
-* ``train``: :func:`jaxparadigm.build.train_from_config`, then data drift of the validation split (and of
-  a deliberately shifted copy) against the train split, guard and checkpoint summaries.
+* ``train``: :func:`jaxparadigm.build.train_from_config`, then data drift of the validation split
+  (and of a deliberately shifted copy) against the train split, guard and checkpoint summaries.
 * ``mixed_precision``: the same training once per Adam ``nu`` storage dtype (float16 with dynamic
   loss scaling when ``mixed_precision.loss_scaling``); loss curves overlaid; ``nu`` bytes and
   underflow fraction from ``jaxparadigm.optim.adam_state_report``.
-* ``overflow``: ``jaxparadigm.claims.evidence.overflow.overflow_evidence`` around ``overflow.center`` with the
-  config's LinearLR settings: naive ``+1`` vs ``safe_increment`` int32 counters (vs PyTorch when
-  installed); learning rates plotted.
+* ``overflow``: ``jaxparadigm.claims.evidence.overflow.overflow_evidence`` around
+  ``overflow.center`` with the config's LinearLR settings: naive ``+1`` vs ``safe_increment`` int32
+  counters (vs PyTorch when installed); learning rates plotted.
 """
 
 from __future__ import annotations
@@ -131,13 +131,14 @@ def _train_section(result: TrainResult, cfg) -> list[str]:
         _loss_line(result)
         if result.losses
         else "- no steps run in this call (the earlier calls' losses are in metrics.jsonl)",
-        *(  # no throughput or latency of a call that ran no step (issue 34: a report rewritten)
+        *(  # no throughput or latency of a call that ran no step (a finished run's report again)
             [
                 f"- throughput (after compilation, on a machine shared with other jobs): "
                 f"{result.steps_per_second:.1f} steps/s, {result.examples_per_second:.0f} "
                 "examples/s",
                 f"- step latency (host-observed, incl. metrics fetch): P50 "
-                f"{result.step_latency_ms['p50']:.2f} ms, P99 {result.step_latency_ms['p99']:.2f} ms",
+                f"{result.step_latency_ms['p50']:.2f} ms, "
+                f"P99 {result.step_latency_ms['p99']:.2f} ms",
             ]
             if result.losses
             else []
@@ -153,9 +154,14 @@ def _train_section(result: TrainResult, cfg) -> list[str]:
     return lines + _placement_section(result.placement)
 
 
+def _schema_text(schema: dict) -> str:
+    """The dataset's schema, its dtypes by name: ``{field: (shape, dtype[, (lo, hi)])}``."""
+    return str({k: (v[0], np.dtype(v[1]).name, *v[2:]) for k, v in schema.items()})
+
+
 def _loss_line(result: TrainResult) -> str:
     """The train loss of the first and last step of this call, each named by its step: a resumed
-    call's first loss is that of the step it resumed at, not the run's (issue 35)."""
+    call's first loss is that of the step it resumed at, not the run's."""
     first = (result.resumed_from or 0) + 1
     last = first + len(result.losses) - 1
     line = (
@@ -218,7 +224,7 @@ def run_train(cfg: Config) -> Path:
         "",
         f"- schema validation of the first train batch and {len(dataset.val_batches)} validation "
         "batch(es): passed (`validate_batch` raises on any violation, so the run would not start)",
-        f"- schema: `{ {k: (v[0], np.dtype(v[1]).name, *v[2:]) for k, v in dataset.schema.items()} }`",
+        f"- schema: `{_schema_text(dataset.schema)}`",
         "",
         "Validation split vs train split:",
         "",
