@@ -138,7 +138,7 @@ class SearchService:
     with the same ``encode``, ``tokenize``, ``check_texts``, ``dim`` and ``max_seq_length``.
     ``options``: what a request's missing keys take (:class:`SearchOptions`; its ``dtype`` and
     ``stream`` must be how ``index`` was opened; ``nprobe="default"`` is resolved here, once);
-    None: :data:`SERVICE_DEFAULTS`. ``nprobe``: the older keyword for ``options.nprobe`` (the
+    None: :data:`SERVICE_DEFAULTS`. ``nprobe``: the keyword form of ``options.nprobe`` (the
     inverted lists a request without ``"nprobe"`` scans; ``None``: exact), not with ``options``.
     ``max_batch`` (an int in [1, 1024]) and ``max_wait_ms`` (in [0, 1000]): the batching of
     concurrent requests (:mod:`~jaxparadigm.retrieval.service.request_batcher`).
