@@ -201,7 +201,7 @@ def train(
     ckpt = _open_checkpoints(settings)
     bar, loop = None, None
     try:
-        state, resumed_from, log = _resume(ckpt, state, settings)
+        state, resumed_from, log = _resume(ckpt, state, settings, progress and _primary())
         start = int(state.step)
         end = max(start, settings.steps if stop_at is None else min(settings.steps, stop_at))
         run = Run(settings, dataset, steps, ckpt, log, batch_transform, end)
@@ -337,9 +337,11 @@ def _open_checkpoints(settings: TrainSettings) -> Checkpointer | None:
     )
 
 
-def _resume(ckpt: Checkpointer | None, state: TrainState, settings: TrainSettings):
+def _resume(ckpt: Checkpointer | None, state: TrainState, settings: TrainSettings, announce: bool):
     """``(state, resumed_from, log)``: the newest complete checkpoint restored (if any) and the
-    event log over metrics.jsonl truncated to it."""
+    event log over metrics.jsonl truncated to it; ``announce``: say so in one stderr line (with
+    the progress lines: a call with ``progress=False`` prints nothing, the report and the event
+    log record it)."""
     latest = ckpt.latest_step() if ckpt is not None else None
     if ckpt is not None and latest is not None and latest > settings.steps:
         raise ConfigError(
@@ -365,7 +367,7 @@ def _resume(ckpt: Checkpointer | None, state: TrainState, settings: TrainSetting
                 "checkpoint's values; to train this config instead, give the run another name "
                 "(name=...)."
             ) from None
-    if ckpt is not None and latest is not None and _primary():  # one line: this call goes on a run
+    if ckpt is not None and latest is not None and announce:  # one line: this call goes on a run
         print(
             f"{settings.name}: resumed from checkpoint step {latest} of {settings.steps} "
             f"({ckpt.directory})",
