@@ -205,7 +205,15 @@ def test_make_demo_twice_exits_0_both_times(tmp_path, capsys, monkeypatch):
     tiny = f"out_dir={tmp_path} train.steps=4 train.checkpoint.every=2 train.eval_every=2 "
     tiny += "data.n_samples=256 train.plots=false"
     printed = subprocess.run(
-        ["make", "-n", "-o", ".venv/.installed", "demo", f"RUN_ARGS={tiny}"],
+        [
+            "make",
+            "-n",
+            "--no-print-directory",
+            "-o",
+            ".venv/.installed",
+            "demo",
+            f"RUN_ARGS={tiny}",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
