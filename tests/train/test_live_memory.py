@@ -21,9 +21,22 @@ import pytest
 
 from tests.train.live_memory_probe import FORMULA, run_probe, write_config
 
+# CI's time: every mode on the MLP and the transformer's 2-D mesh run in CI's full run; the
+# transformer's zero1 and fsdp (the same sharding code as the MLP's) with -m slow.
+_SLOW = pytest.mark.slow
 
-@pytest.mark.parametrize("mode", ["zero1", "fsdp", "fsdp_tensor"])
-@pytest.mark.parametrize("model", ["mlp", "transformer"])
+
+@pytest.mark.parametrize(
+    "model, mode",
+    [
+        ("mlp", "zero1"),
+        ("mlp", "fsdp"),
+        ("mlp", "fsdp_tensor"),
+        pytest.param("transformer", "zero1", marks=_SLOW),
+        pytest.param("transformer", "fsdp", marks=_SLOW),
+        ("transformer", "fsdp_tensor"),
+    ],
+)
 def test_the_busiest_device_holds_what_the_mode_says_on_the_cli_path(tmp_path, model, mode):
     got = run_probe(write_config(tmp_path, model, mode), [])
     n, state = got["devices"], 3 * got["params_bytes"]
