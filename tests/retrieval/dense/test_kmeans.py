@@ -222,3 +222,12 @@ def test_faiss_test_1ptpercluster_as_many_centroids_as_points():
     x = np.zeros((5, 10), np.float32)
     km = kmeans(x, 5, iters=10)
     assert np.all(km.centroids == 0.0) and set(km.assignment) <= set(range(5))
+
+
+def test_the_default_is_ten_lloyd_iterations():
+    """``iters`` defaults to 10 (the index build's k-means): on rows Lloyd has not settled by
+    then (no cluster structure), the 11th iteration still moves a centroid."""
+    x = np.random.default_rng(5).standard_normal((2000, 8)).astype(np.float32)
+    default = kmeans(x, 32)
+    np.testing.assert_array_equal(default.centroids, kmeans(x, 32, iters=10).centroids)
+    assert not np.array_equal(default.centroids, kmeans(x, 32, iters=11).centroids)
