@@ -329,7 +329,11 @@ ROUND_5: dict[str, Target] = {
 }
 MODULES.update(ROUND_5)
 #: mutation_score.py's groups (``run round-5 --rotate K``): CI's windows rotate within each.
-GROUPS: dict[str, tuple[str, ...]] = {"round-4": ROUND_4_GROUP, "round-5": tuple(ROUND_5)}
+#: CI's round-5 window leaves out process_search: its paths run only inside a process group,
+#: whose tests (CI's full run) are too slow to run once per mutant; its 3 sampled mutants all
+#: survived the default-run tests (`make mutation MODULE=retrieval.process_search` runs it).
+ROUND_5_GROUP = tuple(name for name in ROUND_5 if name != "retrieval.process_search")
+GROUPS: dict[str, tuple[str, ...]] = {"round-4": ROUND_4_GROUP, "round-5": ROUND_5_GROUP}
 
 # mutmut's exit-code verdicts (mutmut.stats.status_by_exit_code), folded to what the table reports.
 _KILLED = {1, 3}
