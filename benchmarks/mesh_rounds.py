@@ -21,9 +21,6 @@ The byte figures are the layout's and do not depend on the machine's load; the s
 from __future__ import annotations
 
 import dataclasses
-import os
-import platform
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -91,7 +88,7 @@ def _runner(cfg, dataset, batches, sharding) -> tuple[Callable[[int], float], di
 
 def mesh_bench(args) -> dict:
     """Steps/s and bytes per device of each mesh shape (module docstring); prints a table."""
-    from train_bench import _cpu_info, _force_devices, _interleaved
+    from train_bench import _force_devices, _interleaved, _run_facts
 
     devices = args.devices or 8
     _force_devices(devices)
@@ -117,11 +114,7 @@ def mesh_bench(args) -> dict:
         runners[name](2)  # compile / warm up
     med, load = _interleaved(runners, args.rounds, args.steps)
     results = {
-        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "device": f"{jax.device_count()} x {jax.devices()[0].platform} ({platform.machine()}, "
-        f"{os.cpu_count()} cores)",
-        "cpu": _cpu_info(),
-        "load_average_1min_at_start": load,
+        **_run_facts(load),
         "steps_per_s": med,
         "ratio_vs_one_device": {k: v / med["one device"] for k, v in med.items()},
         "bytes": figures,

@@ -221,6 +221,17 @@ def _benchmarks_on_path() -> None:
         sys.path.insert(0, here)
 
 
+def _run_facts(load: float) -> dict:
+    """When, on what devices and CPU, and the 1-minute load at the start: every result's header."""
+    return {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "device": f"{jax.device_count()} x {jax.devices()[0].platform} ({platform.machine()}, "
+        f"{os.cpu_count()} cores)",
+        "cpu": _cpu_info(),
+        "load_average_1min_at_start": load,
+    }
+
+
 def _cpu_info() -> str:
     """CPU model, core count and SIMD flags, as benchmarks/index_bench.py reports them."""
     _benchmarks_on_path()
@@ -261,11 +272,7 @@ def _sharding_bench(args) -> dict:
         runners[mode](3)  # compile / warm up
     med, load = _interleaved(runners, args.rounds, args.steps)
     results = {
-        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "device": f"{jax.device_count()} x {jax.devices()[0].platform} ({platform.machine()}, "
-        f"{os.cpu_count()} cores)",
-        "cpu": _cpu_info(),
-        "load_average_1min_at_start": load,
+        **_run_facts(load),
         "steps_per_s": med,
         "ratio_vs_data": {m: v / med["data"] for m, v in med.items()} if "data" in med else {},
         "placement": figures,
