@@ -337,6 +337,10 @@ def main(argv: list[str] | None = None) -> int:
     command = _command_named(sys.argv[1:] if argv is None else argv)
     with interrupts_raised():  # before the parser, which imports JAX
         try:
+            if os.environ.get("JAXPARADIGM_NATIVE_STDOUT"):  # a worker of a launched group
+                from jaxparadigm.train.launch import keep_stdout_for_python
+
+                keep_stdout_for_python()
             parser = build_parser()
             args, extra = parser.parse_known_args(argv)
             command = args.command

@@ -130,6 +130,58 @@ def test_the_launcher_drops_gloo_chatter_and_passes_partial_lines():
     assert out.getvalue() == b"start\nmp: step 1/6\n\rbar 10%"
 
 
+def test_the_launcher_drops_gloo_chatter_that_two_threads_interleaved():
+    """CI once saw " peer ranks. Expected ..." before search --json's document: two gloo threads
+    wrote their lines in pieces. Both pieces go, wherever a chunk ends; other text stays."""
+    from jaxparadigm.train.launch import _relay
+
+    piece = b"[Gloo] Rank 0 is connected to 1"
+    rest = b" peer ranks. Expected number of connected peer ranks is : 1"
+    stream = b"a\n" + piece + piece + rest + b"\n" + rest + b"\nkept [Gloo] Rank 0 is\n\rbar 5%"
+    for cut in range(1, len(stream)):
+        r, w = os.pipe()
+        os.write(w, stream[:cut])
+        os.write(w, stream[cut:])
+        os.close(w)
+        out = io.BytesIO()
+        _relay(os.fdopen(r, "rb"), out)
+        assert out.getvalue() == b"a\nkept [Gloo] Rank 0 is\n\rbar 5%", cut
+    r, w = os.pipe()
+    os.write(w, piece + rest + b"\n")
+    os.close(w)
+    out = io.BytesIO()
+    _relay(os.fdopen(r, "rb"), out, chatter=False)  # a worker's stdout: Python's writes only
+    assert out.getvalue() == piece + rest + b"\n"
+
+
+def test_a_launched_worker_prints_native_stdout_on_stderr(tmp_path):
+    """keep_stdout_for_python: what C writes to descriptor 1 goes to stderr; print() to stdout."""
+    script = (
+        "import ctypes, os, sys\n"
+        "from jaxparadigm.train.launch import keep_stdout_for_python\n"
+        "print('before', flush=True)\n"
+        "assert keep_stdout_for_python()\n"
+        "os.write(1, b'native\\n')\n"
+        "print('{\"json\": 1}')\n"
+    )
+    env = {**os.environ, "JAXPARADIGM_NATIVE_STDOUT": "stderr"}
+    r = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == 'before\n{"json": 1}\n'
+    assert r.stderr == "native\n"
+    env.pop("JAXPARADIGM_NATIVE_STDOUT")
+    r = subprocess.run(
+        [sys.executable, "-c", script.replace("assert keep", "assert not keep")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.stdout == 'before\nnative\n{"json": 1}\n'
+
+
 def _optim_bench():
     import runpy
 

@@ -11,9 +11,11 @@ In the spirit of ``torchrun --standalone --nproc-per-node N``, :func:`launch_wor
    ``JAXPARADIGM_PROCESS_ID=i`` (read by :mod:`jaxparadigm.train.distributed`) and, with
    ``devices_per_process=K``, ``XLA_FLAGS=--xla_force_host_platform_device_count=K`` (K CPU devices
    each). Process 0 writes to this terminal (progress, ``report: PATH``); process ``i >= 1`` to
-   ``<out_dir>/<name>/logs/process_<i>.log``; gloo's "[Gloo] Rank N is connected" lines are
-   dropped on the way (:data:`CHATTER`). On Linux a worker is killed when the launcher dies
-   (``PR_SET_PDEATHSIG``), so no worker outlives it;
+   ``<out_dir>/<name>/logs/process_<i>.log``. A worker's native libraries write to its stderr,
+   not its stdout (:func:`keep_stdout_for_python`: stdout carries only what Python prints, such
+   as ``search --json``'s document), and gloo's "[Gloo] Rank N is connected" lines, whole or in
+   the pieces two threads interleave, are dropped from it (:data:`CHATTER`). On Linux a worker
+   is killed when the launcher dies (``PR_SET_PDEATHSIG``), so no worker outlives it;
 4. watches them (every 0.1 s): when all exit 0 the run is done; when one fails (non-zero status or
    a signal) the others get SIGTERM (their whole process group), SIGKILL after ``grace_s``
    seconds, and :class:`WorkerFailed` (exit 3) names the process, how it ended, when, and its
@@ -36,6 +38,7 @@ from __future__ import annotations
 import ctypes
 import io
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -50,10 +53,20 @@ from jaxparadigm.common.progress import PROGRESS_TTY_ENV
 from jaxparadigm.errors import InputError, TrainingAborted
 from jaxparadigm.train.distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
 
-__all__ = ["WorkerFailed", "free_port", "launch_workers", "worker_env"]
+__all__ = [
+    "ENV_NATIVE_STDOUT",
+    "WorkerFailed",
+    "free_port",
+    "keep_stdout_for_python",
+    "launch_workers",
+    "worker_env",
+]
 
 _POLL_S = 0.1
 _PR_SET_PDEATHSIG = 1
+#: Set to ``stderr`` in a launched worker: :func:`keep_stdout_for_python` moves the process's
+#: native writes to file descriptor 1 over to its stderr.
+ENV_NATIVE_STDOUT = "JAXPARADIGM_NATIVE_STDOUT"
 
 
 class WorkerFailed(TrainingAborted):
@@ -70,13 +83,15 @@ def free_port(host: str = "127.0.0.1") -> int:
 def worker_env(
     base: dict, coordinator: str, num_processes: int, process_id: int, devices: int | None
 ) -> dict:
-    """The environment of worker ``process_id``: ``base`` plus the three JAXPARADIGM_* variables,
-    unbuffered output and, with ``devices``, that many forced host (CPU) devices."""
+    """The environment of worker ``process_id``: ``base`` plus the three JAXPARADIGM_* variables
+    of the group, :data:`ENV_NATIVE_STDOUT`, unbuffered output and, with ``devices``, that many
+    forced host (CPU) devices."""
     env = {
         **base,
         ENV_COORDINATOR: coordinator,
         ENV_NUM_PROCESSES: str(num_processes),
         ENV_PROCESS_ID: str(process_id),
+        ENV_NATIVE_STDOUT: "stderr",
         "PYTHONUNBUFFERED": "1",
     }
     if devices is not None:
@@ -87,6 +102,29 @@ def worker_env(
         ]
         env["XLA_FLAGS"] = " ".join([*flags, f"--xla_force_host_platform_device_count={devices}"])
     return env
+
+
+def keep_stdout_for_python(environ: dict | None = None) -> bool:
+    """In a launched worker (:data:`ENV_NATIVE_STDOUT` is ``stderr``): point file descriptor 1 at
+    the process's stderr and give ``sys.stdout`` a copy of the old descriptor 1, so that what C++
+    libraries print (gloo's "connected to N peer ranks" lines, written in pieces by several
+    threads) never lands inside a document the command prints on stdout. Returns whether it did.
+    Call it first, before anything holds ``sys.stdout``."""
+    environ = os.environ if environ is None else environ
+    if environ.get(ENV_NATIVE_STDOUT) != "stderr":
+        return False
+    old = sys.stdout
+    old.flush()
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = io.TextIOWrapper(
+        io.FileIO(fd, "w"),
+        encoding=old.encoding,
+        errors=old.errors,
+        line_buffering=True,
+        write_through=True,
+    )
+    return True
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -254,19 +292,36 @@ _DIVERTED = b"--- process 0's stderr after another process failed (kept off the 
 def _relays(proc: subprocess.Popen, i: int, out, held: _Held) -> list[threading.Thread]:
     """Started threads copying worker ``i``'s output: process 0's to our stdout/stderr (its
     stderr through ``held``), the others' (both streams) to their log file ``out``."""
-    pipes: list[tuple[Any, Any, _Held | None]] = [(proc.stdout, out, None)]
+    pipes: list[tuple[Any, Any, _Held | None, bool]] = [(proc.stdout, out, None, True)]
     if i == 0:
-        pipes = [(proc.stdout, sys.stdout, None), (proc.stderr, sys.stderr, held)]
+        pipes = [(proc.stdout, sys.stdout, None, False), (proc.stderr, sys.stderr, held, True)]
     threads = [threading.Thread(target=_relay, args=p, daemon=True) for p in pipes]
     for t in threads:
         t.start()
     return threads
 
 
-#: Output lines of third-party libraries that are noise for a user: gloo's "[Gloo] Rank N is
-#: connected to M peer ranks. Expected number of connected peer ranks is : M" (jaxlib's gloo has
-#: no switch to silence it).
-CHATTER = (b"[Gloo] ",)
+#: Output of third-party libraries that is noise for a user: gloo's "[Gloo] Rank N is connected to
+#: M peer ranks. Expected number of connected peer ranks is : M" (jaxlib's gloo has no switch to
+#: silence it). Two of its threads may write their lines in interleaved pieces ("[Gloo] Rank 0 is
+#: connected to 1[Gloo] Rank 0 is connected to 1 peer ranks. ...\n peer ranks. ...\n"), so the
+#: pattern matches either piece anywhere in a line.
+CHATTER = re.compile(
+    rb"\[Gloo\] Rank \d+ is connected to \d+"
+    rb"| peer ranks\. Expected number of connected peer ranks is : \d+"
+)
+#: A partial line starting with one of these is kept until its end comes (it may be chatter, or
+#: the first line of a traceback, which :class:`_Held` decides on).
+_WAIT_FOR_END = (b"[", b" peer", b"Tr")
+
+
+def _without_chatter(line: bytes) -> bytes | None:
+    """``line`` without :data:`CHATTER`'s pieces; None when nothing but them (and blanks) was in
+    it."""
+    cleaned = CHATTER.sub(b"", line)
+    if cleaned == line:
+        return line
+    return None if not cleaned.strip(b"\r\n \t") else cleaned
 
 
 def _sink(dst):
@@ -281,29 +336,32 @@ def _sink(dst):
     return dst.write, dst.flush
 
 
-def _relay(src, dst, held: _Held | None = None) -> None:
+def _relay(src, dst, held: _Held | None = None, chatter: bool = True) -> None:
     """Copy a worker's output pipe ``src`` to ``dst`` (a binary file or a text stream such as
-    ``sys.stdout``), dropping :data:`CHATTER` lines and passing whole lines through ``held``
-    (which may keep them back). A partial line not starting with "[" (a progress bar's
+    ``sys.stdout``), dropping :data:`CHATTER` (``chatter``: a worker's stdout, which carries only
+    Python's writes, is copied as it is) and passing whole lines through ``held`` (which may keep
+    them back). A partial line not starting with one of :data:`_WAIT_FOR_END` (a progress bar's
     carriage-return updates) is passed on at once."""
     pending = b""
+
+    def out(text: bytes) -> None:
+        text = _without_chatter(text) if chatter else text
+        if text and (held is None or not held.keep(text)):
+            write(text)
+
     try:
         write, flush = _sink(dst)
         for chunk in iter(lambda: os.read(src.fileno(), 65536), b""):
             pending += chunk
             *lines, pending = pending.split(b"\n")
             for line in lines:
-                if not line.lstrip(b"\r").startswith(CHATTER):
-                    if held is None or not held.keep(line + b"\n"):
-                        write(line + b"\n")
-            if pending and not pending.lstrip(b"\r").startswith((b"[", b"Tr")):
-                if held is None or not held.keep(pending):
-                    write(pending)
+                out(line + b"\n")
+            if pending and not (chatter and pending.lstrip(b"\r").startswith(_WAIT_FOR_END)):
+                out(pending)
                 pending = b""
             flush()
-        if pending and not pending.lstrip(b"\r").startswith(CHATTER):
-            if held is None or not held.keep(pending):
-                write(pending)
+        if pending:
+            out(pending)
             flush()
     except (OSError, ValueError):  # the destination was closed (the launcher is exiting)
         pass
