@@ -46,6 +46,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -104,14 +105,13 @@ def worker_env(
     return env
 
 
-def keep_stdout_for_python(environ: dict | None = None) -> bool:
+def keep_stdout_for_python(environ: Mapping[str, str] | None = None) -> bool:
     """In a launched worker (:data:`ENV_NATIVE_STDOUT` is ``stderr``): point file descriptor 1 at
     the process's stderr and give ``sys.stdout`` a copy of the old descriptor 1, so that what C++
     libraries print (gloo's "connected to N peer ranks" lines, written in pieces by several
     threads) never lands inside a document the command prints on stdout. Returns whether it did.
     Call it first, before anything holds ``sys.stdout``."""
-    environ = os.environ if environ is None else environ
-    if environ.get(ENV_NATIVE_STDOUT) != "stderr":
+    if (os.environ if environ is None else environ).get(ENV_NATIVE_STDOUT) != "stderr":
         return False
     old = sys.stdout
     old.flush()
@@ -345,9 +345,9 @@ def _relay(src, dst, held: _Held | None = None, chatter: bool = True) -> None:
     pending = b""
 
     def out(text: bytes) -> None:
-        text = _without_chatter(text) if chatter else text
-        if text and (held is None or not held.keep(text)):
-            write(text)
+        kept = _without_chatter(text) if chatter else text
+        if kept and (held is None or not held.keep(kept)):
+            write(kept)
 
     try:
         write, flush = _sink(dst)

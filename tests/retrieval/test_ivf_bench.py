@@ -25,6 +25,7 @@ def test_ivf_bench_curve_on_a_tiny_corpus(capsys, tmp_path):
     for r in rows.values():
         assert r["ours b1"] > 0 and r["ours b64"] > 0
         assert r["same as row-major"] is True and r["row-major b64"] > 0  # --compare
+        assert r["list-major b1"] > 0 and r["list-major b64"] > 0  # its like-for-like side
         assert r["G"] in (1, 4, 8, 16)
         if "faiss recall" in r:  # faiss-cpu installed (the bench extra): the same lists
             assert r["same ids"] == 1.0 and r["faiss recall"] == r["recall"]

@@ -134,11 +134,20 @@ def _chunk_rows(count: int, lists: int) -> int:
     return c
 
 
-@functools.partial(jax.jit, static_argnames="nprobe")
-def _probe(queries: jax.Array, centroids: jax.Array, nprobe: int) -> jax.Array:
-    half = 0.5 * jnp.sum(centroids * centroids, axis=1)
-    _, lists = jax.lax.top_k(queries @ centroids.T - half[None, :], nprobe)
-    return lists
+@functools.lru_cache(maxsize=16)
+def _probe(mesh: Mesh):
+    """Jitted ``(queries, centroids, nprobe) -> lists [q, nprobe]``, both arrays replicated over
+    ``mesh``: a host array goes in as it is (jit's own transfer, ~15 us, where a
+    ``jax.device_put`` of it first costs ~150 us a call)."""
+    rep = NamedSharding(mesh, PartitionSpec())
+
+    @functools.partial(jax.jit, static_argnames="nprobe", in_shardings=(rep, rep))
+    def probe(queries: jax.Array, centroids: jax.Array, nprobe: int) -> jax.Array:
+        half = 0.5 * jnp.sum(centroids * centroids, axis=1)
+        _, lists = jax.lax.top_k(queries @ centroids.T - half[None, :], nprobe)
+        return lists
+
+    return probe
 
 
 _SPARE = 8  # candidates kept beyond k: near ties at the k-th place are settled on the host
@@ -213,7 +222,9 @@ def _scan(mesh: Mesh, k_dev: int, k: int, kth_at: int, group: int, scans: int):
         check_vma=False,
     )
 
-    @jax.jit
+    across, same = NamedSharding(mesh, spec), NamedSharding(mesh, rep)
+
+    @functools.partial(jax.jit, in_shardings=(across, across, same, same, across, across, across))
     def run(chunks, chunk_ids, queries, tol, tq, tc, slots):
         v, i, at_least = sharded(chunks, chunk_ids, queries, tol, tq, tc, slots)  # [D, q, k]
         q = queries.shape[0]
@@ -294,8 +305,9 @@ class IVFSearcher:
 
     def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
         """The ``nprobe`` lists each query scans, nearest first: int ``[q, nprobe]``."""
-        q = jax.device_put(np.asarray(queries, np.float32), self._replicated)
-        return np.asarray(_probe(q, self.centroids, nprobe))
+        return np.asarray(
+            _probe(self.mesh)(np.asarray(queries, np.float32), self.centroids, nprobe)
+        )
 
     def plan(self, probed: np.ndarray, group: int = 1, scans: int = 1) -> TilePlan:
         """The :class:`~jaxparadigm.retrieval.dense.ivf_plan.TilePlan` of the lists ``probed``
@@ -338,10 +350,8 @@ class IVFSearcher:
         kk = min(want, len(self.devices) * k_dev)
         run = _scan(self.mesh, k_dev, kk, min(k, kk), group, scans)
         tol = _TIE * np.linalg.norm(queries, axis=1).astype(np.float32) * self._row_norm
-        args = jax.device_put(  # one transfer call for the five arrays
-            (queries, tol, tiles.tile_query, tiles.tile_chunk, tiles.slots),
-            (self._replicated,) * 2 + (self._sharded,) * 3,
-        )
+        # host arrays go in as they are: jit places them by its in_shardings
+        args = (queries, tol, tiles.tile_query, tiles.tile_chunk, tiles.slots)
         _, ids, at_least = jax.device_get(run(self.chunks, self.chunk_ids, *args))
         out_s = np.full((len(queries), k), -np.inf, np.float32)
         out_i = np.full((len(queries), k), -1, np.int64)
