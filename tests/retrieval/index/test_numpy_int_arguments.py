@@ -43,3 +43,20 @@ def test_search_vectors_refuses_a_bool_zero_or_float_k(searcher, k, want):
     with pytest.raises(InputError) as err:
         searcher.search_vectors(q, k)
     assert str(err.value) == want
+
+
+def test_checked_keywords_are_reused_but_a_bool_is_never_taken_for_an_int(searcher):
+    """dense_options keeps the options of plain keywords by value and type: the same keywords
+    give the same (frozen) options without a new check; k=True after k=1 is still refused, as
+    is a bad value after a good one."""
+    q = np.asarray(Index(searcher.index_dir).embeddings()[:1], np.float32)
+    first = searcher.dense_options(None, 1)
+    assert searcher.dense_options(None, 1) is first and first.k == 1
+    assert searcher.search_vectors(q, 1).ids.shape == (1, 1)
+    with pytest.raises(InputError, match="search.k: got True, expected int"):
+        searcher.search_vectors(q, True)
+    with pytest.raises(InputError, match="search.k: got 0"):
+        searcher.search_vectors(q, 0)
+    with pytest.raises(InputError, match="search.k: got 0"):  # an error is never kept
+        searcher.search_vectors(q, 0)
+    assert searcher.dense_options(None, 3, True).approx is True
