@@ -88,6 +88,10 @@ CI_FULL = (
         "a benchmark's smoke run (issue 26); the kernel itself is tested in test_topk_search.py",
     ),
     (
+        "tests/retrieval/test_ivf_host_crossover.py::*",
+        "a benchmark's smoke run (9 s); both IVF scans are tested in dense/test_ivf_search.py",
+    ),
+    (
         "tests/retrieval/test_search_dtype_probe.py::*",
         "a probe's smoke run (issue 26); the search kernel is tested in test_topk_search.py",
     ),

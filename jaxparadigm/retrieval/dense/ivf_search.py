@@ -38,6 +38,12 @@ so equal rows score equal) and keeps the best ``k``, ties to the lower row id, t
 rounded to float32. When more rows tie near the ``k``-th place than were kept, that query's
 probed lists are scored on the host instead. The scan is float32 whatever the searcher's
 ``dtype``.
+
+**Small batches.** A batch of at most ``host_queries`` queries (default :data:`HOST_QUERIES`)
+is not planned into tiles: after the probe, the host scores each query's probed lists in place,
+one BLAS product per list, keeps the rows within the same near-tie bound of its ``k``-th score
+and rescores them in float64 as above
+(:mod:`~jaxparadigm.retrieval.dense.ivf_host_scan`), so both paths give the same ids and scores.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxparadigm.common.numbers import check_int
 from jaxparadigm.errors import InputError, require_int
+from jaxparadigm.retrieval.dense.ivf_host_scan import host_candidates
 from jaxparadigm.retrieval.dense.ivf_plan import (
     TilePlan,
     count_tiles,
@@ -65,6 +72,7 @@ from jaxparadigm.retrieval.dense.ivf_plan import (
 from jaxparadigm.retrieval.dense.vector_search import TopK
 
 __all__ = [
+    "HOST_QUERIES",
     "IVFSearcher",
     "DEFAULT_NPROBE_FRACTION",
     "DEFAULT_MIN_ROWS",
@@ -150,6 +158,10 @@ def _probe(mesh: Mesh):
     return probe
 
 
+#: Batches of at most this many queries are scanned on the host
+#: (:mod:`~jaxparadigm.retrieval.dense.ivf_host_scan`); the crossover measured by
+#: ``benchmarks/ivf_host_crossover.py`` (benchmarks/RESULTS.md).
+HOST_QUERIES = 4
 _SPARE = 8  # candidates kept beyond k: near ties at the k-th place are settled on the host
 _TIE = 3e-5  # a near tie: within _TIE * ||q|| * max ||x|| (float32 dot error over d <= 1,024)
 
@@ -259,6 +271,7 @@ class IVFSearcher:
         chunk_rows: int | None = None,
         tile_queries: int | None = None,
         scans: int | None = None,
+        host_queries: int = HOST_QUERIES,
     ) -> None:
         lists, dim = centroids.shape
         chex.assert_shape(offsets, (lists + 1,))
@@ -273,6 +286,7 @@ class IVFSearcher:
         self.group = tile_queries
         if scans is not None:
             require_int("scans", scans, 1)
+        self.host_queries = require_int("host_queries", host_queries, 0)
         self.devices = list(jax.devices()[:1] if devices is None else devices)
         if not self.devices:
             raise InputError("devices: got an empty list, expected at least one device")
@@ -339,6 +353,16 @@ class IVFSearcher:
         queries = np.ascontiguousarray(queries, np.float32)
         chex.assert_shape(queries, (None, self.dim))
         probed = self.probe(queries, nprobe)
+        if len(queries) <= self.host_queries:  # a small batch: the host scans in place
+            tol = _TIE * np.linalg.norm(queries, axis=1).astype(np.float32) * self._row_norm
+            return self._rescored(
+                queries,
+                k,
+                [
+                    host_candidates(q, self._rows, self.offsets, probed[i], k, tol[i])
+                    for i, q in enumerate(queries)
+                ],
+            )
         group = self.tile_queries(probed)
         n_tiles = count_tiles(probed, group, self.chunks_per_list)
         scans = scans_for(n_tiles, len(self.devices), self.scans)
@@ -353,15 +377,23 @@ class IVFSearcher:
         # host arrays go in as they are: jit places them by its in_shardings
         args = (queries, tol, tiles.tile_query, tiles.tile_chunk, tiles.slots)
         _, ids, at_least = jax.device_get(run(self.chunks, self.chunk_ids, *args))
-        out_s = np.full((len(queries), k), -np.inf, np.float32)
-        out_i = np.full((len(queries), k), -1, np.int64)
+        cands = []
         for i in range(len(queries)):
             if at_least[i] > kk:  # more near ties at the k-th place than were kept: every row
-                cand = np.concatenate(
-                    [np.arange(self.offsets[j], self.offsets[j + 1]) for j in probed[i]]
+                cands.append(
+                    np.concatenate(
+                        [np.arange(self.offsets[j], self.offsets[j + 1]) for j in probed[i]]
+                    )
                 )
             else:
-                cand = self._pos[ids[i][ids[i] >= 0]]
+                cands.append(self._pos[ids[i][ids[i] >= 0]])
+        return self._rescored(queries, k, cands)
+
+    def _rescored(self, queries: np.ndarray, k: int, cands: list[np.ndarray]) -> TopK:
+        """Each query's best ``k`` of its candidate positions (:meth:`_rescore`)."""
+        out_s = np.full((len(queries), k), -np.inf, np.float32)
+        out_i = np.full((len(queries), k), -1, np.int64)
+        for i, cand in enumerate(cands):
             out_s[i], out_i[i] = self._rescore(queries[i], cand, k)
         return TopK(out_s, out_i)
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval.dense.ivf_plan import bucket as _bucket
 from jaxparadigm.retrieval.dense.ivf_search import (
+    HOST_QUERIES,
     IVFSearcher,
     _chunk_rows,
     check_nprobe,
@@ -54,12 +55,18 @@ def oracle(x, centroids, offsets, ids, q, k, nprobe):
 
 
 def check(searcher, x, centroids, offsets, ids, q, k, nprobe):
-    got = searcher.search(q, k, nprobe)
+    """Both scans against the oracle: the device's tiles (``host_queries`` 0) and the host's
+    (``host_queries`` the batch), which give the same ids and bitwise the same scores."""
     want_s, want_i = oracle(x, centroids, offsets, ids, q, k, nprobe)
-    np.testing.assert_array_equal(got.ids, want_i)
-    np.testing.assert_allclose(got.scores, want_s, atol=2e-6)
-    assert got.ids.dtype == np.int64 and got.scores.dtype == np.float32
-    assert got.ids.shape == (len(q), k)
+    got = {}
+    for host in (0, len(q)):
+        searcher.host_queries = host
+        got[host] = searcher.search(q, k, nprobe)
+        np.testing.assert_array_equal(got[host].ids, want_i)
+        np.testing.assert_allclose(got[host].scores, want_s, atol=2e-6)
+        assert got[host].ids.dtype == np.int64 and got[host].scores.dtype == np.float32
+        assert got[host].ids.shape == (len(q), k)
+    np.testing.assert_array_equal(got[0].scores, got[len(q)].scores)
 
 
 @settings(max_examples=15, deadline=None)
@@ -121,11 +128,18 @@ def test_a_tie_at_the_kth_place_goes_to_the_lower_row_across_lists_and_devices()
     ids = np.argsort(a, kind="stable")
     offsets = np.array([0, 20, 40, 60])
     for devices, chunk in [(1, 4), (2, 4), (3, 7), (2, 64)]:
-        s = IVFSearcher(
-            centroids, offsets, ids, x[ids], devices=jax.devices()[:devices], chunk_rows=chunk
-        )
-        got = s.search(x[[1]], 5, 3)
-        np.testing.assert_array_equal(got.ids, [[1, 7, 13, 19, 31]])
+        for host in (0, 1):  # the device's scan, the host's
+            s = IVFSearcher(
+                centroids,
+                offsets,
+                ids,
+                x[ids],
+                devices=jax.devices()[:devices],
+                chunk_rows=chunk,
+                host_queries=host,
+            )
+            got = s.search(x[[1]], 5, 3)
+            np.testing.assert_array_equal(got.ids, [[1, 7, 13, 19, 31]])
 
 
 def test_fewer_rows_than_k_are_padded_with_minus_one():
@@ -133,11 +147,12 @@ def test_fewer_rows_than_k_are_padded_with_minus_one():
     x = unit(rng, 10, 4)
     centroids = np.array([[1, 0, 0, 0], [-1, 0, 0, 0]], np.float32)
     offsets, ids, rows = lay_out(x, centroids)
-    s = IVFSearcher(centroids, offsets, ids, rows)
-    got = s.search(np.array([[1, 0, 0, 0]], np.float32), 10, 1)
-    size = int(np.diff(offsets)[0])
-    assert np.all(got.ids[0, :size] >= 0) and np.all(got.ids[0, size:] == -1)
-    assert np.all(np.isneginf(got.scores[0, size:]))
+    for host in (0, 1):
+        s = IVFSearcher(centroids, offsets, ids, rows, host_queries=host)
+        got = s.search(np.array([[1, 0, 0, 0]], np.float32), 10, 1)
+        size = int(np.diff(offsets)[0])
+        assert np.all(got.ids[0, :size] >= 0) and np.all(got.ids[0, size:] == -1)
+        assert np.all(np.isneginf(got.scores[0, size:]))
     assert set(got.ids[0, :size]) == set(ids[: offsets[1]])
 
 
@@ -284,3 +299,24 @@ def test_list_major_in_two_scans_equals_row_major_and_exact_on_shared_lists():
         np.testing.assert_array_equal(a.ids, b.ids)
         np.testing.assert_array_equal(a.scores, b.scores)
         check(major, x, centroids, offsets, ids, q, 9, nprobe)
+
+
+def test_a_small_batch_takes_the_host_scan_and_a_larger_one_the_device_scan(monkeypatch):
+    """Up to HOST_QUERIES queries: host_candidates; one more: the tiles (the device scan)."""
+    import jaxparadigm.retrieval.dense.ivf_search as ivf
+
+    rng = np.random.default_rng(5)
+    x = unit(rng, 200, 8)
+    centroids = kmeans(x, 8, seed=0, iters=3).centroids
+    offsets, ids, rows = lay_out(x, centroids)
+    s = IVFSearcher(centroids, offsets, ids, rows)
+    assert s.host_queries == HOST_QUERIES >= 1
+    calls = []
+    real = ivf.host_candidates
+    monkeypatch.setattr(ivf, "host_candidates", lambda *a: calls.append(1) or real(*a))
+    s.search(x[:HOST_QUERIES], 3, 2)
+    assert len(calls) == HOST_QUERIES
+    s.search(x[: HOST_QUERIES + 1], 3, 2)
+    assert len(calls) == HOST_QUERIES
+    with pytest.raises(InputError, match="host_queries"):
+        IVFSearcher(centroids, offsets, ids, rows, host_queries=-1)

@@ -1,0 +1,42 @@
+"""The scan of a small batch on the host: each query's probed lists scored by one BLAS product
+per list, in place in the index's rows (C1.1; what FAISS ``IndexIVFFlat`` does per query).
+
+For a query ``q`` and its probed lists ``P``, with the rows of list ``j`` at positions
+``offsets[j] .. offsets[j + 1]`` (contiguous: the rows are laid out list by list):
+
+1. ``s_r = X_r . q`` in float32 for every row ``r`` of the lists in ``P`` (``X[a:b] @ q`` per
+   list: no copy of the rows, one GEMV each);
+2. ``t`` = the ``k``-th largest of the ``s_r``; the candidates are every row with
+   ``s_r >= t - tol``, ``tol`` the float32 dot's error bound ``3e-5 ||q|| max ||x||`` (the device
+   scan's rule for a near tie, :mod:`~jaxparadigm.retrieval.dense.ivf_search`): a row of the true
+   top ``k`` has ``s_r >= T - e`` and ``t <= T + e`` (``T`` the true ``k``-th score, ``e`` the
+   error), so no row of the true top ``k`` is left out while ``tol >= 2e``;
+3. the caller scores the candidates again in float64 and keeps the best ``k``, ties to the lower
+   row id, as it does with the device scan's candidates, so both scans give the same ids and
+   scores.
+
+A batch-1 search pays for one program dispatch (the probe) instead of two and the scan's
+fixed cost (tiles, slots, a merge across devices); ``IVFSearcher`` takes this path up to
+``host_queries`` queries (the measured crossover, ``benchmarks/RESULTS.md``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["host_candidates"]
+
+
+def host_candidates(
+    query: np.ndarray, rows: np.ndarray, offsets: np.ndarray, lists: np.ndarray, k: int, tol: float
+) -> np.ndarray:
+    """Positions (into ``rows``) of the candidates for ``query``'s top ``k`` in ``lists``
+    (module docstring): every row of those lists when they hold at most ``k`` rows."""
+    spans = [(int(offsets[j]), int(offsets[j + 1])) for j in lists]
+    pos = np.concatenate([np.arange(a, b) for a, b in spans]) if spans else np.zeros(0, np.int64)
+    if len(pos) <= k:
+        return pos
+    q = np.asarray(query, np.float32)
+    s = np.concatenate([np.asarray(rows[a:b], np.float32) @ q for a, b in spans])
+    t = np.partition(s, len(s) - k)[len(s) - k]  # the k-th largest
+    return pos[s >= t - np.float32(tol)]
