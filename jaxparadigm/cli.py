@@ -27,9 +27,8 @@ Exit status: 0 done; 2 bad input (:class:`~jaxparadigm.errors.InputError`, e.g. 
 problem: one stderr line per problem naming the key path or file); 3 a training run gave up
 (:class:`~jaxparadigm.errors.TrainingAborted`: one line with the step, counts and last finite
 loss) or a process of a group died (``--num-processes``: one line naming it); 130 Ctrl-C (SIGINT,
-from the first line of ``main``, also in a command started in the background: one line,
-:mod:`jaxparadigm.app.interrupts`). Any other exception is a bug and keeps its traceback.
-``JAXPARADIGM_DEBUG=1`` shows the traceback of input errors too.
+from ``main``'s first line, also in the background: one line, :mod:`jaxparadigm.app.interrupts`).
+Any other exception is a bug and keeps its traceback (``JAXPARADIGM_DEBUG=1``: input errors too).
 """
 
 from __future__ import annotations
@@ -47,6 +46,7 @@ from jaxparadigm.app.interrupts import (
     raised_by_interrupt,
 )
 from jaxparadigm.app.search_flags import add_search_flags
+from jaxparadigm.common.native_stdout import keep_stdout_for_python
 from jaxparadigm.errors import InputError, TrainingAborted
 
 __all__ = ["BENCHES", "build_parser", "main"]
@@ -337,10 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     command = _command_named(sys.argv[1:] if argv is None else argv)
     with interrupts_raised():  # before the parser, which imports JAX
         try:
-            if os.environ.get("JAXPARADIGM_NATIVE_STDOUT"):  # a worker of a launched group
-                from jaxparadigm.train.launch import keep_stdout_for_python
-
-                keep_stdout_for_python()
+            keep_stdout_for_python()  # a worker of a launched group: C++ prints to stderr
             parser = build_parser()
             args, extra = parser.parse_known_args(argv)
             command = args.command

@@ -158,7 +158,7 @@ def test_a_launched_worker_prints_native_stdout_on_stderr(tmp_path):
     """keep_stdout_for_python: what C writes to descriptor 1 goes to stderr; print() to stdout."""
     script = (
         "import ctypes, os, sys\n"
-        "from jaxparadigm.train.launch import keep_stdout_for_python\n"
+        "from jaxparadigm.common.native_stdout import keep_stdout_for_python\n"
         "print('before', flush=True)\n"
         "assert keep_stdout_for_python()\n"
         "os.write(1, b'native\\n')\n"

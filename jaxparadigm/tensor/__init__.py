@@ -8,6 +8,7 @@ from jaxparadigm.tensor.broadcast import broadcast_shapes, explain_broadcast
 from jaxparadigm.tensor.memory import Handle, Memory
 from jaxparadigm.tensor.scatter import scatter_nd_update, scatter_nd_update_inplace
 from jaxparadigm.tensor.strided import as_strided
+from jaxparadigm.tensor.torch_index import torch_index_steps
 from jaxparadigm.tensor.transfer import transfer_profile
 from jaxparadigm.tensor.view import View
 
@@ -20,5 +21,6 @@ __all__ = [
     "explain_broadcast",
     "scatter_nd_update",
     "scatter_nd_update_inplace",
+    "torch_index_steps",
     "transfer_profile",
 ]

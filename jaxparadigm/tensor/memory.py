@@ -47,6 +47,7 @@ import numpy as np
 from jaxparadigm.common.numbers import check_int
 from jaxparadigm.tensor.broadcast import broadcast_shapes
 from jaxparadigm.tensor.static_args import as_int_tuple, contiguous_strides, dims_arg
+from jaxparadigm.tensor.torch_index import check_masks, torch_index_steps
 from jaxparadigm.tensor.view import View
 
 _storage_ids = itertools.count(1)  # process-unique storage ids (0 is never issued)
@@ -81,36 +82,6 @@ def _is_advanced(index: Any) -> bool:
         or (isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)))
         for p in parts
     )
-
-
-def _check_masks(index: Any, shape: tuple[int, ...]) -> None:
-    """``IndexError`` if a boolean part of ``index`` does not match the dimensions it indexes, as
-    PyTorch ("The shape of the mask ... does not match"). NumPy skips this check when the array
-    is empty (``zeros((0, 1))[..., []]`` passes), so it is made here, before NumPy indexes."""
-    parts = index if isinstance(index, tuple) else (index,)
-
-    def mask(p: Any) -> np.ndarray | None:
-        a = np.asarray(p) if isinstance(p, (list, np.ndarray)) else None
-        return a if a is not None and a.dtype == np.bool_ else None
-
-    def used(p: Any) -> int:
-        if p is None or p is Ellipsis or isinstance(p, (bool, np.bool_)):
-            return 0
-        m = mask(p)
-        return 1 if m is None else m.ndim
-
-    rest, dim = len(shape) - sum(used(p) for p in parts), 0
-    for p in parts:
-        if p is Ellipsis:
-            dim += max(rest, 0)
-            continue
-        m = mask(p)
-        if m is not None and m.shape != tuple(shape[dim : dim + m.ndim]):
-            raise IndexError(
-                f"the boolean index of shape {m.shape} does not match the dimensions "
-                f"{tuple(shape[dim : dim + m.ndim])} it indexes (from dimension {dim})"
-            )
-        dim += used(p)
 
 
 def _last_write_wins(flat: np.ndarray, values: jax.Array) -> tuple[np.ndarray, jax.Array]:
@@ -293,7 +264,8 @@ class Memory:
         return self._write(h, positions, value, add=False, what="fill_", repeats=True)
 
     def setitem_(self, h: Handle, index: Any, values: Any) -> Memory:
-        """``h[index] = values`` (NumPy/PyTorch indexing; ``index`` static) into the storage (C2.5).
+        """``h[index] = values`` (PyTorch's indexing, :mod:`~jaxparadigm.tensor.torch_index`;
+        ``index`` static) into the storage (C2.5).
 
         A basic index (ints, slices) writes a sub-view, which must not overlap itself. An advanced
         index (arrays, lists, masks) may repeat a position: the last write in row-major index order
@@ -307,8 +279,10 @@ class Memory:
                 f"got a tracer: {index!r}"
             )
         try:
-            _check_masks(index, h.view.shape)
-            positions = np.asarray(h.view.storage_indices()[index])
+            check_masks(index, h.view.shape)
+            positions = h.view.storage_indices()
+            for step in torch_index_steps(index):  # integers first, as PyTorch
+                positions = np.asarray(positions[step])
         except (IndexError, TypeError) as err:
             raise ValueError(
                 f"setitem_ index {index!r} is invalid for a view of shape {h.view.shape}: {err}"

@@ -11,9 +11,9 @@ In the spirit of ``torchrun --standalone --nproc-per-node N``, :func:`launch_wor
    ``JAXPARADIGM_PROCESS_ID=i`` (read by :mod:`jaxparadigm.train.distributed`) and, with
    ``devices_per_process=K``, ``XLA_FLAGS=--xla_force_host_platform_device_count=K`` (K CPU devices
    each). Process 0 writes to this terminal (progress, ``report: PATH``); process ``i >= 1`` to
-   ``<out_dir>/<name>/logs/process_<i>.log``. A worker's native libraries write to its stderr,
-   not its stdout (:func:`keep_stdout_for_python`: stdout carries only what Python prints, such
-   as ``search --json``'s document), and gloo's "[Gloo] Rank N is connected" lines, whole or in
+   ``<out_dir>/<name>/logs/process_<i>.log``. A worker's native libraries write to its stderr
+   (``jaxparadigm.common.native_stdout``: its stdout carries only what Python prints, such as
+   ``search --json``'s document), and gloo's "[Gloo] Rank N is connected" lines, whole or in
    the pieces two threads interleave, are dropped from it (:data:`CHATTER`). On Linux a worker
    is killed when the launcher dies (``PR_SET_PDEATHSIG``), so no worker outlives it;
 4. watches them (every 0.1 s): when all exit 0 the run is done; when one fails (non-zero status or
@@ -46,28 +46,18 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from jaxparadigm.common.native_stdout import ENV_NATIVE_STDOUT
 from jaxparadigm.common.progress import PROGRESS_TTY_ENV
 from jaxparadigm.errors import InputError, TrainingAborted
 from jaxparadigm.train.distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
 
-__all__ = [
-    "ENV_NATIVE_STDOUT",
-    "WorkerFailed",
-    "free_port",
-    "keep_stdout_for_python",
-    "launch_workers",
-    "worker_env",
-]
+__all__ = ["WorkerFailed", "free_port", "launch_workers", "worker_env"]
 
 _POLL_S = 0.1
 _PR_SET_PDEATHSIG = 1
-#: Set to ``stderr`` in a launched worker: :func:`keep_stdout_for_python` moves the process's
-#: native writes to file descriptor 1 over to its stderr.
-ENV_NATIVE_STDOUT = "JAXPARADIGM_NATIVE_STDOUT"
 
 
 class WorkerFailed(TrainingAborted):
@@ -103,28 +93,6 @@ def worker_env(
         ]
         env["XLA_FLAGS"] = " ".join([*flags, f"--xla_force_host_platform_device_count={devices}"])
     return env
-
-
-def keep_stdout_for_python(environ: Mapping[str, str] | None = None) -> bool:
-    """In a launched worker (:data:`ENV_NATIVE_STDOUT` is ``stderr``): point file descriptor 1 at
-    the process's stderr and give ``sys.stdout`` a copy of the old descriptor 1, so that what C++
-    libraries print (gloo's "connected to N peer ranks" lines, written in pieces by several
-    threads) never lands inside a document the command prints on stdout. Returns whether it did.
-    Call it first, before anything holds ``sys.stdout``."""
-    if (os.environ if environ is None else environ).get(ENV_NATIVE_STDOUT) != "stderr":
-        return False
-    old = sys.stdout
-    old.flush()
-    fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = io.TextIOWrapper(
-        io.FileIO(fd, "w"),
-        encoding=old.encoding,
-        errors=old.errors,
-        line_buffering=True,
-        write_through=True,
-    )
-    return True
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec

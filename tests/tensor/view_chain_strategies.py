@@ -28,6 +28,7 @@ import numpy as np
 from hypothesis import strategies as st
 from numpy.lib.array_utils import byte_bounds
 
+from jaxparadigm.tensor.torch_index import torch_index_steps
 from tests.tensor.view_chain_generator import apply_numpy, draw_op
 
 REFUSALS = (ValueError, IndexError, TypeError)
@@ -116,8 +117,11 @@ class NumpyProgram:
                 array[...] = np.broadcast_to(values, array.shape)
             elif what == "add_":
                 array += values
-            else:
-                array[index] = values
+            else:  # PyTorch's placement: its integers first (jaxparadigm.tensor.torch_index)
+                *first, last = torch_index_steps(index)
+                for step in first:
+                    array = array[step]  # a basic index: a view of the same buffer
+                array[last] = values
         else:  # copy_from
             dst, src = args
             array = self.tensors[dst][0]
@@ -218,6 +222,13 @@ def draw_set(draw, model: NumpyProgram, dst: int) -> tuple:
     return ("set_", dst, source, (offset, shape, strides))
 
 
+def indexed(array: np.ndarray, index) -> np.ndarray:
+    """``array[index]`` as PyTorch indexes (:func:`torch_index_steps`)."""
+    for step in torch_index_steps(index):
+        array = array[step]
+    return array
+
+
 def draw_index(draw, shape: tuple[int, ...]) -> tuple:
     """A ``setitem_`` index over the first ``k`` dims: ints and slices, ``None`` (a new dim) here
     and there, maybe one ``...``, and one time in three one advanced part (an int array that may
@@ -266,7 +277,7 @@ def draw_write(draw, shape: tuple[int, ...]) -> tuple:
         return what, None, draw_values(draw, shape)
     index = draw_index(draw, shape)
     try:
-        target = np.empty(shape)[index].shape
+        target = indexed(np.empty(shape), index).shape
     except IndexError:
         target = shape
     return what, index, draw_values(draw, target)

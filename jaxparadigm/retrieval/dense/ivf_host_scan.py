@@ -1,5 +1,6 @@
-"""The scan of a small batch on the host: each query's probed lists scored by one BLAS product
-per list, in place in the index's rows (C1.1; what FAISS ``IndexIVFFlat`` does per query).
+"""The host's part of an IVF search (C1.1): the scan of a small batch, each query's probed lists
+scored by one BLAS product per list in place in the index's rows (what FAISS ``IndexIVFFlat``
+does per query), and the float64 rescoring of every search's candidates (:func:`rescored`).
 
 For a query ``q`` and its probed lists ``P``, with the rows of list ``j`` at positions
 ``offsets[j] .. offsets[j + 1]`` (contiguous: the rows are laid out list by list):
@@ -24,7 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["host_candidates"]
+from jaxparadigm.retrieval.dense.vector_search import TopK
+
+__all__ = ["host_candidates", "rescored"]
 
 
 def host_candidates(
@@ -40,3 +43,20 @@ def host_candidates(
     s = np.concatenate([np.asarray(rows[a:b], np.float32) @ q for a, b in spans])
     t = np.partition(s, len(s) - k)[len(s) - k]  # the k-th largest
     return pos[s >= t - np.float32(tol)]
+
+
+def rescored(
+    queries: np.ndarray, rows: np.ndarray, ids: np.ndarray, k: int, cands: list[np.ndarray]
+) -> TopK:
+    """Each query's best ``k`` of its candidate positions ``cands[i]`` (into ``rows``, whose row
+    ids are ``ids``): float64 ``x . q`` (one elementwise product and row sum, so equal rows score
+    equal), ties to the lower row id, rounded to float32; ``-1``/``-inf`` past the candidates."""
+    out_s = np.full((len(queries), k), -np.inf, np.float32)
+    out_i = np.full((len(queries), k), -1, np.int64)
+    for i, cand in enumerate(cands):
+        pos = np.sort(cand)  # in file order
+        got = ids[pos]
+        s = (np.asarray(rows[pos], np.float64) * queries[i].astype(np.float64)).sum(1)
+        order = np.lexsort((got, -s))[:k]
+        out_s[i, : len(order)], out_i[i, : len(order)] = s[order], got[order]
+    return TopK(out_s, out_i)

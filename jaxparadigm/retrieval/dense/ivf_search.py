@@ -60,7 +60,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxparadigm.common.numbers import check_int
 from jaxparadigm.errors import InputError, require_int
-from jaxparadigm.retrieval.dense.ivf_host_scan import host_candidates
+from jaxparadigm.retrieval.dense.ivf_host_scan import host_candidates, rescored
 from jaxparadigm.retrieval.dense.ivf_plan import (
     TilePlan,
     count_tiles,
@@ -186,9 +186,7 @@ def _tile_scores(chunks: jax.Array, queries: jax.Array, tq: jax.Array, tc: jax.A
 @functools.lru_cache(maxsize=64)
 def _scan(mesh: Mesh, k_dev: int, k: int, kth_at: int, group: int, scans: int):
     """Jitted ``(chunks, chunk_ids, queries, tol, tile_query, tile_chunk, slots) -> (scores, ids,
-    at_least)`` over the devices of ``mesh`` (module docstring, "Layout"; the plan:
-    :class:`~jaxparadigm.retrieval.dense.ivf_plan.TilePlan`).
-
+    at_least)`` over ``mesh`` (module docstring, "Layout"; the plan: ``ivf_plan.TilePlan``).
     Device ``d`` scores its ``B`` tiles (:func:`_tile_scores`) in ``scans`` independent loops of
     ``B / scans`` tiles (XLA's CPU runtime runs independent loops on separate threads), keeps
     each (tile, query) place's best ``min(k_dev, C)``, lays each query's places out as ``slots
@@ -355,14 +353,11 @@ class IVFSearcher:
         probed = self.probe(queries, nprobe)
         if len(queries) <= self.host_queries:  # a small batch: the host scans in place
             tol = _TIE * np.linalg.norm(queries, axis=1).astype(np.float32) * self._row_norm
-            return self._rescored(
-                queries,
-                k,
-                [
-                    host_candidates(q, self._rows, self.offsets, probed[i], k, tol[i])
-                    for i, q in enumerate(queries)
-                ],
-            )
+            cands = [
+                host_candidates(q, self._rows, self.offsets, probed[i], k, tol[i])
+                for i, q in enumerate(queries)
+            ]
+            return rescored(queries, self._rows, self._ids, k, cands)
         group = self.tile_queries(probed)
         n_tiles = count_tiles(probed, group, self.chunks_per_list)
         scans = scans_for(n_tiles, len(self.devices), self.scans)
@@ -387,27 +382,7 @@ class IVFSearcher:
                 )
             else:
                 cands.append(self._pos[ids[i][ids[i] >= 0]])
-        return self._rescored(queries, k, cands)
-
-    def _rescored(self, queries: np.ndarray, k: int, cands: list[np.ndarray]) -> TopK:
-        """Each query's best ``k`` of its candidate positions (:meth:`_rescore`)."""
-        out_s = np.full((len(queries), k), -np.inf, np.float32)
-        out_i = np.full((len(queries), k), -1, np.int64)
-        for i, cand in enumerate(cands):
-            out_s[i], out_i[i] = self._rescore(queries[i], cand, k)
-        return TopK(out_s, out_i)
-
-    def _rescore(self, query: np.ndarray, pos: np.ndarray, k: int):
-        """Best ``k`` of the rows at positions ``pos``: float64 ``x . q`` (one elementwise product
-        and row sum, so equal rows score equal), ties to the lower row id, as float32."""
-        pos = np.sort(pos)  # in file order
-        ids = self._ids[pos]
-        s = (np.asarray(self._rows[pos], np.float64) * query.astype(np.float64)).sum(1)
-        order = np.lexsort((ids, -s))[:k]
-        out_s = np.full(k, -np.inf, np.float32)
-        out_i = np.full(k, -1, np.int64)
-        out_s[: len(order)], out_i[: len(order)] = s[order], ids[order]
-        return out_s, out_i
+        return rescored(queries, self._rows, self._ids, k, cands)
 
 
 def check_nprobe(nprobe: object, lists: int, where: str) -> int:
