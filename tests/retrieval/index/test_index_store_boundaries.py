@@ -141,3 +141,26 @@ def test_an_interrupted_add_on_an_older_manifest_stays_readable(tmp_path, minilm
     assert pending["base"]["files"] == [] and pending["base"]["history"] == []
     added = add_to_index(idx, [more], encoder)
     assert added["status"] == "complete" and [h["command"] for h in added["history"]] == ["add"]
+
+
+def test_a_new_manifest_holds_exactly_the_fields_of_an_empty_building_index():
+    """new_manifest: status building, no pending plan yet, no rows (the fields check_manifest
+    reads, by name: a misspelt key would only show when a build is interrupted)."""
+    from jaxparadigm.retrieval.index.store import new_manifest
+
+    model = {"name": "all-MiniLM-L6-v2", "dim": 384, "max_seq_length": 256}
+    build = {"chunk_tokens": 8, "overlap": 0, "batch_size": 16}
+    m = new_manifest(model, 4, build)
+    assert m == {
+        "format": "jaxparadigm-index",
+        "version": 1,
+        "model": model,
+        "dtype": "float32",
+        "shard_rows": 4,
+        "count": 0,
+        "status": "building",
+        "pending": None,
+        "build": build,
+        "sources": [],
+        "shards": [],
+    }

@@ -49,6 +49,16 @@ def _complete() -> dict:
         "skipped": [],
         "history": [copy.deepcopy(HISTORY)],
         "shards": [copy.deepcopy(SHARD), {**copy.deepcopy(SHARD), "rows": 2}],
+        "ivf": {
+            "name": "ivf-0123456789",
+            "lists": 2,
+            "seed": 0,
+            "iters": 10,
+            "train_rows": 6,
+            "rows": 6,
+            "seconds": 0.5,
+            "sha256": {"centroids": HEX, "offsets": HEX, "ids": HEX, "rows": HEX},
+        },
     }
 
 
@@ -99,6 +109,11 @@ INTEGERS = {
     ("history", 0, "passages"): (0, None, INT),
     ("history", 0, "sources"): (0, None, INT),
     ("shards", 1, "rows"): (1, 4, RANGE),
+    ("ivf", "lists"): (1, None, INT),
+    ("ivf", "seed"): (0, None, INT),
+    ("ivf", "iters"): (0, None, INT),
+    ("ivf", "train_rows"): (1, None, INT),
+    ("ivf", "rows"): (0, None, INT),
 }
 BUILDING_INTEGERS = {
     ("pending", "start_row"): (0, 6, RANGE),
@@ -129,6 +144,8 @@ TEXTS = {
     ("history", 0, "at"): "a string",
     ("history", 0, "paths", 0): "a string",
     ("history", 0, "skipped", 0, "reason"): "a string",
+    ("ivf", "name"): "a name ivf-<10 hex>",
+    ("ivf", "sha256", "offsets"): HEX_FIELD,
 }
 BUILDING_TEXTS = {
     ("pending", "plan_sha256"): HEX_FIELD,
@@ -147,6 +164,7 @@ BAD_TEXTS = {
         "shard_0000-0123456789",
     ],
     "'build' or 'add'": ["builds", "ad", "remove", "Build"],
+    "a name ivf-<10 hex>": ["ivf-0123456789/", "ivf-012345678", "IVF-0123456789", "ivf0123456789"],
     "a string": [7, None, ["a"]],
 }
 
@@ -215,6 +233,8 @@ def test_text_fields_with_a_valid_prefix_and_a_bad_suffix(case):
         (("dtype",), "float16", "'float32'"),
         (("sources",), {"a.md": 5}, "a list"),
         (("history",), None, "a list"),
+        (("ivf", "seconds"), -0.5, "a number >= 0"),
+        (("ivf", "seconds"), True, "a number >= 0"),
     ],
 )
 def test_structural_fields(path, value, want):
