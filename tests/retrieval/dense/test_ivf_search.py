@@ -216,6 +216,15 @@ def test_bad_nprobe_is_refused_naming_it(nprobe):
         IVFSearcher(x[:4], offsets, ids, rows).search(x[:1], 3, nprobe)
 
 
+@pytest.mark.parametrize("k", [0, -1, True, 2.0, None])
+def test_bad_k_is_refused_naming_it(k):
+    rng = np.random.default_rng(0)
+    x = unit(rng, 20, 4)
+    offsets, ids, rows = lay_out(x, x[:4])
+    with pytest.raises((InputError, TypeError), match="k: got"):
+        IVFSearcher(x[:4], offsets, ids, rows).search(x[:1], k, 2)
+
+
 def test_equal_rows_in_different_chunks_tie_to_the_lower_row():
     """Found by hypothesis: row 16 equals row 7 but sits at another place of another chunk; the
     float32 scan may score them an ulp apart, yet the lower row must win the tie (the host

@@ -13,6 +13,7 @@ import pytest
 from jaxparadigm.errors import InputError
 from jaxparadigm.retrieval.index import store as index_store
 from jaxparadigm.retrieval.index.build import add_to_index, build_index
+from jaxparadigm.retrieval.index.ivf_build import train_ivf
 from jaxparadigm.retrieval.index.store import (
     new_manifest,
     open_passages,
@@ -164,3 +165,30 @@ def test_a_new_manifest_holds_exactly_the_fields_of_an_empty_building_index():
         "sources": [],
         "shards": [],
     }
+
+
+def test_an_add_keeps_the_history_before_it(tmp_path, hash_encoder):
+    """``index add`` appends its entry to the manifest's history: the build's entry stays first."""
+    idx = _built(tmp_path, hash_encoder)
+    before = read_manifest(idx)["history"]
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "c.txt").write_text("iota kappa lambda mu. " * 6)
+    added = add_to_index(idx, [more], hash_encoder)
+    assert [h["command"] for h in added["history"]] == ["build", "add"]
+    assert added["history"][0] == before[0]
+    assert read_manifest(idx)["history"] == added["history"]
+
+
+def test_ivf_refuses_an_interrupted_add_naming_its_status(tmp_path, minilm_tokenizer):
+    """``index ivf`` on a folder whose add did not finish: one line, the status, what to do."""
+    idx = _built(tmp_path, HashEncoder(minilm_tokenizer))
+    more = _older_manifest_and_new_docs(tmp_path, idx)
+    with pytest.raises(KeyboardInterrupt):
+        add_to_index(idx, [more], HashEncoder(minilm_tokenizer, fail_after=0))
+    with pytest.raises(InputError) as err:
+        train_ivf(idx, 2)
+    assert str(err.value) == (
+        f"{idx}: an `index build`/`add` was interrupted (status 'building'); "
+        "rerun it to finish, then train the IVF lists"
+    )
