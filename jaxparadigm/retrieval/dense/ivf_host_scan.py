@@ -27,7 +27,13 @@ import numpy as np
 
 from jaxparadigm.retrieval.dense.vector_search import TopK
 
-__all__ = ["host_candidates", "rescored"]
+__all__ = ["host_candidates", "list_positions", "rescored"]
+
+
+def list_positions(offsets: np.ndarray, lists: np.ndarray) -> np.ndarray:
+    """Positions (into the rows) of every row of ``lists``, list after list."""
+    spans = [np.arange(offsets[j], offsets[j + 1]) for j in lists]
+    return np.concatenate(spans) if spans else np.zeros(0, np.int64)
 
 
 def host_candidates(
@@ -35,11 +41,11 @@ def host_candidates(
 ) -> np.ndarray:
     """Positions (into ``rows``) of the candidates for ``query``'s top ``k`` in ``lists``
     (module docstring): every row of those lists when they hold at most ``k`` rows."""
-    spans = [(int(offsets[j]), int(offsets[j + 1])) for j in lists]
-    pos = np.concatenate([np.arange(a, b) for a, b in spans]) if spans else np.zeros(0, np.int64)
+    pos = list_positions(offsets, lists)
     if len(pos) <= k:
         return pos
     q = np.asarray(query, np.float32)
+    spans = [(int(offsets[j]), int(offsets[j + 1])) for j in lists]
     s = np.concatenate([np.asarray(rows[a:b], np.float32) @ q for a, b in spans])
     t = np.partition(s, len(s) - k)[len(s) - k]  # the k-th largest
     return pos[s >= t - np.float32(tol)]

@@ -60,7 +60,11 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxparadigm.common.numbers import check_int
 from jaxparadigm.errors import InputError, require_int
-from jaxparadigm.retrieval.dense.ivf_host_scan import host_candidates, rescored
+from jaxparadigm.retrieval.dense.ivf_host_scan import (
+    host_candidates,
+    list_positions,
+    rescored,
+)
 from jaxparadigm.retrieval.dense.ivf_plan import (
     TilePlan,
     count_tiles,
@@ -351,8 +355,8 @@ class IVFSearcher:
         queries = np.ascontiguousarray(queries, np.float32)
         chex.assert_shape(queries, (None, self.dim))
         probed = self.probe(queries, nprobe)
+        tol = _TIE * np.linalg.norm(queries, axis=1).astype(np.float32) * self._row_norm
         if len(queries) <= self.host_queries:  # a small batch: the host scans in place
-            tol = _TIE * np.linalg.norm(queries, axis=1).astype(np.float32) * self._row_norm
             cands = [
                 host_candidates(q, self._rows, self.offsets, probed[i], k, tol[i])
                 for i, q in enumerate(queries)
@@ -368,18 +372,13 @@ class IVFSearcher:
         k_dev = min(want, tiles.slots.shape[1] * min(want, self.chunk_rows))
         kk = min(want, len(self.devices) * k_dev)
         run = _scan(self.mesh, k_dev, kk, min(k, kk), group, scans)
-        tol = _TIE * np.linalg.norm(queries, axis=1).astype(np.float32) * self._row_norm
         # host arrays go in as they are: jit places them by its in_shardings
         args = (queries, tol, tiles.tile_query, tiles.tile_chunk, tiles.slots)
         _, ids, at_least = jax.device_get(run(self.chunks, self.chunk_ids, *args))
         cands = []
         for i in range(len(queries)):
             if at_least[i] > kk:  # more near ties at the k-th place than were kept: every row
-                cands.append(
-                    np.concatenate(
-                        [np.arange(self.offsets[j], self.offsets[j + 1]) for j in probed[i]]
-                    )
-                )
+                cands.append(list_positions(self.offsets, probed[i]))
             else:
                 cands.append(self._pos[ids[i][ids[i] >= 0]])
         return rescored(queries, self._rows, self._ids, k, cands)
