@@ -1,5 +1,5 @@
-"""``python -m jaxparadigm`` is the ``jaxparadigm`` command (:func:`jaxparadigm.cli.main`)."""
+"""``python -m jaxparadigm`` is the ``jaxparadigm`` command (:func:`jaxparadigm.console.main`)."""
 
-from jaxparadigm.cli import main
+from jaxparadigm.console import main
 
 raise SystemExit(main())

@@ -1,0 +1,44 @@
+"""The ``jaxparadigm`` console script and ``python -m jaxparadigm`` (C5.1): Ctrl-C is one line
+and exit 130 from the first line of this package that runs, not only from ``main``'s.
+
+:func:`jaxparadigm.cli.main` turns Ctrl-C into one stderr line from its own first line, but the
+command's modules (NumPy, the argument types) load before it runs: an interrupt in those first
+~0.2 s was Python's own ``KeyboardInterrupt`` traceback. :func:`main` holds SIGINT before it loads
+anything of the package (raised in the main thread whatever the process inherited, as ``main``
+does: a command started in the background inherits it ignored), then loads
+:mod:`jaxparadigm.cli` and hands over to it. An interrupt while that loads -- or an error it
+caused, which Python can raise in its place from inside an import -- is the one line
+``jaxparadigm: interrupted`` (no subcommand named: no argument has been read) and exit 130.
+"""
+
+from __future__ import annotations
+
+import importlib
+import signal
+import sys
+import threading
+
+__all__ = ["main"]
+
+
+def _interrupted() -> int:
+    print("jaxparadigm: interrupted", file=sys.stderr, flush=True)
+    return 130
+
+
+def main() -> int:
+    """Hold SIGINT, load :mod:`jaxparadigm.cli` and return its ``main()``; 130 with one stderr
+    line when Ctrl-C comes while it loads."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        from jaxparadigm.app import interrupts  # the standard library only
+    except KeyboardInterrupt:
+        return _interrupted()
+    try:
+        cli = importlib.import_module("jaxparadigm.cli")
+    except BaseException as exc:
+        if not interrupts.raised_by_interrupt(exc):
+            raise
+        return _interrupted()
+    return cli.main()
