@@ -8,7 +8,8 @@ anything of the package (raised in the main thread whatever the process inherite
 does: a command started in the background inherits it ignored), then loads
 :mod:`jaxparadigm.cli` and hands over to it. An interrupt while that loads -- or an error it
 caused, which Python can raise in its place from inside an import -- is the one line
-``jaxparadigm: interrupted`` (no subcommand named: no argument has been read) and exit 130.
+``main`` prints, ``jaxparadigm run: interrupted`` (the first argument that is one of
+:data:`SUBCOMMANDS`; ``jaxparadigm: interrupted`` when none is), and exit 130.
 """
 
 from __future__ import annotations
@@ -18,11 +19,17 @@ import signal
 import sys
 import threading
 
-__all__ = ["main"]
+__all__ = ["SUBCOMMANDS", "main"]
+
+#: The subcommands, named here without loading them (``jaxparadigm.cli``'s ``COMMANDS`` keys: a
+#: test keeps the two equal), for the line about a Ctrl-C that came while they loaded.
+SUBCOMMANDS = ("run", "claims", "search", "index", "serve", "bench")
 
 
 def _interrupted() -> int:
-    print("jaxparadigm: interrupted", file=sys.stderr, flush=True)
+    command = next((word for word in sys.argv[1:] if word in SUBCOMMANDS), None)
+    where = f"jaxparadigm {command}" if command else "jaxparadigm"
+    print(f"{where}: interrupted", file=sys.stderr, flush=True)
     return 130
 
 

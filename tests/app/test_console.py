@@ -29,20 +29,39 @@ class Interrupt:
             os.kill(os.getpid(), signal.SIGINT)
         return None
 sys.meta_path.insert(0, Interrupt())
-sys.argv[1:] = ["--version"]
+sys.argv[1:] = sys.argv[2:]
 from jaxparadigm.console import main
 raise SystemExit(main())
 """
 
 
-@pytest.mark.parametrize("start", ["foreground", "background"])
-def test_ctrl_c_while_the_command_loads_is_one_line_and_130(start):
+@pytest.mark.parametrize(
+    ("start", "argv", "line"),
+    [
+        ("foreground", ["--version"], "jaxparadigm: interrupted"),
+        ("background", ["--version"], "jaxparadigm: interrupted"),
+        ("foreground", ["run", "configs/default.yaml"], "jaxparadigm run: interrupted"),
+        ("background", ["--no-progress", "search", "x"], "jaxparadigm search: interrupted"),
+    ],
+)
+def test_ctrl_c_while_the_command_loads_is_one_line_and_130(start, argv, line):
+    """The line ``main`` prints for the same interrupt: the subcommand named when one is given."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("JAXPARADIGM_DEBUG", None)
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, start], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", CHILD, start, *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
-    assert (proc.returncode, proc.stdout, proc.stderr) == (130, "", "jaxparadigm: interrupted\n")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (130, "", line + "\n")
+
+
+def test_the_subcommands_are_the_clis():
+    from jaxparadigm import cli, console
+
+    assert sorted(console.SUBCOMMANDS) == sorted(cli.COMMANDS)
 
 
 def test_without_an_interrupt_the_console_runs_the_cli():
