@@ -3,13 +3,14 @@ and exit 130 from the first line of this package that runs, not only from ``main
 
 :func:`jaxparadigm.cli.main` turns Ctrl-C into one stderr line from its own first line, but the
 command's modules (NumPy, the argument types) load before it runs: an interrupt in those first
-~0.2 s was Python's own ``KeyboardInterrupt`` traceback. :func:`main` holds SIGINT before it loads
-anything of the package (raised in the main thread whatever the process inherited, as ``main``
-does: a command started in the background inherits it ignored), then loads
-:mod:`jaxparadigm.cli` and hands over to it. An interrupt while that loads -- or an error it
-caused, which Python can raise in its place from inside an import -- is the one line
-``main`` prints, ``jaxparadigm run: interrupted`` (the first argument that is one of
-:data:`SUBCOMMANDS`; ``jaxparadigm: interrupted`` when none is), and exit 130.
+~0.2 s was Python's own ``KeyboardInterrupt`` traceback, or, raised inside NumPy's C extension,
+an ``ImportError`` ("Importing the numpy C-extensions failed ... could not import module
+datetime"). :func:`main` therefore *records* SIGINT while :mod:`jaxparadigm.cli` loads (whatever
+handler the process inherited: a command started in the background inherits it ignored) instead
+of raising it inside an import, puts Python's ``KeyboardInterrupt`` handler back, and, when one
+came, prints the line ``main`` prints -- ``jaxparadigm run: interrupted`` (the first argument
+that is one of :data:`SUBCOMMANDS`; ``jaxparadigm: interrupted`` when none is), ignores further
+SIGINTs and exits 130 without running the command; else it hands over to ``main``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import importlib
 import signal
 import sys
 import threading
+from types import FrameType
 
 __all__ = ["SUBCOMMANDS", "main"]
 
@@ -34,18 +36,23 @@ def _interrupted() -> int:
 
 
 def main() -> int:
-    """Hold SIGINT, load :mod:`jaxparadigm.cli` and return its ``main()``; 130 with one stderr
-    line when Ctrl-C comes while it loads."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        from jaxparadigm.app import interrupts  # the standard library only
-    except KeyboardInterrupt:
-        return _interrupted()
+    """Load :mod:`jaxparadigm.cli` with SIGINT recorded, then return its ``main()``; 130 with one
+    stderr line when Ctrl-C came while it loaded."""
+    came: list[int] = []
+
+    def record(signum: int, frame: FrameType | None) -> None:
+        came.append(signum)
+
+    held = threading.current_thread() is threading.main_thread()
+    if held:
+        signal.signal(signal.SIGINT, record)
     try:
         cli = importlib.import_module("jaxparadigm.cli")
-    except BaseException as exc:
-        if not interrupts.raised_by_interrupt(exc):
-            raise
+    finally:
+        if held:  # from here a SIGINT raises KeyboardInterrupt, as main expects
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+    if came:
+        if held:  # a second Ctrl-C from here on is ignored, as after main's line
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         return _interrupted()
     return cli.main()
