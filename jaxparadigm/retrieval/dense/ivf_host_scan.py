@@ -30,10 +30,18 @@ from jaxparadigm.retrieval.dense.vector_search import TopK
 __all__ = ["host_candidates", "list_positions", "rescored"]
 
 
+def _spans(offsets: np.ndarray, lists: np.ndarray) -> list[tuple[int, int]]:
+    """``(start, end)`` of each of ``lists``' rows, in the order of ``lists``."""
+    return [(int(offsets[j]), int(offsets[j + 1])) for j in lists]
+
+
+def _positions(spans: list[tuple[int, int]]) -> np.ndarray:
+    return np.concatenate([np.arange(a, b) for a, b in spans]) if spans else np.zeros(0, np.int64)
+
+
 def list_positions(offsets: np.ndarray, lists: np.ndarray) -> np.ndarray:
     """Positions (into the rows) of every row of ``lists``, list after list."""
-    spans = [np.arange(offsets[j], offsets[j + 1]) for j in lists]
-    return np.concatenate(spans) if spans else np.zeros(0, np.int64)
+    return _positions(_spans(offsets, lists))
 
 
 def host_candidates(
@@ -41,11 +49,11 @@ def host_candidates(
 ) -> np.ndarray:
     """Positions (into ``rows``) of the candidates for ``query``'s top ``k`` in ``lists``
     (module docstring): every row of those lists when they hold at most ``k`` rows."""
-    pos = list_positions(offsets, lists)
+    spans = _spans(offsets, lists)
+    pos = _positions(spans)
     if len(pos) <= k:
         return pos
     q = np.asarray(query, np.float32)
-    spans = [(int(offsets[j]), int(offsets[j + 1])) for j in lists]
     s = np.concatenate([np.asarray(rows[a:b], np.float32) @ q for a, b in spans])
     t = np.partition(s, len(s) - k)[len(s) - k]  # the k-th largest
     return pos[s >= t - np.float32(tol)]
