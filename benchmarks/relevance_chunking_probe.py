@@ -1,0 +1,223 @@
+"""Passages cut along the document's structure: do they answer more of the relevance set? (C1.1)
+
+    python benchmarks/relevance_chunking_probe.py [--variants grid:254/32,sections:254/32,...]
+                                                  [--cache-dir DIR]
+
+On the 70 questions and five corpora of ``jaxparadigm bench relevance`` (benchmarks/relevance/,
+the same evidence judging: :func:`relevance_bench.answers`), each corpus is cut into passages
+several ways, every passage encoded alone by MiniLM (vectors cached per text under
+``--cache-dir``), and each question ranked the library's default way: dense top 100 (exact) and
+BM25 over identifier words of ``context + "\\n" + text`` fused by RRF 1:1 (k = 60). Cuts:
+
+* ``grid:W/O``: the library's windows (``split_passages``): ``W`` word pieces, overlap ``O``,
+  on a fixed grid from the document's first piece;
+* ``sections:W/O``: the document cut at every section start and end of its outline (HTML and
+  Markdown headings, text title lines, Python ``class``/``def``); consecutive pieces packed into
+  one passage while they fit in ``W`` word pieces, a piece longer than ``W`` windowed alone on
+  the grid ``W/O``;
+* ``alone:W/O``: as ``sections`` without packing: every piece its own passage(s);
+* ``paragraphs:W/O``: as ``sections``, with every blank line a cut as well.
+
+Each cut is also ranked with dense pseudo-relevance feedback (Rocchio): the query vector moved
+towards the mean of its fused top ``m`` passages, ``q' = normalize(q + beta mean(x_top))``,
+ranked densely again and fused with the same BM25 list (``+prfM/BETA``, :data:`PRF`).
+
+Printed per kind of text: questions with an answering passage in the top 3 (MRR, recall@10), the
+passage count, and each question's first answering rank per cut.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import relevance_bench as rb  # noqa: E402
+import relevance_variants as rv  # noqa: E402
+
+#: ``(m, beta)`` of the pseudo-relevance feedback variants.
+PRF = [(m, b) for m in (1, 3, 5) for b in (0.3, 0.6, 1.0)]
+_BLANK = re.compile(r"\n[ \t]*\n")
+
+
+def cuts(doc, mode: str) -> list[int]:
+    """The character offsets where ``mode`` cuts ``doc`` (sorted, 0 included)."""
+    at = {0}
+    for s in doc.sections or ():
+        at.update((s.start, s.end))
+    if mode == "paragraphs":
+        at.update(m.end() for m in _BLANK.finditer(doc.text))
+    return sorted(a for a in at if a < len(doc.text))
+
+
+def structured(docs, tokenizer, mode: str, window: int, overlap: int) -> list:
+    """Passages of ``docs`` cut at ``cuts`` (module docstring), offsets in the document."""
+    from jaxparadigm.retrieval.documents.passages import Passage
+
+    encodings = tokenizer.encode_batch([d.text for d in docs], add_special_tokens=False)
+    out = []
+    step = window - overlap
+    for doc, enc in zip(docs, encodings, strict=True):
+        offsets = enc.offsets
+        if not offsets:
+            continue
+        bounds = cuts(doc, mode)
+        # the word pieces of each piece between consecutive cuts: [first, last) indexes
+        starts = np.array([o[0] for o in offsets])
+        idx = np.searchsorted(starts, bounds, side="left").tolist() + [len(offsets)]
+        pieces = [(a, b) for a, b in zip(idx[:-1], idx[1:], strict=True) if b > a]
+
+        def emit(a: int, b: int, doc=doc, offsets=offsets) -> None:
+            s, e = offsets[a][0], offsets[b - 1][1]
+            out.append(Passage(doc.source, s, e, doc.text[s:e]))
+
+        pack: tuple[int, int] | None = None
+        for a, b in pieces:
+            if mode != "alone" and pack is not None and b - pack[0] <= window:
+                pack = (pack[0], b)
+                continue
+            if pack is not None:
+                emit(*pack)
+                pack = None
+            if b - a <= window:
+                pack = (a, b)
+                continue
+            for first in range(a, max(b - overlap, a + 1), step):
+                emit(first, min(first + window, b))
+        if pack is not None:
+            emit(*pack)
+    return out
+
+
+def cut(docs, tokenizer, variant: str) -> list:
+    from jaxparadigm.retrieval.documents.passages import split_passages
+
+    mode, _, size = variant.partition(":")
+    w, o = (int(x) for x in size.split("/"))
+    if mode == "grid":
+        return split_passages(docs, tokenizer, w, o)
+    return structured(docs, tokenizer, mode, w, o)
+
+
+def vectors(encoder, texts: list[str], cache: Path) -> np.ndarray:
+    """float32 unit ``[n, dim]``, each text encoded alone; cached by the text's sha256."""
+    cache.mkdir(parents=True, exist_ok=True)
+    keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+    store = cache / "vectors.npz"
+    known = dict(np.load(store)) if store.is_file() else {}
+    missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in known}.items())
+    for i in range(0, len(missing), 128):
+        chunk = missing[i : i + 128]
+        vecs = np.asarray(encoder.encode([t for _, t in chunk], normalize=True), np.float32)
+        known.update(zip([k for k, _ in chunk], vecs, strict=True))
+    if missing:
+        np.savez(store, **known)
+    return np.stack([known[k] for k in keys])
+
+
+def rank_corpus(encoder, tokenizer, spec, qs, variant: str, cache: Path) -> dict:
+    from jaxparadigm.retrieval.documents.outline import with_context
+    from jaxparadigm.retrieval.documents.passages import passage_contexts
+    from jaxparadigm.retrieval.documents.reading import read_documents
+    from jaxparadigm.retrieval.sparse.bm25 import bm25_index, bm25_scores
+
+    files, _ = rb.check_corpus(spec)
+    docs = read_documents(files).documents
+    passages = cut(docs, tokenizer, variant)
+    contexts = passage_contexts(docs, passages)
+    x = vectors(encoder, [p.text for p in passages], cache)
+    texts = [q["question"] for q in qs]
+    dense = rb.top_lists(np.asarray(encoder.encode(texts, normalize=True), np.float32), x, 100)
+    index = bm25_index(
+        [with_context(c, p.text) for p, c in zip(passages, contexts, strict=True)],
+        identifiers=True,
+    )
+    root = rb.corpus_root(spec["root"])
+    qv = np.asarray(encoder.encode(texts, normalize=True), np.float32)
+    ranks: dict[str, list] = {}
+    for qi, q in enumerate(qs):
+        spans = rb.evidence_spans(root, q["evidence"])
+        good = {r for r, p in enumerate(passages) if rb.answers(p, spans)}
+        kw = rv.bm25_lists(bm25_scores(index, q["question"]))
+        fused = rv.fuse(("rrf", 1.0, 1.0), dense[qi], kw)
+        ranks.setdefault("", []).append(rb.first_rank(fused, good))
+        for m, beta in PRF:  # dense pseudo-relevance feedback (Rocchio) on the fused top m
+            v = qv[qi] + beta * x[fused[:m]].mean(0)
+            v /= np.linalg.norm(v)
+            d2 = rb.top_lists(v[None, :], x, 100)[0]
+            ranks.setdefault(f"+prf{m}/{beta:g}", []).append(
+                rb.first_rank(rv.fuse(("rrf", 1.0, 1.0), d2, kw), good)
+            )
+    return {"passages": len(passages), "ranks": ranks, "ids": [q["id"] for q in qs]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--variants", default="grid:254/32,sections:254/32,alone:254/32,paragraphs:254/32"
+    )
+    ap.add_argument("--corpora", default="", help="only these corpora (default all)")
+    ap.add_argument(
+        "--cache-dir",
+        default=os.path.join(tempfile.gettempdir(), "jaxparadigm-relevance", "chunking"),
+    )
+    args = ap.parse_args(argv)
+    from jaxparadigm.retrieval import load_minilm
+    from jaxparadigm.retrieval.documents.passages import splitting_tokenizer
+
+    print(f"CPU: {rb.cpu_info()}; load at start {os.getloadavg()[0]:.2f}")
+    corpora = json.loads((rb.HERE / "corpora.json").read_text())
+    questions = json.loads((rb.HERE / "questions.json").read_text())["questions"]
+    encoder = load_minilm()
+    tokenizer = splitting_tokenizer(encoder.tokenizer)
+    variants = args.variants.split(",")
+    variants = variants + [v + tag for v in variants for tag in (f"+prf{m}/{b:g}" for m, b in PRF)]
+    names = args.corpora.split(",") if args.corpora else list(corpora)
+    table: dict[str, dict[str, dict]] = {v: {} for v in variants}
+    for name in names:
+        spec = corpora[name]
+        qs = [q for q in questions if q["corpus"] == name]
+        for v in [v for v in variants if "+" not in v]:
+            t0 = time.perf_counter()
+            got = rank_corpus(encoder, tokenizer, spec, qs, v, Path(args.cache_dir))
+            for tag, ranks in got["ranks"].items():
+                table[v + tag][name] = {**got, "ranks": ranks}
+            print(
+                f"  {name} {v}: {got['passages']} passages, {time.perf_counter() - t0:.0f} s",
+                flush=True,
+            )
+    kinds = list(dict.fromkeys(rv.KINDS.get(n, n) for n in names))
+    print("\n| cut | " + " | ".join(kinds) + " | all | passages |")
+    print("|---" * (len(kinds) + 3) + "|")
+    for v in variants:
+        cells = []
+        for kind in [*kinds, None]:
+            ranks = [
+                r
+                for n in names
+                if kind is None or rv.KINDS.get(n, n) == kind
+                for r in table[v][n]["ranks"]
+            ]
+            m = rv.metrics(ranks)
+            cells.append(f"{m['top3']}/{m['n']} ({m['mrr']:.3f}, {m['r@10']:.2f})")
+        count = sum(table[v][n]["passages"] for n in names)
+        print(f"| {v} | " + " | ".join(cells) + f" | {count} |")
+    print("\nfirst answering rank per question: " + " / ".join(variants))
+    for n in names:
+        for i, qid in enumerate(table[variants[0]][n]["ids"]):
+            print(f"  {qid}: " + " / ".join(str(table[v][n]["ranks"][i]) for v in variants))
+    print(f"load at end {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
