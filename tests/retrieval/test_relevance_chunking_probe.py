@@ -1,0 +1,76 @@
+"""benchmarks/relevance_chunking_probe.py: the structured cuts keep the library's offsets rule
+(``text == document[start:end]``), never cross a cut, pack within the window, and window a long
+piece on the grid (C1.1)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from tokenizers import Tokenizer
+from tokenizers.models import WordLevel
+from tokenizers.pre_tokenizers import WhitespaceSplit
+
+from jaxparadigm.retrieval.documents.outline import Section
+from jaxparadigm.retrieval.documents.passages import Document
+
+ROOT = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(ROOT))
+spec = importlib.util.spec_from_file_location(
+    "relevance_chunking_probe", ROOT / "relevance_chunking_probe.py"
+)
+probe = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(probe)
+
+
+def words_tokenizer() -> Tokenizer:
+    tok = Tokenizer(WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    tok.pre_tokenizer = WhitespaceSplit()
+    return tok
+
+
+# three sections: "A" (2 words), "B" (3 words, then a blank line and 2 more), "C" (7 words)
+TEXT = "a1 a2\nb1 b2 b3\n\nb4 b5\nc1 c2 c3 c4 c5 c6 c7"
+A, B, C = 0, TEXT.index("b1"), TEXT.index("c1")
+DOC = Document(
+    "f.txt",
+    TEXT,
+    (Section(A, B, 1, "A"), Section(B, C, 1, "B"), Section(C, len(TEXT), 1, "C")),
+)
+
+
+def texts(mode: str, window: int, overlap: int) -> list[str]:
+    out = probe.structured([DOC], words_tokenizer(), mode, window, overlap)
+    for p in out:
+        assert p.text == TEXT[p.start : p.end] and p.source == "f.txt"
+    return [p.text for p in out]
+
+
+def test_cuts_are_section_bounds_and_blank_lines():
+    assert probe.cuts(DOC, "sections") == [A, B, C]
+    assert probe.cuts(DOC, "paragraphs") == [A, B, TEXT.index("b4"), C]
+
+
+def test_sections_pack_while_they_fit_and_window_a_long_piece():
+    # A + B = 7 words fit in 7; C (7 words) fits alone
+    assert texts("sections", 7, 2) == ["a1 a2\nb1 b2 b3\n\nb4 b5", "c1 c2 c3 c4 c5 c6 c7"]
+    # window 4: A alone (B would overflow), B (5 words) windowed 4/2, C windowed 4/2
+    assert texts("sections", 4, 2) == [
+        "a1 a2",
+        "b1 b2 b3\n\nb4",
+        "b3\n\nb4 b5",
+        "c1 c2 c3 c4",
+        "c3 c4 c5 c6",
+        "c5 c6 c7",
+    ]
+
+
+def test_alone_never_packs_and_paragraphs_cut_at_blank_lines():
+    assert texts("alone", 7, 2) == ["a1 a2", "b1 b2 b3\n\nb4 b5", "c1 c2 c3 c4 c5 c6 c7"]
+    assert texts("paragraphs", 5, 2) == [
+        "a1 a2\nb1 b2 b3",
+        "b4 b5",
+        "c1 c2 c3 c4 c5",
+        "c4 c5 c6 c7",
+    ]
