@@ -8,7 +8,9 @@ lists (``train_ivf``), then per ``nprobe`` and batch size the same queries searc
 ``IVFSearcher`` with ``host_queries`` = the batch (the host scan:
 ``jaxparadigm.retrieval.dense.ivf_host_scan``) and 0 (the device's tiles), interleaved medians
 of ``repeats`` rounds of 64 queries in batches of that size; the two results' ids and scores are
-checked equal. FAISS ``IndexIVFFlat`` with the same centroids (when installed) at the same batch
+checked equal. A third column, ``host, device probe``, is the host scan with its lists chosen by
+the device's probe program (``host_probe`` answering ``None``), as before the host probe: the
+probe's share of a small batch's time, in the same rounds. FAISS ``IndexIVFFlat`` with the same centroids (when installed) at the same batch
 size beside them. Prints one Markdown table with the CPU, load at start and end.
 """
 
@@ -37,6 +39,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--queries", type=int, default=64)
     p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args(argv)
+    import jaxparadigm.retrieval.dense.ivf_search as ivf_search
     from jaxparadigm.retrieval.dense.ivf_search import IVFSearcher
     from jaxparadigm.retrieval.index.ivf_build import train_ivf
     from jaxparadigm.retrieval.index.searcher import IndexSearcher
@@ -54,21 +57,30 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ivf = IndexSearcher(tmp / "idx").index.ivf
     s = IVFSearcher(ivf.centroids, ivf.offsets, ivf.ids, ivf.rows)
     fx = faiss_ivf(faiss, np.asarray(ivf.centroids), x)[0] if faiss is not None else None
-    rows = []
+    real_probe, rows = ivf_search.host_probe, []
     for nprobe in args.nprobe:
         for b in args.batches:
             parts = [q[a : a + b] for a in range(0, len(q) - b + 1, b)]
 
-            def run(host, parts=parts, b=b, nprobe=nprobe):
+            def run(host, parts=parts, b=b, nprobe=nprobe, device_probe=False):
                 s.host_queries = host
-                return [s.search(part, 10, nprobe) for part in parts]
+                ivf_search.host_probe = (lambda *a: None) if device_probe else real_probe
+                try:
+                    return [s.search(part, 10, nprobe) for part in parts]
+                finally:
+                    ivf_search.host_probe = real_probe
 
-            got_h, got_d = run(b), run(0)
+            got_h, got_d, got_p = run(b), run(0), run(b, device_probe=True)
             same = all(
                 np.array_equal(h.ids, d.ids) and np.array_equal(h.scores, d.scores)
-                for h, d in zip(got_h, got_d, strict=True)
+                for got in (got_d, got_p)
+                for h, d in zip(got_h, got, strict=True)
             )
-            fns = {"host": lambda b=b: run(b), "device": lambda: run(0)}
+            fns = {
+                "host": lambda b=b: run(b),
+                "host_dprobe": lambda b=b: run(b, device_probe=True),
+                "device": lambda: run(0),
+            }
             if fx is not None:
                 fx.nprobe = nprobe
                 fns["faiss"] = lambda parts=parts: [fx.search(part, 10) for part in parts]
@@ -78,8 +90,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
             row |= {name: n_q / v for name, v in t.items()}
             rows.append(row)
     load1 = os.getloadavg()[0]
-    head = "| nprobe | batch | host q/s | device q/s | host/device | equal |"
-    rule = "|---|---|---|---|---|---|"
+    head = (
+        "| nprobe | batch | host q/s | host, device probe q/s | host/(device probe) | "
+        "device q/s | host/device | equal |"
+    )
+    rule = "|---|---|---|---|---|---|---|---|"
     if fx is not None:
         head += " FAISS q/s | host/FAISS | device/FAISS |"
         rule += "---|---|---|"
@@ -91,7 +106,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     print(rule)
     for r in rows:
         line = (
-            f"| {r['nprobe']} | {r['batch']} | {r['host']:.0f} | {r['device']:.0f} | "
+            f"| {r['nprobe']} | {r['batch']} | {r['host']:.0f} | {r['host_dprobe']:.0f} | "
+            f"{r['host'] / r['host_dprobe']:.2f}x | {r['device']:.0f} | "
             f"{r['host'] / r['device']:.2f}x | {r['same']} |"
         )
         if fx is not None:

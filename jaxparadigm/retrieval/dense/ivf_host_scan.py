@@ -16,9 +16,22 @@ For a query ``q`` and its probed lists ``P``, with the rows of list ``j`` at pos
    row id, as it does with the device scan's candidates, so both scans give the same ids and
    scores.
 
-A batch-1 search pays for one program dispatch (the probe) instead of two and the scan's
-fixed cost (tiles, slots, a merge across devices); ``IVFSearcher`` takes this path up to
-``host_queries`` queries (the measured crossover, ``benchmarks/RESULTS.md``).
+The probe of such a batch runs here too (:func:`host_probe`): ``P`` = the ``nprobe`` largest
+``Q_i . C_j - ||C_j||^2 / 2`` in float32, as the device's program computes them. The two
+computations may round differently, so the host's choice is used only where it cannot differ
+from the device's: each score's float32 error, whatever the order of the sums, is at most
+
+    e = (d + 2) u (||q|| c + c^2 / 2),    u = 2^-24,  c = max ||C_j||,  d the dimension
+
+(the dot's and the half norm's worst-case bound, one rounding for the difference), so host and
+device scores differ by at most ``2e`` and both choose the same lists when the host's gap
+between the ``nprobe``-th and the next score is more than ``4e``; otherwise (a near tie at the
+boundary, equal centroids) the caller asks the device. Within ``P`` the order (nearest first,
+ties to the lower list) changes no result: the scan's candidates are a set.
+
+A batch-1 search then pays for no program dispatch and no scan fixed cost (tiles, slots, a
+merge across devices); ``IVFSearcher`` takes this path up to ``host_queries`` queries (the
+measured crossover, ``benchmarks/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -27,7 +40,31 @@ import numpy as np
 
 from jaxparadigm.retrieval.dense.vector_search import TopK
 
-__all__ = ["host_candidates", "list_positions", "rescored"]
+__all__ = ["host_candidates", "host_probe", "list_positions", "rescored"]
+
+
+def host_probe(
+    queries: np.ndarray, centroids: np.ndarray, half: np.ndarray, nprobe: int
+) -> np.ndarray | None:
+    """The ``nprobe`` lists of each query, nearest first, ties to the lower list: int
+    ``[q, nprobe]``; ``None`` when some query's ``nprobe``-th score is within ``4e`` of the next
+    list's (module docstring: then only the device's probe gives the device's lists).
+    ``half = ||C_j||^2 / 2`` (float32 ``[L]``)."""
+    queries = np.asarray(queries, np.float32)
+    s = (centroids @ queries.T).T - half[None, :]
+    lists, dim = centroids.shape
+    if nprobe < lists:
+        part = np.argpartition(-s, nprobe, axis=1)  # column nprobe: the (nprobe + 1)-th largest
+        top = np.sort(part[:, :nprobe], axis=1)
+        kth = np.take_along_axis(s, top, 1).min(1)
+        c = np.sqrt(2 * float(half.max(initial=0.0)))
+        e = (dim + 2) * 2.0**-24 * (np.linalg.norm(queries, axis=1) * c + c * c / 2)
+        if np.any(kth - s[np.arange(len(s)), part[:, nprobe]] <= 4 * e):
+            return None
+    else:
+        top = np.broadcast_to(np.arange(lists), s.shape)
+    order = np.argsort(-np.take_along_axis(s, top, 1), axis=1, kind="stable")
+    return np.take_along_axis(top, order, 1)
 
 
 def _spans(offsets: np.ndarray, lists: np.ndarray) -> list[tuple[int, int]]:

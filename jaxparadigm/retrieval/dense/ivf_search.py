@@ -40,7 +40,8 @@ probed lists are scored on the host instead. The scan is float32 whatever the se
 ``dtype``.
 
 **Small batches.** A batch of at most ``host_queries`` queries (default :data:`HOST_QUERIES`)
-is not planned into tiles: after the probe, the host scores each query's probed lists in place,
+is probed on the host (the device's probe where a list ties near the ``nprobe``-th place) and
+not planned into tiles: the host scores each query's probed lists in place,
 one BLAS product per list, keeps the rows within the same near-tie bound of its ``k``-th score
 and rescores them in float64 as above
 (:mod:`~jaxparadigm.retrieval.dense.ivf_host_scan`), so both paths give the same ids and scores.
@@ -62,6 +63,7 @@ from jaxparadigm.common.numbers import check_int
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.dense.ivf_host_scan import (
     host_candidates,
+    host_probe,
     list_positions,
     rescored,
 )
@@ -309,7 +311,10 @@ class IVFSearcher:
         self.chunks = jax.device_put(data.reshape(n_dev * width, c, dim), self._sharded)
         self.chunk_ids = jax.device_put(chunk_ids.reshape(n_dev * width, c), self._sharded)
         self._replicated = NamedSharding(self.mesh, PartitionSpec())
-        self.centroids = jax.device_put(np.asarray(centroids, np.float32), self._replicated)
+        host_c = np.ascontiguousarray(centroids, np.float32)
+        self.centroids = jax.device_put(host_c, self._replicated)
+        # the host probe's copy (ivf_host_scan.host_probe)
+        self._host_centroids, self._half = host_c, np.float32(0.5) * np.sum(host_c * host_c, 1)
         self._rows, self._ids = rows, np.asarray(ids)
         self._pos = np.empty(self.rows, np.int64)  # the position of each row id
         self._pos[self._ids] = np.arange(self.rows)
@@ -354,14 +359,17 @@ class IVFSearcher:
         k = require_int("k", k, 1)
         queries = np.ascontiguousarray(queries, np.float32)
         chex.assert_shape(queries, (None, self.dim))
-        probed = self.probe(queries, nprobe)
         tol = _TIE * np.linalg.norm(queries, axis=1).astype(np.float32) * self._row_norm
-        if len(queries) <= self.host_queries:  # a small batch: the host scans in place
+        if len(queries) <= self.host_queries:  # a small batch: the host probes and scans
+            probed = host_probe(queries, self._host_centroids, self._half, nprobe)
+            if probed is None:  # a near tie at the nprobe-th list: the device's choice
+                probed = self.probe(queries, nprobe)
             cands = [
                 host_candidates(q, self._rows, self.offsets, probed[i], k, tol[i])
                 for i, q in enumerate(queries)
             ]
             return rescored(queries, self._rows, self._ids, k, cands)
+        probed = self.probe(queries, nprobe)
         group = self.tile_queries(probed)
         n_tiles = count_tiles(probed, group, self.chunks_per_list)
         scans = scans_for(n_tiles, len(self.devices), self.scans)
