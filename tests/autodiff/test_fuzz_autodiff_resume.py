@@ -1,19 +1,15 @@
 """benchmarks/fuzz_autodiff.py's ``--resume`` and ``--summarize`` on a log (issue 23): a run cut
 short goes on at the program indexes not yet logged, and the totals count each index once."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "fuzz_autodiff.py"
+from tests.benchmark_module import load_benchmark
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("fuzz_autodiff", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("fuzz_autodiff")
     return module
 
 

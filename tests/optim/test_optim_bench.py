@@ -1,19 +1,15 @@
 """Smoke test of benchmarks/optim_bench.py on a tiny problem (slow: seven compilations)."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "optim_bench.py"
+from tests.benchmark_module import load_benchmark
 
 
 @pytest.mark.slow
 def test_bench_runs_and_reports_fractions_of_the_triad(tmp_path):
-    spec = importlib.util.spec_from_file_location("optim_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("optim_bench")
     out = tmp_path / "bench.json"
     args = ["--params", "5000", "--leaves", "5", "--reps", "2", "--runs", "2", "--no-torch"]
     result = module.main([*args, "--json", str(out)])

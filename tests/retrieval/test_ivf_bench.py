@@ -1,16 +1,11 @@
 """Smoke test of benchmarks/ivf_bench.py on a tiny clustered corpus (issue 38): the curve's
 figures come from searches that found what the exact search found."""
 
-import importlib.util
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "ivf_bench.py"
+from tests.benchmark_module import load_benchmark
 
 
 def test_ivf_bench_curve_on_a_tiny_corpus(capsys, tmp_path):
-    spec = importlib.util.spec_from_file_location("ivf_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("ivf_bench")
     args = ["--n", "3000", "--dim", "32", "--lists", "16", "--single", "2", "--repeats", "1"]
     plot = str(tmp_path / "c.png")
     result = module.main([*args, "--nprobe", "1", "16", "--compare", "--plot", plot])

@@ -1,16 +1,11 @@
 """Smoke test of benchmarks/ivf_host_crossover.py on a tiny corpus (issue 49): the host and the
 device scans it times give equal results, and every figure is a measured rate."""
 
-import importlib.util
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "ivf_host_crossover.py"
+from tests.benchmark_module import load_benchmark
 
 
 def test_host_crossover_tiny_run(capsys):
-    spec = importlib.util.spec_from_file_location("ivf_host_crossover", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("ivf_host_crossover")
     args = ["--n", "2000", "--dim", "16", "--lists", "8", "--nprobe", "2", "8"]
     rows = module.main([*args, "--batches", "1", "3", "--queries", "6", "--repeats", "1"])
     assert [(r["nprobe"], r["batch"]) for r in rows] == [(2, 1), (2, 3), (8, 1), (8, 3)]

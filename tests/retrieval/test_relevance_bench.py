@@ -3,17 +3,16 @@ of the whole script works (marked ci_full: it loads MiniLM and encodes ~35 passa
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from tests.benchmark_module import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2] / "benchmarks"
-spec = importlib.util.spec_from_file_location("relevance_bench", ROOT / "relevance_bench.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_benchmark("relevance_bench")
 
 CORPORA = json.loads((ROOT / "relevance" / "corpora.json").read_text())
 QUESTIONS = json.loads((ROOT / "relevance" / "questions.json").read_text())["questions"]

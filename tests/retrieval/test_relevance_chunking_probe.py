@@ -4,24 +4,15 @@ piece on the grid (C1.1)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import WhitespaceSplit
 
 from jaxparadigm.retrieval.documents.outline import Section
 from jaxparadigm.retrieval.documents.passages import Document
+from tests.benchmark_module import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(ROOT))
-spec = importlib.util.spec_from_file_location(
-    "relevance_chunking_probe", ROOT / "relevance_chunking_probe.py"
-)
-probe = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(probe)
+probe = load_benchmark("relevance_chunking_probe")
 
 
 def words_tokenizer() -> Tokenizer:

@@ -3,17 +3,9 @@ tree's, and the report counts top-3 answers, MRR and excerpt figures exactly (C1
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from tests.benchmark_module import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(ROOT))
-spec = importlib.util.spec_from_file_location(
-    "relevance_rerank_probe", ROOT / "relevance_rerank_probe.py"
-)
-probe = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(probe)
+probe = load_benchmark("relevance_rerank_probe")
 
 
 def test_excerpt_module_of_a_revision():

@@ -2,17 +2,13 @@
 process of its own, records how many devices encoded, and K=2's rankings are K=1's (compared,
 not assumed)."""
 
-import importlib.util
 import json
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "retrieval_run_devices.py"
+from tests.benchmark_module import load_benchmark
 
 
 def test_bench_runs_per_device_count_and_compares_rankings(capsys):
-    spec = importlib.util.spec_from_file_location("retrieval_run_devices", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("retrieval_run_devices")
     topics = json.dumps(["pass", "break", "continue", "lambda", "await"])
     overrides = [f"retrieval.topics={topics}", "retrieval.chunk_words=60"]
     record = module.main(["--cpu-devices", "1,2", "--rounds", "1", *overrides])

@@ -1,16 +1,11 @@
 """Smoke test of benchmarks/search_bench.py on a tiny corpus (issue 26): every method found the
 numpy top-10, and each figure is a positive fraction of a limit measured in the same run."""
 
-import importlib.util
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "search_bench.py"
+from tests.benchmark_module import load_benchmark
 
 
 def test_search_bench_reports_fractions_of_measured_limits(capsys):
-    spec = importlib.util.spec_from_file_location("search_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("search_bench")
     args = ["--n", "4096", "--rounds", "1", "--no-faiss", "--peak-n", "256"]
     result = module.main([*args, "--dtypes", "float32,int8"])
     out = capsys.readouterr().out

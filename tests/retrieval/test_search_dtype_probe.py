@@ -2,16 +2,11 @@
 timed for every dtype and batch, and each fraction is the figure over the limit measured in the
 same round (batch 64: FLOP/s over peak; batch 1: bytes of the stored dtype over read bandwidth)."""
 
-import importlib.util
-from pathlib import Path
-
-PROBE = Path(__file__).resolve().parents[2] / "benchmarks" / "search_dtype_probe.py"
+from tests.benchmark_module import load_benchmark
 
 
 def test_probe_times_every_kernel_as_a_fraction_of_a_measured_limit(capsys):
-    spec = importlib.util.spec_from_file_location("search_dtype_probe", PROBE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("search_dtype_probe")
     n = 9000  # not a multiple of the scan's 8,192-row blocks: scan dot pads
     record = module.main(["--n", str(n), "--rounds", "1", "--repeats", "1"])
     out = capsys.readouterr().out

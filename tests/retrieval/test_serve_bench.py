@@ -2,20 +2,16 @@
 service under 1 and 2 clients, gives figures and complete traces (marked ci_full: it loads MiniLM
 and builds a two-topic pydoc index)."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "serve_bench.py"
+from tests.benchmark_module import load_benchmark
 
 
 @pytest.mark.ci_full
 def test_serve_bench_tiny_run(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("serve_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("serve_bench")
     args = ["--clients", "1,2", "--seconds", "0.5", "--no-reference", "--topics", "2"]
     out = tmp_path / "serve.json"
     module.main([*args, "--cache-dir", str(tmp_path / "cache"), "--out", str(out)])

@@ -1,16 +1,11 @@
 """Smoke test of benchmarks/index_build_devices.py (issue 26): each K builds the same index in a
 process of its own, and K=2's embeddings are K=1's (measured, not assumed: a difference shows)."""
 
-import importlib.util
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "index_build_devices.py"
+from tests.benchmark_module import load_benchmark
 
 
 def test_bench_builds_per_device_count_and_compares_embeddings(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("index_build_devices", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("index_build_devices")
     for i in range(40):  # 40 passages: two micro-batches of 32, one per device with K=2
         (tmp_path / f"d{i:02d}.txt").write_text(f"Item {i}: " + "text " * (2 + i % 5))
     record = module.main([str(tmp_path), "--cpu-devices", "1,2", "--rounds", "1"])
