@@ -42,13 +42,8 @@ from jaxparadigm.common.numbers import check_int
 from jaxparadigm.common.progress import Progress
 from jaxparadigm.common.quoting import quote
 from jaxparadigm.errors import InputError
-from jaxparadigm.models.bert import (
-    BertEncoder,
-    l2_normalize,
-    load_bert,
-    mean_pool,
-    packed_mean_pool,
-)
+from jaxparadigm.models.bert import BertEncoder, load_bert
+from jaxparadigm.retrieval.encoder.forward_passes import forward_passes
 from jaxparadigm.retrieval.encoder.length_buckets import length_buckets, row_bucket
 from jaxparadigm.retrieval.encoder.model_files import (
     check_pooling,
@@ -74,38 +69,6 @@ MAX_PACKED_SEGMENTS = 32
 
 class UnknownWordPieceWarning(UserWarning):
     """A text whose every word piece is ``[UNK]``: the model saw nothing it knows (C1.1)."""
-
-
-def _pooled_forward(graphdef, state, input_ids, attention_mask, normalize):
-    model = nnx.merge(graphdef, state)
-    hidden = model(input_ids, attention_mask).astype(jnp.float32)
-    pooled = mean_pool(hidden, attention_mask)
-    return l2_normalize(pooled) if normalize else pooled
-
-
-def _packed_forward(graphdef, state, input_ids, segment_ids, position_ids, segments, normalize):
-    model = nnx.merge(graphdef, state)
-    mask = (segment_ids > 0).astype(jnp.int32)
-    hidden = model(input_ids, mask, position_ids=position_ids, segment_ids=segment_ids)
-    pooled = packed_mean_pool(hidden.astype(jnp.float32), segment_ids, segments)
-    return l2_normalize(pooled) if normalize else pooled
-
-
-_FORWARDS: dict = {}
-
-
-def _forwards(graphdef) -> tuple:
-    """The jitted ``(state, ...) -> pooled`` passes (padded, packed) of one model structure, with
-    ``graphdef`` closed over rather than a static argument: jit then no longer hashes the
-    :class:`flax.nnx.GraphDef` on every call (0.78 ms a call for MiniLM's, measured, with the
-    GIL held). Cached by ``graphdef``, so encoders of one structure share their compiled
-    programs, as they did with the static argument."""
-    if graphdef not in _FORWARDS:
-        _FORWARDS[graphdef] = (
-            jax.jit(functools.partial(_pooled_forward, graphdef), static_argnums=(3,)),
-            jax.jit(functools.partial(_packed_forward, graphdef), static_argnums=(4, 5)),
-        )
-    return _FORWARDS[graphdef]
 
 
 def _check_options(dtype, pack) -> tuple[str, bool]:
@@ -166,7 +129,7 @@ class SentenceEncoder:
         self.pad_id = self.tokenizer.token_to_id("[PAD]") or 0
         self._graphdef, self._state = nnx.split(model)
         self._states = {"float32": self._state}
-        self._forward, self._packed = _forwards(self._graphdef)
+        self._forward, self._packed = forward_passes(self._graphdef)
         self.compiled_shapes: set[tuple[int, int]] = set()
         self.compiled_variants: set[tuple[str, bool, int, int, int]] = set()
         self.devices = devices  # the setter checks and copies

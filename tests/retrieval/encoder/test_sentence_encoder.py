@@ -323,12 +323,12 @@ def test_encode_token_ids_refuses_ids_that_would_gather_garbage(encoder, row):
 
 
 def test_an_encode_does_not_hash_the_model_structure(encoder, monkeypatch):
-    """The jitted passes close over the GraphDef (``sentence_encoder._forwards``): a warm
+    """The jitted passes close over the GraphDef (``forward_passes``): a warm
     encode hashes it no more (0.78 ms a call for MiniLM's, with the GIL held), padded or packed;
     the embeddings are those of the static-argument jit they replace."""
     import jax
 
-    from jaxparadigm.retrieval.encoder import sentence_encoder as se
+    from jaxparadigm.retrieval.encoder import forward_passes as fp
 
     texts = ["how do I sort a list", "read a file line by line"]
     want = np.asarray(encoder.encode(texts))
@@ -341,11 +341,11 @@ def test_an_encode_does_not_hash_the_model_structure(encoder, monkeypatch):
     np.testing.assert_array_equal(encoder.encode(texts, pack=True), packed)
     assert calls == []
     monkeypatch.undo()
-    static = jax.jit(se._pooled_forward, static_argnums=(0, 4))
+    static = jax.jit(fp.pooled_forward, static_argnums=(0, 4))
     ids = np.asarray(encoder.tokenizer.encode(texts[0]).ids, np.int32)[None, :]
     mask = np.ones_like(ids)
     np.testing.assert_array_equal(
         np.asarray(encoder._forward(encoder._state, ids, mask, True)),
         np.asarray(static(encoder._graphdef, encoder._state, ids, mask, True)),
     )
-    assert se._forwards(encoder._graphdef) == (encoder._forward, encoder._packed)  # shared
+    assert fp.forward_passes(encoder._graphdef) == (encoder._forward, encoder._packed)  # shared
