@@ -40,6 +40,7 @@ import warnings
 
 from jaxparadigm import __version__
 from jaxparadigm.app.cli import COMMANDS
+from jaxparadigm.app.command_words import command_named, line_start
 from jaxparadigm.app.interrupts import (
     interrupt_reported,
     interrupts_raised,
@@ -334,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """The console script: parse ``argv``, run the subcommand; exit 0, 2 (input error), 3 (gave
     up), 130 (Ctrl-C, from its first line: one stderr line, also in the background)."""
-    command = _command_named(sys.argv[1:] if argv is None else argv)
+    command = command_named(sys.argv[1:] if argv is None else argv)
     with interrupts_raised():  # before the parser, which imports JAX
         try:
             keep_stdout_for_python()  # a worker of a launched group: C++ prints to stderr
@@ -347,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(f"unrecognized arguments: {' '.join(extra)}")
             with warnings.catch_warnings():  # restores showwarning on exit
                 warnings.showwarning = lambda message, *_, **__: print(
-                    f"jaxparadigm {command}: warning: {' '.join(str(message).split())}",
+                    f"{line_start(command)}: warning: {' '.join(str(message).split())}",
                     file=sys.stderr,
                 )
                 return COMMANDS[command](args)
@@ -371,15 +372,8 @@ def _interrupted(command: str | None, exc: KeyboardInterrupt | None) -> int:
     interrupt_reported()  # a second Ctrl-C from here on is ignored
     if sys.stderr.isatty():
         print("\r\033[K", end="", file=sys.stderr)
-    where = f"jaxparadigm {command}" if command else "jaxparadigm"
-    print(f"{where}: {str(exc or '') or 'interrupted'}", file=sys.stderr, flush=True)
+    print(f"{line_start(command)}: {str(exc or '') or 'interrupted'}", file=sys.stderr, flush=True)
     return 130
-
-
-def _command_named(argv: list[str]) -> str | None:
-    """The subcommand ``argv`` names (its first word that is one), for a line about a Ctrl-C
-    that came before the parser had read it; None when it names none."""
-    return next((word for word in argv if word in COMMANDS), None)
 
 
 def _print_error(command: str | None, exc: Exception) -> None:
@@ -390,7 +384,7 @@ def _print_error(command: str | None, exc: Exception) -> None:
     head, *rest = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()] or [
         type(exc).__name__
     ]
-    where = f"jaxparadigm {command}" if command else "jaxparadigm"
+    where = line_start(command)
     print(f"{where}: error: {head}", file=sys.stderr)
     for line in rest:
         print(f"  {line}", file=sys.stderr)

@@ -9,8 +9,9 @@ datetime"). :func:`main` therefore *records* SIGINT while :mod:`jaxparadigm.cli`
 handler the process inherited: a command started in the background inherits it ignored) instead
 of raising it inside an import, puts Python's ``KeyboardInterrupt`` handler back, and, when one
 came, prints the line ``main`` prints -- ``jaxparadigm run: interrupted`` (the first argument
-that is one of :data:`SUBCOMMANDS`; ``jaxparadigm: interrupted`` when none is), ignores further
-SIGINTs and exits 130 without running the command; else it hands over to ``main``.
+that is a subcommand, :mod:`~jaxparadigm.app.command_words`; ``jaxparadigm: interrupted`` when
+none is), ignores further SIGINTs and exits 130 without running the command; else it hands over
+to ``main``.
 """
 
 from __future__ import annotations
@@ -21,17 +22,14 @@ import sys
 import threading
 from types import FrameType
 
-__all__ = ["SUBCOMMANDS", "main"]
-
-#: The subcommands, named here without loading them (``jaxparadigm.cli``'s ``COMMANDS`` keys: a
-#: test keeps the two equal), for the line about a Ctrl-C that came while they loaded.
-SUBCOMMANDS = ("run", "claims", "search", "index", "serve", "bench")
+__all__ = ["main"]
 
 
 def _interrupted() -> int:
-    command = next((word for word in sys.argv[1:] if word in SUBCOMMANDS), None)
-    where = f"jaxparadigm {command}" if command else "jaxparadigm"
-    print(f"{where}: interrupted", file=sys.stderr, flush=True)
+    # loaded here, SIGINT ignored by now: at the top it would widen the window before main
+    from jaxparadigm.app.command_words import command_named, line_start
+
+    print(f"{line_start(command_named(sys.argv[1:]))}: interrupted", file=sys.stderr, flush=True)
     return 130
 
 

@@ -58,10 +58,14 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_130(start, argv, line):
     assert (proc.returncode, proc.stdout, proc.stderr) == (130, "", line + "\n")
 
 
-def test_the_subcommands_are_the_clis():
-    from jaxparadigm import cli, console
+def test_the_subcommands_are_the_clis_and_lines_name_them():
+    from jaxparadigm import cli
+    from jaxparadigm.app.command_words import SUBCOMMANDS, command_named, line_start
 
-    assert sorted(console.SUBCOMMANDS) == sorted(cli.COMMANDS)
+    assert SUBCOMMANDS == tuple(cli.COMMANDS)
+    assert command_named(["--x", "configs/run.yaml", "search", "run"]) == "search"
+    assert command_named(["--version"]) is None and command_named([]) is None
+    assert (line_start("index"), line_start(None)) == ("jaxparadigm index", "jaxparadigm")
 
 
 def test_without_an_interrupt_the_console_runs_the_cli():
