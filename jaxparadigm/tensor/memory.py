@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxparadigm.common.numbers import check_int
+from jaxparadigm.common.numbers import check_int, is_int
 from jaxparadigm.tensor.broadcast import broadcast_shapes
 from jaxparadigm.tensor.static_args import as_int_tuple, contiguous_strides, dims_arg
 from jaxparadigm.tensor.torch_index import check_masks, torch_index_steps
@@ -75,13 +75,7 @@ def _index_is_static(index: Any) -> bool:
 def _is_advanced(index: Any) -> bool:
     """NumPy's rule: an index with an array, list or bool part is advanced (it may repeat)."""
     parts = index if isinstance(index, tuple) else (index,)
-    return not all(
-        p is None
-        or p is Ellipsis
-        or isinstance(p, slice)
-        or (isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)))
-        for p in parts
-    )
+    return not all(p is None or p is Ellipsis or isinstance(p, slice) or is_int(p) for p in parts)
 
 
 def _last_write_wins(flat: np.ndarray, values: jax.Array) -> tuple[np.ndarray, jax.Array]:

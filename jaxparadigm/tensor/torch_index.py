@@ -28,11 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from jaxparadigm.common.numbers import is_int
+
 __all__ = ["check_masks", "torch_index_steps"]
-
-
-def _is_int(p: Any) -> bool:
-    return isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_))
 
 
 def _is_array(p: Any) -> bool:
@@ -44,7 +42,7 @@ def torch_index_steps(index: Any) -> tuple[Any, ...]:
     ``(index,)`` when ``index`` has no integer or no array part (NumPy and PyTorch agree), else
     ``(basic, advanced)``."""
     parts = index if isinstance(index, tuple) else (index,)
-    if not (any(_is_int(p) for p in parts) and any(_is_array(p) for p in parts)):
+    if not (any(is_int(p) for p in parts) and any(_is_array(p) for p in parts)):
         return (index,)
     basic: list[Any] = []
     advanced: list[Any] = []
@@ -58,7 +56,7 @@ def torch_index_steps(index: Any) -> tuple[Any, ...]:
         elif isinstance(p, slice):
             basic.append(p)
             advanced.append(slice(None))
-        elif _is_int(p):
+        elif is_int(p):
             basic.append(p)
         else:
             a = np.asarray(p)
