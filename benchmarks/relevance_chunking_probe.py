@@ -22,6 +22,9 @@ Each cut is also ranked with dense pseudo-relevance feedback (Rocchio): the quer
 towards the mean of its fused top ``m`` passages, ``q' = normalize(q + beta mean(x_top))``,
 ranked densely again and fused with the same BM25 list (``+prfM/BETA``, :data:`PRF`).
 
+``--bm25-grid`` instead ranks the library's cut (``grid:254/32``) with the keyword side's BM25
+parameters over :data:`BM25_GRID` (``k1``, ``b``; the library's are 1.5 and 0.75).
+
 Printed per kind of text: questions with an answering passage in the top 3 (MRR, recall@10), the
 passage count, and each question's first answering rank per cut.
 """
@@ -44,6 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import relevance_bench as rb  # noqa: E402
 import relevance_variants as rv  # noqa: E402
 
+#: ``(k1, b)`` of ``--bm25-grid``.
+BM25_GRID = [(k1, b) for k1 in (0.9, 1.2, 1.5, 2.0) for b in (0.4, 0.6, 0.75, 0.9)]
 #: ``(m, beta)`` of the pseudo-relevance feedback variants.
 PRF = [(m, b) for m in (1, 3, 5) for b in (0.3, 0.6, 1.0)]
 _BLANK = re.compile(r"\n[ \t]*\n")
@@ -124,6 +129,42 @@ def vectors(encoder, texts: list[str], cache: Path) -> np.ndarray:
     return np.stack([known[k] for k in keys])
 
 
+def bm25_grid(encoder, tokenizer, spec, qs, cache: Path) -> dict[tuple, list]:
+    """Each ``(k1, b)`` of :data:`BM25_GRID`: the first answering rank of each of ``qs`` on the
+    library's cut, dense + BM25(k1, b) fused by RRF 1:1."""
+    from jaxparadigm.retrieval.documents.outline import with_context
+    from jaxparadigm.retrieval.documents.passages import passage_contexts
+    from jaxparadigm.retrieval.documents.reading import read_documents
+    from jaxparadigm.retrieval.sparse.bm25 import bm25_index, bm25_scores
+
+    files, _ = rb.check_corpus(spec)
+    docs = read_documents(files).documents
+    passages = cut(docs, tokenizer, "grid:254/32")
+    contexts = passage_contexts(docs, passages)
+    x = vectors(encoder, [p.text for p in passages], cache)
+    q = np.asarray(encoder.encode([q["question"] for q in qs], normalize=True), np.float32)
+    dense = rb.top_lists(q, x, 100)
+    texts = [with_context(c, p.text) for p, c in zip(passages, contexts, strict=True)]
+    root = rb.corpus_root(spec["root"])
+    goods = []
+    for question in qs:
+        spans = rb.evidence_spans(root, question["evidence"])
+        goods.append({r for r, p in enumerate(passages) if rb.answers(p, spans)})
+    out = {}
+    for k1, b in BM25_GRID:
+        index = bm25_index(texts, k1=k1, b=b, identifiers=True)
+        out[(k1, b)] = [
+            rb.first_rank(
+                rv.fuse(
+                    ("rrf", 1.0, 1.0), dense[i], rv.bm25_lists(bm25_scores(index, qu["question"]))
+                ),
+                goods[i],
+            )
+            for i, qu in enumerate(qs)
+        ]
+    return out
+
+
 def rank_corpus(encoder, tokenizer, spec, qs, variant: str, cache: Path) -> dict:
     from jaxparadigm.retrieval.documents.outline import with_context
     from jaxparadigm.retrieval.documents.passages import passage_contexts
@@ -170,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         "--cache-dir",
         default=os.path.join(tempfile.gettempdir(), "jaxparadigm-relevance", "chunking"),
     )
+    ap.add_argument("--bm25-grid", action="store_true", help="BM25 (k1, b) grid instead of cuts")
     args = ap.parse_args(argv)
     from jaxparadigm.retrieval import load_minilm
     from jaxparadigm.retrieval.documents.passages import splitting_tokenizer
@@ -179,9 +221,36 @@ def main(argv: list[str] | None = None) -> int:
     questions = json.loads((rb.HERE / "questions.json").read_text())["questions"]
     encoder = load_minilm()
     tokenizer = splitting_tokenizer(encoder.tokenizer)
+    names = args.corpora.split(",") if args.corpora else list(corpora)
+    kinds = list(dict.fromkeys(rv.KINDS.get(n, n) for n in names))
+    if args.bm25_grid:
+        ranks = {
+            n: bm25_grid(
+                encoder,
+                tokenizer,
+                corpora[n],
+                [q for q in questions if q["corpus"] == n],
+                Path(args.cache_dir),
+            )
+            for n in names
+        }
+        print("\n| k1, b | " + " | ".join(kinds) + " | all |")
+        print("|---" * (len(kinds) + 2) + "|")
+        for g in BM25_GRID:
+            cells = []
+            for kind in [*kinds, None]:
+                got = [
+                    r
+                    for n in names
+                    if kind is None or rv.KINDS.get(n, n) == kind
+                    for r in ranks[n][g]
+                ]
+                m = rv.metrics(got)
+                cells.append(f"{m['top3']}/{m['n']} ({m['mrr']:.3f}, {m['r@10']:.2f})")
+            print(f"| {g[0]:g}, {g[1]:g} | " + " | ".join(cells) + " |")
+        return 0
     variants = args.variants.split(",")
     variants = variants + [v + tag for v in variants for tag in (f"+prf{m}/{b:g}" for m, b in PRF)]
-    names = args.corpora.split(",") if args.corpora else list(corpora)
     table: dict[str, dict[str, dict]] = {v: {} for v in variants}
     for name in names:
         spec = corpora[name]
@@ -195,7 +264,6 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {name} {v}: {got['passages']} passages, {time.perf_counter() - t0:.0f} s",
                 flush=True,
             )
-    kinds = list(dict.fromkeys(rv.KINDS.get(n, n) for n in names))
     print("\n| cut | " + " | ".join(kinds) + " | all | passages |")
     print("|---" * (len(kinds) + 3) + "|")
     for v in variants:
