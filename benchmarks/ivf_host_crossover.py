@@ -10,8 +10,8 @@ lists (``train_ivf``), then per ``nprobe`` and batch size the same queries searc
 of ``repeats`` rounds of 64 queries in batches of that size; the two results' ids and scores are
 checked equal. A third column, ``host, device probe``, is the host scan with its lists chosen by
 the device's probe program (``host_probe`` answering ``None``), as before the host probe: the
-probe's share of a small batch's time, in the same rounds. FAISS ``IndexIVFFlat`` with the same centroids (when installed) at the same batch
-size beside them. Prints one Markdown table with the CPU, load at start and end.
+probe's share of a small batch's time, in the same rounds. FAISS ``IndexIVFFlat`` with the same
+centroids (when installed) at the same batch size beside them. Prints one Markdown table with the CPU, load at start and end.
 """
 
 from __future__ import annotations

@@ -26,7 +26,9 @@ ranked densely again and fused with the same BM25 list (``+prfM/BETA``, :data:`P
 parameters over :data:`BM25_GRID` (``k1``, ``b``; the library's are 1.5 and 0.75).
 
 Printed per kind of text: questions with an answering passage in the top 3 (MRR, recall@10), the
-passage count, and each question's first answering rank per cut.
+passage count, whether the bench's keep rule (:func:`relevance_variants.keeps`) keeps the row
+over the library's (``grid:254/32``; ``1.5, 0.75`` in the grid), and each question's first
+answering rank per cut.
 """
 
 from __future__ import annotations
@@ -129,76 +131,72 @@ def vectors(encoder, texts: list[str], cache: Path) -> np.ndarray:
     return np.stack([known[k] for k in keys])
 
 
-def bm25_grid(encoder, tokenizer, spec, qs, cache: Path) -> dict[tuple, list]:
-    """Each ``(k1, b)`` of :data:`BM25_GRID`: the first answering rank of each of ``qs`` on the
-    library's cut, dense + BM25(k1, b) fused by RRF 1:1."""
+def prepare(encoder, tokenizer, spec, qs, variant: str, cache: Path) -> dict:
+    """One corpus cut by ``variant``: its passages, their vectors ``x``, the keyword texts
+    (``context + "\\n" + text``), the questions' vectors ``q`` and dense top 100, and each
+    question's answering passages ``good``."""
     from jaxparadigm.retrieval.documents.outline import with_context
     from jaxparadigm.retrieval.documents.passages import passage_contexts
     from jaxparadigm.retrieval.documents.reading import read_documents
-    from jaxparadigm.retrieval.sparse.bm25 import bm25_index, bm25_scores
-
-    files, _ = rb.check_corpus(spec)
-    docs = read_documents(files).documents
-    passages = cut(docs, tokenizer, "grid:254/32")
-    contexts = passage_contexts(docs, passages)
-    x = vectors(encoder, [p.text for p in passages], cache)
-    q = np.asarray(encoder.encode([q["question"] for q in qs], normalize=True), np.float32)
-    dense = rb.top_lists(q, x, 100)
-    texts = [with_context(c, p.text) for p, c in zip(passages, contexts, strict=True)]
-    root = rb.corpus_root(spec["root"])
-    goods = []
-    for question in qs:
-        spans = rb.evidence_spans(root, question["evidence"])
-        goods.append({r for r, p in enumerate(passages) if rb.answers(p, spans)})
-    out = {}
-    for k1, b in BM25_GRID:
-        index = bm25_index(texts, k1=k1, b=b, identifiers=True)
-        out[(k1, b)] = [
-            rb.first_rank(
-                rv.fuse(
-                    ("rrf", 1.0, 1.0), dense[i], rv.bm25_lists(bm25_scores(index, qu["question"]))
-                ),
-                goods[i],
-            )
-            for i, qu in enumerate(qs)
-        ]
-    return out
-
-
-def rank_corpus(encoder, tokenizer, spec, qs, variant: str, cache: Path) -> dict:
-    from jaxparadigm.retrieval.documents.outline import with_context
-    from jaxparadigm.retrieval.documents.passages import passage_contexts
-    from jaxparadigm.retrieval.documents.reading import read_documents
-    from jaxparadigm.retrieval.sparse.bm25 import bm25_index, bm25_scores
 
     files, _ = rb.check_corpus(spec)
     docs = read_documents(files).documents
     passages = cut(docs, tokenizer, variant)
     contexts = passage_contexts(docs, passages)
     x = vectors(encoder, [p.text for p in passages], cache)
-    texts = [q["question"] for q in qs]
-    dense = rb.top_lists(np.asarray(encoder.encode(texts, normalize=True), np.float32), x, 100)
-    index = bm25_index(
-        [with_context(c, p.text) for p, c in zip(passages, contexts, strict=True)],
-        identifiers=True,
-    )
+    q = np.asarray(encoder.encode([q["question"] for q in qs], normalize=True), np.float32)
     root = rb.corpus_root(spec["root"])
-    qv = np.asarray(encoder.encode(texts, normalize=True), np.float32)
-    ranks: dict[str, list] = {}
-    for qi, q in enumerate(qs):
-        spans = rb.evidence_spans(root, q["evidence"])
-        good = {r for r, p in enumerate(passages) if rb.answers(p, spans)}
-        kw = rv.bm25_lists(bm25_scores(index, q["question"]))
-        fused = rv.fuse(("rrf", 1.0, 1.0), dense[qi], kw)
-        ranks.setdefault("", []).append(rb.first_rank(fused, good))
-        for m, beta in PRF:  # dense pseudo-relevance feedback (Rocchio) on the fused top m
-            v = qv[qi] + beta * x[fused[:m]].mean(0)
+    good = []
+    for question in qs:
+        spans = rb.evidence_spans(root, question["evidence"])
+        good.append({r for r, p in enumerate(passages) if rb.answers(p, spans)})
+    return {
+        "passages": passages,
+        "x": x,
+        "keyword": [with_context(c, p.text) for p, c in zip(passages, contexts, strict=True)],
+        "q": q,
+        "dense": rb.top_lists(q, x, 100),
+        "good": good,
+    }
+
+
+def ranked(
+    prep: dict, qs: list[dict], k1: float = 1.5, b: float = 0.75, prf=PRF
+) -> dict[str, list]:
+    """Each question's first answering rank, dense + BM25(k1, b) fused by RRF 1:1 (label ``""``)
+    and with each pseudo-relevance feedback of ``prf`` (``+prfM/BETA``)."""
+    from jaxparadigm.retrieval.sparse.bm25 import bm25_index, bm25_scores
+
+    index = bm25_index(prep["keyword"], k1=k1, b=b, identifiers=True)
+    x, ranks = prep["x"], {}
+    for i, question in enumerate(qs):
+        kw = rv.bm25_lists(bm25_scores(index, question["question"]))
+        fused = rv.fuse(("rrf", 1.0, 1.0), prep["dense"][i], kw)
+        ranks.setdefault("", []).append(rb.first_rank(fused, prep["good"][i]))
+        for m, beta in prf:  # dense pseudo-relevance feedback (Rocchio) on the fused top m
+            v = prep["q"][i] + beta * x[fused[:m]].mean(0)
             v /= np.linalg.norm(v)
-            d2 = rb.top_lists(v[None, :], x, 100)[0]
+            dense = rb.top_lists(v[None, :], x, 100)[0]
             ranks.setdefault(f"+prf{m}/{beta:g}", []).append(
-                rb.first_rank(rv.fuse(("rrf", 1.0, 1.0), d2, kw), good)
+                rb.first_rank(rv.fuse(("rrf", 1.0, 1.0), dense, kw), prep["good"][i])
             )
-    return {"passages": len(passages), "ranks": ranks, "ids": [q["id"] for q in qs]}
+    return ranks
+
+
+def print_table(rows: list[dict], labels: list[str], head: str, base: str) -> None:
+    """One line per label: answered in the top 3 per kind and overall (MRR, recall@10), passages
+    where the rows count them, and whether :func:`relevance_variants.keeps` keeps it over
+    ``base``."""
+    kinds = list(rv.by_kind(rows, base))
+    counted = all("passages" in r for r in rows)
+    print(f"\n| {head} | " + " | ".join(kinds) + (" | passages" if counted else "") + " | kept |")
+    print("|---" * (len(kinds) + 2 + counted) + "|")
+    for label in labels:
+        cells = [rv.cell(rv.metrics(ranks)) for ranks in rv.by_kind(rows, label).values()]
+        if counted:
+            cells.append(str(sum(r["passages"][label] for r in rows)))
+        kept = "base" if label == base else "yes" if rv.keeps(rows, label, base) else "no"
+        print(f"| {label} | " + " | ".join(cells) + f" | {kept} |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,67 +220,37 @@ def main(argv: list[str] | None = None) -> int:
     encoder = load_minilm()
     tokenizer = splitting_tokenizer(encoder.tokenizer)
     names = args.corpora.split(",") if args.corpora else list(corpora)
-    kinds = list(dict.fromkeys(rv.KINDS.get(n, n) for n in names))
-    if args.bm25_grid:
-        ranks = {
-            n: bm25_grid(
-                encoder,
-                tokenizer,
-                corpora[n],
-                [q for q in questions if q["corpus"] == n],
-                Path(args.cache_dir),
-            )
-            for n in names
-        }
-        print("\n| k1, b | " + " | ".join(kinds) + " | all |")
-        print("|---" * (len(kinds) + 2) + "|")
-        for g in BM25_GRID:
-            cells = []
-            for kind in [*kinds, None]:
-                got = [
-                    r
-                    for n in names
-                    if kind is None or rv.KINDS.get(n, n) == kind
-                    for r in ranks[n][g]
-                ]
-                m = rv.metrics(got)
-                cells.append(f"{m['top3']}/{m['n']} ({m['mrr']:.3f}, {m['r@10']:.2f})")
-            print(f"| {g[0]:g}, {g[1]:g} | " + " | ".join(cells) + " |")
-        return 0
-    variants = args.variants.split(",")
-    variants = variants + [v + tag for v in variants for tag in (f"+prf{m}/{b:g}" for m, b in PRF)]
-    table: dict[str, dict[str, dict]] = {v: {} for v in variants}
+    labels = ["grid:254/32"] if args.bm25_grid else args.variants.split(",")
+    rows = []  # one per corpus, in relevance_variants' shape: {"corpus", "ranks": {label: ...}}
     for name in names:
-        spec = corpora[name]
         qs = [q for q in questions if q["corpus"] == name]
-        for v in [v for v in variants if "+" not in v]:
+        row: dict = {"corpus": name, "ids": [q["id"] for q in qs], "ranks": {}, "passages": {}}
+        for v in labels:
             t0 = time.perf_counter()
-            got = rank_corpus(encoder, tokenizer, spec, qs, v, Path(args.cache_dir))
-            for tag, ranks in got["ranks"].items():
-                table[v + tag][name] = {**got, "ranks": ranks}
+            prep = prepare(encoder, tokenizer, corpora[name], qs, v, Path(args.cache_dir))
+            if args.bm25_grid:
+                runs = {
+                    f"{k1:g}, {b:g}": ranked(prep, qs, k1, b, prf=())[""] for k1, b in BM25_GRID
+                }
+            else:
+                runs = {v + tag: ranks for tag, ranks in ranked(prep, qs).items()}
+            for label, ranks in runs.items():
+                row["ranks"][label] = ranks
+                row["passages"][label] = len(prep["passages"])
             print(
-                f"  {name} {v}: {got['passages']} passages, {time.perf_counter() - t0:.0f} s",
+                f"  {name} {v}: {len(prep['passages'])} passages, {time.perf_counter() - t0:.0f} s",
                 flush=True,
             )
-    print("\n| cut | " + " | ".join(kinds) + " | all | passages |")
-    print("|---" * (len(kinds) + 3) + "|")
-    for v in variants:
-        cells = []
-        for kind in [*kinds, None]:
-            ranks = [
-                r
-                for n in names
-                if kind is None or rv.KINDS.get(n, n) == kind
-                for r in table[v][n]["ranks"]
-            ]
-            m = rv.metrics(ranks)
-            cells.append(f"{m['top3']}/{m['n']} ({m['mrr']:.3f}, {m['r@10']:.2f})")
-        count = sum(table[v][n]["passages"] for n in names)
-        print(f"| {v} | " + " | ".join(cells) + f" | {count} |")
-    print("\nfirst answering rank per question: " + " / ".join(variants))
-    for n in names:
-        for i, qid in enumerate(table[variants[0]][n]["ids"]):
-            print(f"  {qid}: " + " / ".join(str(table[v][n]["ranks"][i]) for v in variants))
+        rows.append(row)
+    shown = list(rows[0]["ranks"])
+    if args.bm25_grid:
+        print_table(rows, shown, "k1, b", "1.5, 0.75")
+        return 0
+    print_table(rows, shown, "cut", "grid:254/32" if "grid:254/32" in shown else shown[0])
+    print("\nfirst answering rank per question: " + " / ".join(shown))
+    for row in rows:
+        for i, qid in enumerate(row["ids"]):
+            print(f"  {qid}: " + " / ".join(str(row["ranks"][v][i]) for v in shown))
     print(f"load at end {os.getloadavg()[0]:.2f}")
     return 0
 

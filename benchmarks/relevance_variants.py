@@ -120,6 +120,11 @@ def metrics(ranks: list[int | None]) -> dict:
     return out
 
 
+def cell(m: dict) -> str:
+    """A table cell of :func:`metrics`: answered in the top 3 of n (MRR, recall@10)."""
+    return f"{m['top3']}/{m['n']} ({m['mrr']:.3f}, {m['r@10']:.2f})"
+
+
 def by_kind(results: list[dict], variant: str) -> dict[str, list]:
     """Kind of text (and ``"all"``) -> the ranks of ``variant`` over every corpus of that kind."""
     out: dict[str, list] = {}
@@ -158,9 +163,7 @@ def choose_fusion(results: list[dict], grid_key: str = "grid") -> tuple[tuple, l
         name = f"{grid_key}:{fusion_name(f)}"
         kinds = {k: metrics(v) for k, v in by_kind(results, name).items()}
         ok = f == GRID[0] or keeps(results, name, base)
-        cells = " | ".join(
-            f"{m['top3']}/{m['n']} ({m['mrr']:.3f}, {m['r@10']:.2f})" for m in kinds.values()
-        )
+        cells = " | ".join(cell(m) for m in kinds.values())
         lines.append(f"| {fusion_name(f)} | {cells} | {'yes' if ok else 'no'} |")
         k = (kinds["all"]["top3"], round(kinds["all"]["mrr"], 9))
         if ok and f != GRID[0] and (key is None or k > key):
@@ -181,9 +184,7 @@ def report(results: list[dict], variants: list[str], title: str) -> None:
     for v in variants:
         groups = by_kind(results, v)
         ms = {k: metrics(groups[k]) for k in kinds}
-        cells = " | ".join(
-            f"{m['top3']}/{m['n']} ({m['mrr']:.3f}, {m['r@10']:.2f})" for m in ms.values()
-        )
+        cells = " | ".join(cell(m) for m in ms.values())
         a = ms["all"]
         print(
             f"| {v} | {cells} | {a['r@1']:.2f} | {a['r@3']:.2f} | {a['r@10']:.2f} | "

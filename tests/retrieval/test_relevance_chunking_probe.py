@@ -65,3 +65,22 @@ def test_alone_never_packs_and_paragraphs_cut_at_blank_lines():
         "c1 c2 c3 c4 c5",
         "c4 c5 c6 c7",
     ]
+
+
+def test_the_table_counts_by_hand_and_keeps_by_the_benchs_rule(capsys):
+    rows = [
+        {"corpus": "prose", "ranks": {"a": [1, 4], "b": [1, 2]}, "passages": {"a": 5, "b": 6}},
+        {"corpus": "click", "ranks": {"a": [2], "b": [None]}, "passages": {"a": 3, "b": 4}},
+    ]
+    probe.print_table(rows, ["a", "b"], "cut", "a")
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        lines[1] == "| cut | prose guides | source code with docstrings | all | passages | kept |"
+    )
+    assert lines[3] == (
+        "| a | 1/2 (0.625, 1.00) | 1/1 (0.500, 1.00) | 2/3 (0.583, 1.00) | 8 | base |"
+    )
+    # b answers more prose in the top 3 but loses click's only answer: not kept
+    assert lines[4] == (
+        "| b | 2/2 (0.750, 1.00) | 0/1 (0.000, 0.00) | 2/3 (0.500, 0.67) | 10 | no |"
+    )
