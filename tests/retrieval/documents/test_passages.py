@@ -183,3 +183,17 @@ def test_word_windows_take_chunk_one_and_refuse_zero():
     assert [p.text for p in split_passages([Document("t", " x  y ")], None, 1, 0)] == ["x", "y"]
     with pytest.raises(InputError, match="chunk_tokens: got 0"):
         split_passages([Document("t", "x")], None, 0, 0)
+
+
+def test_passage_contexts_come_from_the_outline_and_a_document_without_one_has_none():
+    from jaxparadigm.retrieval.documents.outline import Section
+    from jaxparadigm.retrieval.documents.passages import Document, Passage, passage_contexts
+
+    text = "intro words\nbody words"
+    outlined = Document("guide.md", text, (Section(0, len(text), 1, "Usage"),))
+    plain = Document("rows.jsonl:3", text, None)  # a JSONL line: no outline, no context
+    got = passage_contexts(
+        [outlined, plain],
+        [Passage("guide.md", 12, 22, text[12:22]), Passage("rows.jsonl:3", 0, 5, text[:5])],
+    )
+    assert got == ["guide.md > Usage", ""]
