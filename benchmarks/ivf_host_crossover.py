@@ -2,6 +2,7 @@
 
     python benchmarks/ivf_host_crossover.py [--n 200000] [--lists 1024] [--nprobe 16 64]
                                             [--batches 1 2 4 8 16] [--repeats 5]
+                                            [--queries 64] [--devices 1]
 
 Clustered unit rows (``ivf_bench.clustered``: ``10 * lists`` centres, sigma 0.05), k-means
 lists (``train_ivf``), then per ``nprobe`` and batch size the same queries searched by one
@@ -10,7 +11,8 @@ lists (``train_ivf``), then per ``nprobe`` and batch size the same queries searc
 of ``repeats`` rounds of 64 queries in batches of that size; the two results' ids and scores are
 checked equal. A third column, ``host, device probe``, is the host scan with its lists chosen by
 the device's probe program (``host_probe`` answering ``None``), as before the host probe: the
-probe's share of a small batch's time, in the same rounds. FAISS ``IndexIVFFlat`` with the same
+probe's share of a small batch's time, in the same rounds. ``--devices N``: the device scan on
+``N`` CPU devices (as ``--cpu-devices N`` gives the CLI; its ``auto`` is one per core). FAISS ``IndexIVFFlat`` with the same
 centroids (when installed) at the same batch size beside them. Prints one Markdown table with the CPU, load at start and end.
 """
 
@@ -38,7 +40,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     p.add_argument("--queries", type=int, default=64)
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--devices", type=int, default=1)
     args = p.parse_args(argv)
+    if "jax" not in sys.modules:  # a run of its own (a caller's JAX keeps its devices)
+        from jaxparadigm.app.cpu_devices import with_cpu_devices
+
+        os.environ["XLA_FLAGS"] = with_cpu_devices(os.environ, args.devices)["XLA_FLAGS"]
+    import jax
+
     import jaxparadigm.retrieval.dense.ivf_search as ivf_search
     from jaxparadigm.retrieval.dense.ivf_search import IVFSearcher
     from jaxparadigm.retrieval.index.ivf_build import train_ivf
@@ -55,7 +64,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
     write_vector_index(tmp / "idx", x, shard_rows=131072)
     train_ivf(tmp / "idx", args.lists, seed=0, iters=5)
     ivf = IndexSearcher(tmp / "idx").index.ivf
-    s = IVFSearcher(ivf.centroids, ivf.offsets, ivf.ids, ivf.rows)
+    devices = jax.devices()[: args.devices]
+    if len(devices) != args.devices:
+        raise SystemExit(f"--devices {args.devices}: JAX started with {len(devices)} devices")
+    s = IVFSearcher(ivf.centroids, ivf.offsets, ivf.ids, ivf.rows, devices=devices)
     fx = faiss_ivf(faiss, np.asarray(ivf.centroids), x)[0] if faiss is not None else None
     real_probe, rows = ivf_search.host_probe, []
     for nprobe in args.nprobe:
@@ -100,7 +112,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         rule += "---|---|---|"
     print(
         f"ivf_host_crossover: {args.n:,} x {args.dim}, {args.lists} lists, {args.queries} "
-        f"queries, medians of {args.repeats}; {cpu_info()}; load {load0:.2f} -> {load1:.2f}"
+        f"queries, device scan on {args.devices} CPU device(s), medians of {args.repeats}; "
+        f"{cpu_info()}; load {load0:.2f} -> {load1:.2f}"
     )
     print(head)
     print(rule)

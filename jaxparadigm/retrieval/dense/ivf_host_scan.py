@@ -1,12 +1,15 @@
-"""The host's part of an IVF search (C1.1): the scan of a small batch, each query's probed lists
-scored by one BLAS product per list in place in the index's rows (what FAISS ``IndexIVFFlat``
-does per query), and the float64 rescoring of every search's candidates (:func:`rescored`).
+"""The host's part of an IVF search (C1.1): the list-major scan of a batch, each list that some
+query probes read once, in place in the index's rows, and scored for all the queries probing it
+by one BLAS product (FAISS's list-major mode, faiss#2306 "pmode 4"; at one query it is what
+``IndexIVFFlat`` does per query), and the float64 rescoring of every search's candidates
+(:func:`rescored`).
 
 For a query ``q`` and its probed lists ``P``, with the rows of list ``j`` at positions
 ``offsets[j] .. offsets[j + 1]`` (contiguous: the rows are laid out list by list):
 
-1. ``s_r = X_r . q`` in float32 for every row ``r`` of the lists in ``P`` (``X[a:b] @ q`` per
-   list: no copy of the rows, one GEMV each);
+1. ``s_r = X_r . q`` in float32 for every row ``r`` of the lists in ``P`` (``X[a:b] @ Q_G^T``
+   per list, ``G`` the batch's queries probing list ``j``: no copy of the rows, one product
+   each, however many queries probe it);
 2. ``t`` = the ``k``-th largest of the ``s_r``; the candidates are every row with
    ``s_r >= t - tol``, ``tol`` the float32 dot's error bound ``3e-5 ||q|| max ||x||`` (the device
    scan's rule for a near tie, :mod:`~jaxparadigm.retrieval.dense.ivf_search`): a row of the true
@@ -29,9 +32,9 @@ between the ``nprobe``-th and the next score is more than ``4e``; otherwise (a n
 boundary, equal centroids) the caller asks the device. Within ``P`` the order (nearest first,
 ties to the lower list) changes no result: the scan's candidates are a set.
 
-A batch-1 search then pays for no program dispatch and no scan fixed cost (tiles, slots, a
-merge across devices); ``IVFSearcher`` takes this path up to ``host_queries`` queries (the
-measured crossover, ``benchmarks/RESULTS.md``).
+A search then pays for no program dispatch and no scan fixed cost (tiles, slots, a merge
+across devices); ``IVFSearcher`` takes this path up to ``host_queries`` queries (the measured
+crossover, ``benchmarks/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -40,7 +43,23 @@ import numpy as np
 
 from jaxparadigm.retrieval.dense.vector_search import TopK
 
-__all__ = ["host_candidates", "host_probe", "list_positions", "rescored"]
+__all__ = [
+    "HOST_PROBE_QUERIES",
+    "HOST_QUERIES",
+    "host_candidates",
+    "host_probe",
+    "list_positions",
+    "rescored",
+]
+
+#: Batches of at most this many queries are scanned on the host, list-major
+#: (this module): faster than the device's tiles at every
+#: batch ``benchmarks/ivf_host_crossover.py`` measured (benchmarks/RESULTS.md), bounded for the
+#: batch's scores it holds (``ivf_search``'s module docstring).
+HOST_QUERIES = 256
+#: ... and batches of at most this many are probed on the host too (a larger batch is more
+#: likely to hold a near tie, for which the host's probe must ask the device's again).
+HOST_PROBE_QUERIES = 4
 
 
 def host_probe(
@@ -67,33 +86,59 @@ def host_probe(
     return np.take_along_axis(top, order, 1)
 
 
-def _spans(offsets: np.ndarray, lists: np.ndarray) -> list[tuple[int, int]]:
-    """``(start, end)`` of each of ``lists``' rows, in the order of ``lists``."""
-    return [(int(offsets[j]), int(offsets[j + 1])) for j in lists]
-
-
-def _positions(spans: list[tuple[int, int]]) -> np.ndarray:
-    return np.concatenate([np.arange(a, b) for a, b in spans]) if spans else np.zeros(0, np.int64)
+def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """``arange(starts[0], starts[0] + lens[0])``, then the next range, ... (int64)."""
+    starts, lens = np.asarray(starts, np.int64), np.asarray(lens, np.int64)
+    return np.arange(int(lens.sum())) + np.repeat(starts - (np.cumsum(lens) - lens), lens)
 
 
 def list_positions(offsets: np.ndarray, lists: np.ndarray) -> np.ndarray:
     """Positions (into the rows) of every row of ``lists``, list after list."""
-    return _positions(_spans(offsets, lists))
+    lists = np.asarray(lists, np.int64)
+    return _ranges(offsets[lists], offsets[lists + 1] - offsets[lists])
 
 
 def host_candidates(
-    query: np.ndarray, rows: np.ndarray, offsets: np.ndarray, lists: np.ndarray, k: int, tol: float
-) -> np.ndarray:
-    """Positions (into ``rows``) of the candidates for ``query``'s top ``k`` in ``lists``
-    (module docstring): every row of those lists when they hold at most ``k`` rows."""
-    spans = _spans(offsets, lists)
-    pos = _positions(spans)
-    if len(pos) <= k:
-        return pos
-    q = np.asarray(query, np.float32)
-    s = np.concatenate([np.asarray(rows[a:b], np.float32) @ q for a, b in spans])
-    t = np.partition(s, len(s) - k)[len(s) - k]  # the k-th largest
-    return pos[s >= t - np.float32(tol)]
+    queries: np.ndarray,
+    rows: np.ndarray,
+    offsets: np.ndarray,
+    probed: np.ndarray,
+    k: int,
+    tol: np.ndarray,
+) -> list[np.ndarray]:
+    """Positions (into ``rows``) of the candidates for each query's top ``k`` in its lists
+    ``probed[i]`` (module docstring), list-major: the batch's (query, list) pairs grouped by list,
+    each list read once by one BLAS product ``X_j Q_G^T`` for the queries ``G`` probing it; every
+    row of a query's lists when they hold at most ``k`` rows. ``tol[i]``: query ``i``'s near-tie
+    bound. A query's candidates are a set (in list order, not probe order)."""
+    queries = np.asarray(queries, np.float32)
+    offsets = np.asarray(offsets, np.int64)
+    n_q, nprobe = probed.shape
+    flat = probed.ravel()
+    order = np.argsort(flat, kind="stable")  # the pairs, list by list
+    lists, who = flat[order], order // nprobe
+    cut = np.flatnonzero(np.diff(lists)) + 1
+    scores: list[list[np.ndarray]] = [[] for _ in range(n_q)]
+    for lo, hi in zip(np.r_[0, cut], np.r_[cut, len(flat)], strict=True):
+        j = lists[lo]
+        a, b = int(offsets[j]), int(offsets[j + 1])
+        if a == b:
+            continue
+        group = who[lo:hi]
+        s = np.asarray(rows[a:b], np.float32) @ queries[group].T  # [b - a, len(group)]
+        s = np.ascontiguousarray(s.T)  # a query's scores contiguous
+        for col, i in enumerate(group.tolist()):
+            scores[i].append(s[col])
+    cands = []
+    for i in range(n_q):
+        pos = list_positions(offsets, np.sort(probed[i]))  # the order the scores came in
+        if len(pos) <= k:
+            cands.append(pos)
+            continue
+        s = np.concatenate(scores[i])
+        t = np.partition(s, len(s) - k)[len(s) - k]  # the k-th largest
+        cands.append(pos[s >= t - np.float32(tol[i])])
+    return cands
 
 
 def rescored(

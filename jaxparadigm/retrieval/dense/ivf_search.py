@@ -36,15 +36,17 @@ that score within ``3e-5 ||q|| max ||x||`` (the float32 dot's error bound) of it
 score; the host scores the candidates again in float64 (an elementwise product and a row sum,
 so equal rows score equal) and keeps the best ``k``, ties to the lower row id, the scores
 rounded to float32. When more rows tie near the ``k``-th place than were kept, that query's
-probed lists are scored on the host instead. The scan is float32 whatever the searcher's
-``dtype``.
+probed lists are scored on the host instead. The scan is float32 whatever the ``dtype``.
 
-**Small batches.** A batch of at most ``host_queries`` queries (default :data:`HOST_QUERIES`)
-is probed on the host (the device's probe where a list ties near the ``nprobe``-th place) and
-not planned into tiles: the host scores each query's probed lists in place,
-one BLAS product per list, keeps the rows within the same near-tie bound of its ``k``-th score
-and rescores them in float64 as above
-(:mod:`~jaxparadigm.retrieval.dense.ivf_host_scan`), so both paths give the same ids and scores.
+**Batches on the host** (:mod:`~jaxparadigm.retrieval.dense.ivf_host_scan`). A batch of at most
+``host_queries`` queries (its :data:`~.ivf_host_scan.HOST_QUERIES` by default) is not planned
+into tiles: the host scans it list-major, each probed list read once and scored for all its
+queries by one BLAS product, and rescores the same near-tie candidates in float64: the same ids
+and scores. At most :data:`~.ivf_host_scan.HOST_PROBE_QUERIES` are probed on the host too (the
+device decides a near tie at the ``nprobe``-th list). The host scan was as fast as the tiles or
+faster at every batch measured on 2 CPU cores (1 to 1,024 queries, one or two devices,
+``benchmarks/RESULTS.md``); it holds a batch's float32 scores (``4 q`` bytes per row a query
+scans: 64 MB for 256 queries over 1/16 of 1M rows), hence the bound.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxparadigm.common.numbers import check_int
 from jaxparadigm.errors import InputError, require_int
 from jaxparadigm.retrieval.dense.ivf_host_scan import (
+    HOST_PROBE_QUERIES,
+    HOST_QUERIES,
     host_candidates,
     host_probe,
     list_positions,
@@ -78,7 +82,6 @@ from jaxparadigm.retrieval.dense.ivf_plan import (
 from jaxparadigm.retrieval.dense.vector_search import TopK
 
 __all__ = [
-    "HOST_QUERIES",
     "IVFSearcher",
     "DEFAULT_NPROBE_FRACTION",
     "DEFAULT_MIN_ROWS",
@@ -164,10 +167,6 @@ def _probe(mesh: Mesh):
     return probe
 
 
-#: Batches of at most this many queries are scanned on the host
-#: (:mod:`~jaxparadigm.retrieval.dense.ivf_host_scan`); the crossover measured by
-#: ``benchmarks/ivf_host_crossover.py`` (benchmarks/RESULTS.md).
-HOST_QUERIES = 4
 _SPARE = 8  # candidates kept beyond k: near ties at the k-th place are settled on the host
 _TIE = 3e-5  # a near tie: within _TIE * ||q|| * max ||x|| (float32 dot error over d <= 1,024)
 
@@ -360,14 +359,13 @@ class IVFSearcher:
         queries = np.ascontiguousarray(queries, np.float32)
         chex.assert_shape(queries, (None, self.dim))
         tol = _TIE * np.linalg.norm(queries, axis=1).astype(np.float32) * self._row_norm
-        if len(queries) <= self.host_queries:  # a small batch: the host probes and scans
-            probed = host_probe(queries, self._host_centroids, self._half, nprobe)
+        if len(queries) <= self.host_queries:  # the host scans (and probes a small batch)
+            probed = None
+            if len(queries) <= HOST_PROBE_QUERIES:
+                probed = host_probe(queries, self._host_centroids, self._half, nprobe)
             if probed is None:  # a near tie at the nprobe-th list: the device's choice
                 probed = self.probe(queries, nprobe)
-            cands = [
-                host_candidates(q, self._rows, self.offsets, probed[i], k, tol[i])
-                for i, q in enumerate(queries)
-            ]
+            cands = host_candidates(queries, self._rows, self.offsets, probed, k, tol)
             return rescored(queries, self._rows, self._ids, k, cands)
         probed = self.probe(queries, nprobe)
         group = self.tile_queries(probed)

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxparadigm.retrieval.dense.ivf_host_scan import host_probe
-from jaxparadigm.retrieval.dense.ivf_search import IVFSearcher
+from jaxparadigm.retrieval.dense.ivf_search import HOST_PROBE_QUERIES, HOST_QUERIES, IVFSearcher
 
 
 def searcher(centroids: np.ndarray, rows: int = 64, seed: int = 0) -> IVFSearcher:
@@ -98,3 +98,14 @@ def test_a_small_batch_probes_on_the_host_unless_a_list_ties(monkeypatch):
     tied = searcher(c2, rows=200)
     tied.search(q[:1], 5, 3)
     assert calls == [1, 1]
+    # a batch past HOST_PROBE_QUERIES: the host scans it, the device probes it
+    big = rng.standard_normal((HOST_PROBE_QUERIES + 1, 16)).astype(np.float32)
+    s.host_queries = HOST_QUERIES
+    got = s.search(big, 5, 3)
+    assert calls == [1, 1, 1]
+    s.search(big[:HOST_PROBE_QUERIES], 5, 3)
+    assert calls == [1, 1, 1]
+    s.host_queries = 0
+    device = s.search(big, 5, 3)
+    np.testing.assert_array_equal(got.ids, device.ids)
+    np.testing.assert_array_equal(got.scores, device.scores)
