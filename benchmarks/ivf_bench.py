@@ -16,9 +16,10 @@
    row-major scan (one (query, chunk) pair a tile, one loop a device: the scan before list-major
    tiles) in the same rounds, prints after/before ratios and checks the two give equal ids and
    scores at batch 64. The ratios compare like with like: the bare ``IVFSearcher`` as it is
-   (list-major tiles; batches of up to ``HOST_QUERIES`` queries scanned on the host) against the
-   bare row-major one with every batch on the device (``host_queries=0``) (the "ours" columns go through ``IndexSearcher.search_vectors``,
-   the user's path, with its checks).
+   (batches of up to ``HOST_QUERIES`` queries scanned list-major on the host, larger ones by
+   list-major tiles on the devices; the "bare list-major" columns) against the bare row-major one
+   with every batch on the device (``host_queries=0``) (the "ours" columns go through
+   ``IndexSearcher.search_vectors``, the user's path, with its checks).
 2. **pydoc**: the Python documentation topics shipped with the interpreter (``pydoc_data``),
    ``--pydoc-window``-token passages encoded by MiniLM (``index build``), IVF lists trained on
    them, and the 70 labelled queries of the claims: recall@10 against exact per ``nprobe``,
@@ -138,7 +139,11 @@ def clustered_section(args, lines, faiss, curve) -> None:
             "nprobe": p,
             "recall": recall(np.concatenate([ours64, ours1]), np.concatenate([exact64, exact1])),
         }
-        row["G"] = s._ivf.tile_queries(s._ivf.probe(q64, p))
+        row["b64 scan"] = (
+            "host, list-major"
+            if len(q64) <= s._ivf.host_queries
+            else f"tiles of {s._ivf.tile_queries(s._ivf.probe(q64, p))} queries"
+        )
         if old is not None:
             before = old.search(q64, 10, p)
             row["same as row-major"] = bool(
@@ -168,7 +173,7 @@ def clustered_section(args, lines, faiss, curve) -> None:
         rows.append(row)
     curve["clustered"] = rows
     hit = next((r for r in rows if r["recall"] >= 0.95), None)
-    head = "| nprobe | recall@10 | ours b1 q/s | ours b64 q/s | b64 tile queries |"
+    head = "| nprobe | recall@10 | ours b1 q/s | ours b64 q/s | b64 scan |"
     rule = "|---|---|---|---|---|"
     if old is not None:
         head += (
@@ -183,7 +188,7 @@ def clustered_section(args, lines, faiss, curve) -> None:
     for r in rows:
         line = (
             f"| {r['nprobe']} | {r['recall']:.4f} | {r['ours b1']:.0f} | {r['ours b64']:.0f} | "
-            f"{r['G']} |"
+            f"{r['b64 scan']} |"
         )
         if old is not None:
             line += (
@@ -269,10 +274,35 @@ def row_major(s):
 
 
 def breakdown(s, q: np.ndarray, nprobe: int, repeats: int, lines) -> None:
-    """Where our batch's time goes: probe (device), plan (host numpy), the rest (device scan +
-    transfers + host merge), medians."""
+    """Where our batch's time goes, medians: probe, then the host's list-major scan (a batch of
+    up to ``host_queries``) or the host plan and the device's tiles, then the rest."""
+    from jaxparadigm.retrieval.dense import ivf_search
+    from jaxparadigm.retrieval.dense.ivf_host_scan import host_candidates
+
     ivf = s._ivf
     probed = ivf.probe(q, nprobe)
+    lists = np.unique(probed)
+    read = int(np.sum(ivf.offsets[lists + 1] - ivf.offsets[lists])) * ivf.dim * 4
+    head = f"Where our batch-{len(q)} time goes at nprobe {nprobe}"
+    if len(q) <= ivf.host_queries:
+        tol = ivf_search._TIE * np.linalg.norm(q, axis=1).astype(np.float32) * ivf._row_norm
+        t = interleaved(
+            {
+                "probe": lambda: ivf.probe(q, nprobe),
+                "scan": lambda: host_candidates(q, ivf._rows, ivf.offsets, probed, 10, tol),
+                "all": lambda: ivf.search(q, 10, nprobe),
+            },
+            repeats,
+        )
+        rest = t["all"] - t["probe"] - t["scan"]
+        lines.append(
+            f"{head} (the host's list-major scan): {t['all'] * 1e3:.1f} ms = probe "
+            f"{t['probe'] * 1e3:.1f} ms + scan {t['scan'] * 1e3:.1f} ms ({len(lists):,} distinct "
+            f"lists, each read once: {read / 2**20:,.0f} MiB, {read / t['scan'] / 1e9:.1f} GB/s) "
+            f"+ rescoring and the rest {rest * 1e3:.1f} ms. FAISS scans each query's lists on its "
+            "own OpenMP thread."
+        )
+        return
     group = ivf.tile_queries(probed)
     t = interleaved(
         {
@@ -289,7 +319,7 @@ def breakdown(s, q: np.ndarray, nprobe: int, repeats: int, lines) -> None:
     scanned = chunk_reads * ivf.chunk_rows * ivf.dim * 4
     rest = t["all"] - t["probe"] - t["plan"]
     lines.append(
-        f"Where our batch-{len(q)} time goes at nprobe {nprobe}: {t['all'] * 1e3:.1f} ms = probe "
+        f"{head}: {t['all'] * 1e3:.1f} ms = probe "
         f"{t['probe'] * 1e3:.1f} ms + host plan {t['plan'] * 1e3:.1f} ms + scan and merge "
         f"{rest * 1e3:.1f} ms; the scan reads {chunk_reads:,} tiles of {ivf.chunk_rows} rows and "
         f"up to {group} queries ({pairs:,} (query, chunk) pairs; {scanned / 2**20:,.0f} MiB "
