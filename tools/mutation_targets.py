@@ -300,10 +300,17 @@ ROUND_5: dict[str, Target] = {
     "retrieval.ivf": Target(
         (
             "jaxparadigm/retrieval/dense/ivf_search.py",
+            "jaxparadigm/retrieval/dense/ivf_host_scan.py",
             "jaxparadigm/retrieval/index/ivf_build.py",
             "jaxparadigm/retrieval/index/ivf_store.py",
         ),
-        _tests("retrieval", "test_ivf_search", "test_ivf_index"),
+        _tests(
+            "retrieval",
+            "test_ivf_search",
+            "test_ivf_host_scan",
+            "test_ivf_host_probe",
+            "test_ivf_index",
+        ),
     ),
     "retrieval.kmeans": Target(
         ("jaxparadigm/retrieval/dense/kmeans.py",),

@@ -331,3 +331,21 @@ def test_a_small_batch_takes_the_host_scan_and_a_larger_one_the_device_scan(monk
     assert len(calls) == 1
     with pytest.raises(InputError, match="host_queries"):
         IVFSearcher(centroids, offsets, ids, rows, host_queries=-1)
+
+
+def test_chunk_layout_holds_each_row_once_and_pads_with_minus_one():
+    """The device layout: every row id once, in its list's chunks on its device, and every other
+    slot (a list's last chunk's tail, each device's spare chunk) padding with id -1."""
+    rng = np.random.default_rng(11)
+    x = unit(rng, 50, 8)
+    centroids = kmeans(x, 4, seed=0, iters=2).centroids
+    offsets, ids, rows = lay_out(x, centroids)
+    s = IVFSearcher(centroids, offsets, ids, rows, devices=jax.devices()[:2], chunk_rows=3)
+    got = np.asarray(s.chunk_ids)
+    live = got[got != -1]
+    assert sorted(live.tolist()) == sorted(ids.tolist())  # each row once, the rest exactly -1
+    per_list = -(-np.diff(offsets) // 3)
+    assert got.size == len(s.devices) * 3 * (
+        max(int(per_list[s.device_of == d].sum()) for d in range(len(s.devices))) + 1
+    )
+    assert np.all(got.reshape(len(s.devices), -1, 3)[:, -1] == -1)  # each device's spare chunk
