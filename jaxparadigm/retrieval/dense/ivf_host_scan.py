@@ -119,14 +119,19 @@ def host_candidates(
     lists, who = flat[order], order // nprobe
     cut = np.flatnonzero(np.diff(lists)) + 1
     scores: list[list[np.ndarray]] = [[] for _ in range(n_q)]
-    for lo, hi in zip(np.r_[0, cut], np.r_[cut, len(flat)], strict=True):
+    bounds = np.concatenate(([0], cut, [len(flat)])).tolist()
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
         j = lists[lo]
         a, b = int(offsets[j]), int(offsets[j + 1])
         if a == b:
             continue
+        block = np.asarray(rows[a:b], np.float32)
+        if hi - lo == 1:  # one query: a matrix-vector product
+            i = int(who[lo])
+            scores[i].append(block @ queries[i])
+            continue
         group = who[lo:hi]
-        s = np.asarray(rows[a:b], np.float32) @ queries[group].T  # [b - a, len(group)]
-        s = np.ascontiguousarray(s.T)  # a query's scores contiguous
+        s = np.ascontiguousarray((block @ queries[group].T).T)  # a query's scores contiguous
         for col, i in enumerate(group.tolist()):
             scores[i].append(s[col])
     cands = []
