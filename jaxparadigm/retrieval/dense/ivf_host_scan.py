@@ -52,10 +52,10 @@ __all__ = [
     "rescored",
 ]
 
-#: Batches of at most this many queries are scanned on the host, list-major
-#: (this module): faster than the device's tiles at every
-#: batch ``benchmarks/ivf_host_crossover.py`` measured (benchmarks/RESULTS.md), bounded for the
-#: batch's scores it holds (``ivf_search``'s module docstring).
+#: Batches of at most this many queries are scanned on the host, list-major (this module):
+#: faster than the device's tiles at every batch ``benchmarks/ivf_host_crossover.py`` measured
+#: (benchmarks/RESULTS.md), bounded for the batch's scores it holds (``ivf_search``'s module
+#: docstring).
 HOST_QUERIES = 256
 #: ... and batches of at most this many are probed on the host too (a larger batch is more
 #: likely to hold a near tie, for which the host's probe must ask the device's again).
@@ -119,7 +119,7 @@ def host_candidates(
     lists, who = flat[order], order // nprobe
     cut = np.flatnonzero(np.diff(lists)) + 1
     scores: list[list[np.ndarray]] = [[] for _ in range(n_q)]
-    bounds = np.concatenate(([0], cut, [len(flat)])).tolist()
+    bounds = np.concatenate(([0], cut, [len(flat)])).tolist() if len(flat) else [0]
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
         j = lists[lo]
         a, b = int(offsets[j]), int(offsets[j + 1])

@@ -79,3 +79,11 @@ def test_candidates_are_the_rows_near_the_kth_score():
     np.testing.assert_array_equal(np.sort(got[1]), [3, 4, 5])
     got = host_candidates(q[:1], x, offsets, np.array([[1]]), 3, np.zeros(1, np.float32))
     np.testing.assert_array_equal(np.sort(got[0]), [3, 4, 5])  # at most k rows: all of them
+
+
+def test_an_empty_batch_has_no_candidates_and_reads_nothing():
+    _, x, offsets = layout(3, 4, 40)
+    rows = CountedRows(x)
+    q = np.zeros((0, x.shape[1]), np.float32)
+    assert host_candidates(q, rows, offsets, np.zeros((0, 2), np.int64), 5, np.zeros(0)) == []
+    assert rows.reads == []

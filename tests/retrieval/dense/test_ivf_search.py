@@ -349,3 +349,13 @@ def test_chunk_layout_holds_each_row_once_and_pads_with_minus_one():
         max(int(per_list[s.device_of == d].sum()) for d in range(len(s.devices))) + 1
     )
     assert np.all(got.reshape(len(s.devices), -1, 3)[:, -1] == -1)  # each device's spare chunk
+
+
+def test_an_empty_batch_gets_empty_results():
+    rng = np.random.default_rng(2)
+    x = unit(rng, 30, 8)
+    centroids = kmeans(x, 3, seed=0, iters=2).centroids
+    offsets, ids, rows = lay_out(x, centroids)
+    got = IVFSearcher(centroids, offsets, ids, rows).search(np.zeros((0, 8), np.float32), 4, 2)
+    assert got.ids.shape == got.scores.shape == (0, 4)
+    assert got.ids.dtype == np.int64 and got.scores.dtype == np.float32
