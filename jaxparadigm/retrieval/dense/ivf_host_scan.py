@@ -1,15 +1,17 @@
 """The host's part of an IVF search (C1.1): the list-major scan of a batch, each list that some
 query probes read once, in place in the index's rows, and scored for all the queries probing it
-by one BLAS product (FAISS's list-major mode, faiss#2306 "pmode 4"; at one query it is what
-``IndexIVFFlat`` does per query), and the float64 rescoring of every search's candidates
-(:func:`rescored`).
+(FAISS's list-major mode, faiss#2306 "pmode 4"; at one query it is what ``IndexIVFFlat`` does per
+query), and the float64 rescoring of every search's candidates (:func:`rescored`).
 
 For a query ``q`` and its probed lists ``P``, with the rows of list ``j`` at positions
 ``offsets[j] .. offsets[j + 1]`` (contiguous: the rows are laid out list by list):
 
-1. ``s_r = X_r . q`` in float32 for every row ``r`` of the lists in ``P`` (``X[a:b] @ Q_G^T``
-   per list, ``G`` the batch's queries probing list ``j``: no copy of the rows, one product
-   each, however many queries probe it);
+1. ``s_r = X_r . q`` in float32 for every row ``r`` of the lists in ``P``, no copy of the rows:
+   a list that ``G >= GEMM_QUERIES`` of the batch's queries probe by one BLAS product
+   ``X[a:b] @ Q_G^T`` (on BLAS's threads); the other lists by a matrix-vector product per query,
+   ``np.vecdot`` (a single-threaded dot per row: on 2 cores it read cold lists of 195 and 1,560
+   rows at 21 and 28 GB/s where BLAS's matrix-vector product on both cores read at 10 and 22,
+   and 2 Python threads over the lists gained 0-5% at 1M rows and lost 18% at 200k);
 2. ``t`` = the ``k``-th largest of the ``s_r``; the candidates are every row with
    ``s_r >= t - tol``, ``tol`` the float32 dot's error bound ``3e-5 ||q|| max ||x||`` (the device
    scan's rule for a near tie, :mod:`~jaxparadigm.retrieval.dense.ivf_search`): a row of the true
@@ -44,6 +46,7 @@ import numpy as np
 from jaxparadigm.retrieval.dense.vector_search import TopK
 
 __all__ = [
+    "GEMM_QUERIES",
     "HOST_PROBE_QUERIES",
     "HOST_QUERIES",
     "host_candidates",
@@ -60,6 +63,10 @@ HOST_QUERIES = 256
 #: ... and batches of at most this many are probed on the host too (a larger batch is more
 #: likely to hold a near tie, for which the host's probe must ask the device's again).
 HOST_PROBE_QUERIES = 4
+#: A list that at least this many of a batch's queries probe is scored by one BLAS product; one
+#: probed by fewer, by ``np.vecdot`` per query (measured on 2 cores, lists of 195 and 1,560 rows:
+#: the product, on both cores, caught up with the single-threaded dots at 8 queries).
+GEMM_QUERIES = 8
 
 
 def host_probe(
@@ -108,7 +115,8 @@ def host_candidates(
 ) -> list[np.ndarray]:
     """Positions (into ``rows``) of the candidates for each query's top ``k`` in its lists
     ``probed[i]`` (module docstring), list-major: the batch's (query, list) pairs grouped by list,
-    each list read once by one BLAS product ``X_j Q_G^T`` for the queries ``G`` probing it; every
+    each list read once and scored for all the queries ``G`` probing it, by one BLAS product
+    ``X_j Q_G^T`` when ``|G| >=`` :data:`GEMM_QUERIES`, else by ``np.vecdot`` per query; every
     row of a query's lists when they hold at most ``k`` rows. ``tol[i]``: query ``i``'s near-tie
     bound. A query's candidates are a set (in list order, not probe order)."""
     queries = np.asarray(queries, np.float32)
@@ -117,23 +125,21 @@ def host_candidates(
     flat = probed.ravel()
     order = np.argsort(flat, kind="stable")  # the pairs, list by list
     lists, who = flat[order], order // nprobe
-    cut = np.flatnonzero(np.diff(lists)) + 1
+    bounds = np.flatnonzero(np.diff(lists, prepend=-1, append=-1)).tolist() if len(flat) else [0]
     scores: list[list[np.ndarray]] = [[] for _ in range(n_q)]
-    bounds = np.concatenate(([0], cut, [len(flat)])).tolist() if len(flat) else [0]
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
         j = lists[lo]
         a, b = int(offsets[j]), int(offsets[j + 1])
         if a == b:
             continue
         block = np.asarray(rows[a:b], np.float32)
-        if hi - lo == 1:  # one query: a matrix-vector product
-            i = int(who[lo])
-            scores[i].append(block @ queries[i])
-            continue
-        group = who[lo:hi]
-        s = np.ascontiguousarray((block @ queries[group].T).T)  # a query's scores contiguous
-        for col, i in enumerate(group.tolist()):
-            scores[i].append(s[col])
+        group = who[lo:hi].tolist()
+        if len(group) >= GEMM_QUERIES:  # BLAS, on its threads
+            got = list(np.ascontiguousarray((block @ queries[group].T).T))  # a query's contiguous
+        else:  # a dot per row, single-threaded: the list stays in cache for the next query
+            got = [np.vecdot(block, queries[i]) for i in group]
+        for i, s in zip(group, got, strict=True):
+            scores[i].append(s)
     cands = []
     for i in range(n_q):
         pos = list_positions(offsets, np.sort(probed[i]))  # the order the scores came in

@@ -5,7 +5,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxparadigm.retrieval.dense.ivf_host_scan import host_candidates
+from jaxparadigm.retrieval.dense.ivf_host_scan import GEMM_QUERIES, host_candidates
 
 
 class CountedRows:
@@ -87,3 +87,23 @@ def test_an_empty_batch_has_no_candidates_and_reads_nothing():
     q = np.zeros((0, x.shape[1]), np.float32)
     assert host_candidates(q, rows, offsets, np.zeros((0, 2), np.int64), 5, np.zeros(0)) == []
     assert rows.reads == []
+
+
+def test_a_list_many_queries_probe_is_one_product_with_each_querys_candidates():
+    """List 0 probed by 12 queries (>= GEMM_QUERIES: one BLAS product), list 1 by 7 (one
+    ``vecdot`` each), list 2 by 5: each read once, each query's candidates as when alone."""
+    rng, x, offsets = layout(7, 3, 120)
+    q = rng.standard_normal((12, x.shape[1])).astype(np.float32)
+    probed = np.array([[0, 1]] * 7 + [[2, 0]] + [[0, 2]] * 4)
+    assert np.sum(probed == 0) >= GEMM_QUERIES > np.sum(probed == 1)
+    tol = np.full(12, 0.01, np.float32)
+    rows = CountedRows(x)
+    got = host_candidates(q, rows, offsets, probed, 4, tol)
+    assert sorted(rows.reads) == [(offsets[j], offsets[j + 1]) for j in range(3)]
+    for i in range(12):
+        alone = host_candidates(q[i : i + 1], x, offsets, probed[i : i + 1], 4, tol[:1])
+        np.testing.assert_array_equal(np.sort(alone[0]), np.sort(got[i]))
+        pos = np.concatenate([np.arange(offsets[j], offsets[j + 1]) for j in probed[i]])
+        s = x[pos].astype(np.float64) @ q[i].astype(np.float64)
+        t = np.sort(s)[-4]
+        assert set(pos[s >= t - 0.01 + 1e-4]) <= set(got[i]) <= set(pos[s >= t - 0.01 - 1e-4])
