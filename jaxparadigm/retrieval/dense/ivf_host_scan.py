@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxparadigm.retrieval.dense.ivf_plan import ranks
 from jaxparadigm.retrieval.dense.vector_search import TopK
 
 __all__ = [
@@ -93,16 +94,11 @@ def host_probe(
     return np.take_along_axis(top, order, 1)
 
 
-def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """``arange(starts[0], starts[0] + lens[0])``, then the next range, ... (int64)."""
-    starts, lens = np.asarray(starts, np.int64), np.asarray(lens, np.int64)
-    return np.arange(int(lens.sum())) + np.repeat(starts - (np.cumsum(lens) - lens), lens)
-
-
 def list_positions(offsets: np.ndarray, lists: np.ndarray) -> np.ndarray:
     """Positions (into the rows) of every row of ``lists``, list after list."""
     lists = np.asarray(lists, np.int64)
-    return _ranges(offsets[lists], offsets[lists + 1] - offsets[lists])
+    sizes = offsets[lists + 1] - offsets[lists]
+    return ranks(sizes) + np.repeat(offsets[lists], sizes)
 
 
 def host_candidates(

@@ -10,7 +10,8 @@ a matrix-vector product); ``G > 1`` is list-major (a list several queries probe 
 Per tile the plan holds its chunk and its ``G`` query ids (``q``, one past the last query, marks
 an empty place); per query, the places ``tile * G + g`` it holds, in ``slots``. Tile and place
 counts are rounded up (few shapes compile). :func:`tile_queries` picks ``G`` for a batch from the
-measured cost of a tile (module constants).
+measured cost of a tile (module constants). :func:`lay_out_chunks` lays the lists out in the
+chunks a plan addresses.
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ def tiles_per_step(group: int) -> int:
     """Tiles scored per scan step: 8 pairs at ``G = 1``, at least 2 tiles (measured with
     ``TILE_FIXED``: fewer, larger steps cost the same)."""
     return max(2, 8 // group)
+
+
+def ranks(counts: np.ndarray) -> np.ndarray:
+    """``0 .. counts[0] - 1``, then ``0 .. counts[1] - 1``, ...: each item's rank within its
+    group, for items laid out group by group (int64)."""
+    counts = np.asarray(counts, np.int64)
+    return np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
 def _probes_by_list(probed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -123,21 +131,21 @@ def plan_tiles(
     lists, counts, queries = _probes_by_list(probed)
     groups = -(-counts // group)  # query groups of each probed list
     n_groups = int(groups.sum())
-    rank = np.arange(len(queries)) - np.repeat(np.cumsum(counts) - counts, counts)
+    rank = ranks(counts)
     group_of = np.repeat(np.cumsum(groups) - groups, counts) + rank // group
     members = np.full((n_groups, group), nq, np.int64)
     members[group_of, rank % group] = queries
     group_list = np.repeat(lists, groups)
     cnt = chunks_per_list[group_list]
     tile_group = np.repeat(np.arange(n_groups), cnt)
-    within = np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    within = ranks(cnt)
     chunk = np.repeat(first_chunk[group_list], cnt) + within
     device = np.repeat(device_of[group_list], cnt)
     order = np.lexsort((tile_group, chunk, device))
     tile_group, chunk, device = tile_group[order], chunk[order], device[order]
     per_dev = np.bincount(device, minlength=devices)
     b = bucket(int(per_dev.max()), tiles_per_step(group) * scans)
-    pos = np.arange(len(device)) - np.repeat(np.cumsum(per_dev) - per_dev, per_dev)
+    pos = ranks(per_dev)
     tile_chunk = np.full((devices, b), empty_chunk, np.int32)
     tile_query = np.full((devices, b, group), nq, np.int32)
     tile_chunk[device, pos] = chunk
@@ -151,10 +159,35 @@ def plan_tiles(
     per_key = np.bincount(key, minlength=devices * nq)
     by_key = np.argsort(key, kind="stable")
     slot = np.empty(len(key), np.int64)
-    slot[by_key] = np.arange(len(key)) - np.repeat(np.cumsum(per_key) - per_key, per_key)
+    slot[by_key] = ranks(per_key)
     width = bucket(int(per_key.max()))
     slots = np.full((devices, nq, width), b * group, np.int32)
     slots[p_dev, p_query, slot] = place
     return TilePlan(
         tile_chunk.reshape(-1), tile_query.reshape(devices * b, group), slots.reshape(-1, width)
     )
+
+
+def lay_out_chunks(rows, ids, offsets, per_list, device_of, n_dev: int, c: int):
+    """The chunks tiles address: ``rows`` (ids ``ids``) laid out list by list in chunks of ``c``
+    rows, list ``j`` (``per_list[j]`` chunks) on device ``device_of[j]`` of ``n_dev``:
+    ``(data [D, W, C, d], chunk_ids [D, W, C], first_chunk [L])``: device ``d``'s lists in
+    list order, each from a chunk boundary (``first_chunk``: where a list starts on its device),
+    the rest ``-1``-id padding; ``W`` is the largest device's chunk count plus one (all padding)."""
+    sizes = np.diff(offsets)
+    first_chunk = np.zeros(len(per_list), np.int64)
+    held = [int(per_list[device_of == d].sum()) for d in range(n_dev)]
+    width = max(held) + 1
+    data = np.zeros((n_dev, width, c, rows.shape[1]), np.float32)
+    chunk_ids = np.full((n_dev, width, c), -1, np.int32)
+    for d in range(n_dev):
+        mine = np.flatnonzero(device_of == d)
+        if not mine.size:
+            continue
+        first_chunk[mine] = np.concatenate([[0], np.cumsum(per_list[mine])[:-1]])
+        lo, hi = offsets[mine[0]], offsets[mine[-1] + 1]
+        list_of = np.repeat(mine, sizes[mine])
+        at = first_chunk[list_of] * c + np.arange(lo, hi) - offsets[list_of]  # row slot
+        data[d].reshape(-1, rows.shape[1])[at] = rows[lo:hi]
+        chunk_ids[d].reshape(-1)[at] = ids[lo:hi]
+    return data, chunk_ids, first_chunk

@@ -74,6 +74,7 @@ from jaxparadigm.retrieval.dense.ivf_host_scan import (
 from jaxparadigm.retrieval.dense.ivf_plan import (
     TilePlan,
     count_tiles,
+    lay_out_chunks,
     plan_tiles,
     scans_for,
     tile_queries,
@@ -109,29 +110,6 @@ def default_nprobe(lists: int, rows: int) -> int:
     return max(1, min(lists, max(share, small)))
 
 
-def _lay_out_chunks(rows, ids, offsets, per_list, device_of, n_dev: int, c: int):
-    """``(data [D, W, C, d], chunk_ids [D, W, C], first_chunk [L])``: device ``d``'s lists in
-    list order, each from a chunk boundary (``first_chunk``: where a list starts on its device),
-    the rest ``-1``-id padding; ``W`` is the largest device's chunk count plus one (all padding)."""
-    sizes = np.diff(offsets)
-    first_chunk = np.zeros(len(per_list), np.int64)
-    held = [int(per_list[device_of == d].sum()) for d in range(n_dev)]
-    width = max(held) + 1
-    data = np.zeros((n_dev, width, c, rows.shape[1]), np.float32)
-    chunk_ids = np.full((n_dev, width, c), -1, np.int32)
-    for d in range(n_dev):
-        mine = np.flatnonzero(device_of == d)
-        if not mine.size:
-            continue
-        first_chunk[mine] = np.concatenate([[0], np.cumsum(per_list[mine])[:-1]])
-        lo, hi = offsets[mine[0]], offsets[mine[-1] + 1]
-        list_of = np.repeat(mine, sizes[mine])
-        at = first_chunk[list_of] * c + np.arange(lo, hi) - offsets[list_of]  # row slot
-        data[d].reshape(-1, rows.shape[1])[at] = rows[lo:hi]
-        chunk_ids[d].reshape(-1)[at] = ids[lo:hi]
-    return data, chunk_ids, first_chunk
-
-
 def _default_scans(devices: Sequence[jax.Device]) -> int:
     """Independent scans per device: on CPU devices, this process's usable cores shared among
     the devices (at least 1); elsewhere 1."""
@@ -140,6 +118,15 @@ def _default_scans(devices: Sequence[jax.Device]) -> int:
     affinity = getattr(os, "sched_getaffinity", None)
     cores = len(affinity(0)) if affinity is not None else os.cpu_count() or 1
     return max(1, cores // len(devices))
+
+
+def _max_norm(rows: np.ndarray) -> np.float32:
+    """``max ||x||`` over ``rows`` (0 for none), read 65,536 rows at a time."""
+    norms = [
+        float(np.max(np.linalg.norm(rows[a : a + 65536], axis=1), initial=0.0))
+        for a in range(0, len(rows), 65536)
+    ]
+    return np.float32(max(norms, default=0.0))
 
 
 def _chunk_rows(count: int, lists: int) -> int:
@@ -153,14 +140,14 @@ def _chunk_rows(count: int, lists: int) -> int:
 
 @functools.lru_cache(maxsize=16)
 def _probe(mesh: Mesh):
-    """Jitted ``(queries, centroids, nprobe) -> lists [q, nprobe]``, both arrays replicated over
-    ``mesh``: a host array goes in as it is (jit's own transfer, ~15 us, where a
-    ``jax.device_put`` of it first costs ~150 us a call)."""
+    """Jitted ``(queries, centroids, half, nprobe) -> lists [q, nprobe]``, ``half = ||C_j||^2 /
+    2`` given (the host's, computed once: in the program it was a second read of the centroids,
+    ~70 us a call), the arrays replicated over ``mesh``: a host array goes in as it is (jit's
+    own transfer, ~15 us, where a ``jax.device_put`` of it first costs ~150 us a call)."""
     rep = NamedSharding(mesh, PartitionSpec())
 
-    @functools.partial(jax.jit, static_argnames="nprobe", in_shardings=(rep, rep))
-    def probe(queries: jax.Array, centroids: jax.Array, nprobe: int) -> jax.Array:
-        half = 0.5 * jnp.sum(centroids * centroids, axis=1)
+    @functools.partial(jax.jit, static_argnames="nprobe", in_shardings=(rep, rep, rep))
+    def probe(queries: jax.Array, centroids: jax.Array, half: jax.Array, nprobe: int):
         _, lists = jax.lax.top_k(queries @ centroids.T - half[None, :], nprobe)
         return lists
 
@@ -301,7 +288,7 @@ class IVFSearcher:
         # list j goes to device floor(D * rows before j / n): runs of about n / D rows
         self.device_of = np.minimum(n_dev * self.offsets[:-1] // max(self.rows, 1), n_dev - 1)
         self.chunks_per_list = per_list
-        data, chunk_ids, self.first_chunk = _lay_out_chunks(
+        data, chunk_ids, self.first_chunk = lay_out_chunks(
             rows, ids, self.offsets, per_list, self.device_of, n_dev, c
         )
         width = data.shape[1]
@@ -312,23 +299,26 @@ class IVFSearcher:
         self._replicated = NamedSharding(self.mesh, PartitionSpec())
         host_c = np.ascontiguousarray(centroids, np.float32)
         self.centroids = jax.device_put(host_c, self._replicated)
-        # the host probe's copy (ivf_host_scan.host_probe)
+        # the host probe's copy (ivf_host_scan.host_probe); both probes' ||C_j||^2 / 2
         self._host_centroids, self._half = host_c, np.float32(0.5) * np.sum(host_c * host_c, 1)
+        self._device_half = jax.device_put(self._half, self._replicated)
         # a plain view: a memmap's slice costs ~4 us more (a memmap object per list read)
         self._rows, self._ids = np.asarray(rows), np.asarray(ids)
         self._pos = np.empty(self.rows, np.int64)  # the position of each row id
         self._pos[self._ids] = np.arange(self.rows)
-        norms = [
-            float(np.max(np.linalg.norm(rows[a : a + 65536], axis=1), initial=0.0))
-            for a in range(0, self.rows, 65536)
-        ]
-        self._row_norm = np.float32(max(norms, default=0.0))
+        self._row_norm = _max_norm(rows)
 
     def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
         """The ``nprobe`` lists each query scans, nearest first: int ``[q, nprobe]``."""
         return np.asarray(
-            _probe(self.mesh)(np.asarray(queries, np.float32), self.centroids, nprobe)
+            _probe(self.mesh)(
+                np.asarray(queries, np.float32), self.centroids, self._device_half, nprobe
+            )
         )
+
+    def tie_bound(self, queries: np.ndarray) -> np.ndarray:
+        """Each query's near-tie bound ``3e-5 ||q|| max ||x||`` (module docstring): float32 [q]."""
+        return _TIE * np.linalg.norm(queries, axis=1).astype(np.float32) * self._row_norm
 
     def plan(self, probed: np.ndarray, group: int = 1, scans: int = 1) -> TilePlan:
         """The :class:`~jaxparadigm.retrieval.dense.ivf_plan.TilePlan` of the lists ``probed``
@@ -359,7 +349,7 @@ class IVFSearcher:
         k = require_int("k", k, 1)
         queries = np.ascontiguousarray(queries, np.float32)
         chex.assert_shape(queries, (None, self.dim))
-        tol = _TIE * np.linalg.norm(queries, axis=1).astype(np.float32) * self._row_norm
+        tol = self.tie_bound(queries)
         if len(queries) <= self.host_queries:  # the host scans (and probes a small batch)
             probed = None
             if len(queries) <= HOST_PROBE_QUERIES:
