@@ -276,16 +276,15 @@ def row_major(s):
 def breakdown(s, q: np.ndarray, nprobe: int, repeats: int, lines) -> None:
     """Where our batch's time goes, medians: probe, then the host's list-major scan (a batch of
     up to ``host_queries``) or the host plan and the device's tiles, then the rest."""
-    from jaxparadigm.retrieval.dense import ivf_search
     from jaxparadigm.retrieval.dense.ivf_host_scan import host_candidates
 
     ivf = s._ivf
     probed = ivf.probe(q, nprobe)
-    lists = np.unique(probed)
-    read = int(np.sum(ivf.offsets[lists + 1] - ivf.offsets[lists])) * ivf.dim * 4
     head = f"Where our batch-{len(q)} time goes at nprobe {nprobe}"
     if len(q) <= ivf.host_queries:
-        tol = ivf_search._TIE * np.linalg.norm(q, axis=1).astype(np.float32) * ivf._row_norm
+        lists = np.unique(probed)
+        read = int(np.sum(ivf.offsets[lists + 1] - ivf.offsets[lists])) * ivf.dim * 4
+        tol = ivf.tie_bound(q)
         t = interleaved(
             {
                 "probe": lambda: ivf.probe(q, nprobe),

@@ -11,7 +11,8 @@ lists (``train_ivf``), then per ``nprobe`` and batch size the same queries searc
 of ``repeats`` rounds of 64 queries in batches of that size; the two results' ids and scores are
 checked equal. A third column, ``host, device probe``, is the host scan with its lists chosen by
 the device's probe program (``host_probe`` answering ``None``), as before the host probe: the
-probe's share of a small batch's time, in the same rounds. ``--devices N``: the device scan on
+probe's share of a small batch's time, in the same rounds; only up to ``HOST_PROBE_QUERIES``
+queries (a larger batch is probed by the device's program in both columns: "-"). ``--devices N``: the device scan on
 ``N`` CPU devices (as ``--cpu-devices N`` gives the CLI; its ``auto`` is one per core). FAISS ``IndexIVFFlat`` with the same
 centroids (when installed) at the same batch size beside them. Prints one Markdown table with the CPU, load at start and end.
 """
@@ -49,6 +50,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     import jax
 
     import jaxparadigm.retrieval.dense.ivf_search as ivf_search
+    from jaxparadigm.retrieval.dense.ivf_host_scan import HOST_PROBE_QUERIES
     from jaxparadigm.retrieval.dense.ivf_search import IVFSearcher
     from jaxparadigm.retrieval.index.ivf_build import train_ivf
     from jaxparadigm.retrieval.index.searcher import IndexSearcher
@@ -88,11 +90,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 for got in (got_d, got_p)
                 for h, d in zip(got_h, got, strict=True)
             )
-            fns = {
-                "host": lambda b=b: run(b),
-                "host_dprobe": lambda b=b: run(b, device_probe=True),
-                "device": lambda: run(0),
-            }
+            fns = {"host": lambda b=b: run(b), "device": lambda: run(0)}
+            if b <= HOST_PROBE_QUERIES:
+                fns["host_dprobe"] = lambda b=b: run(b, device_probe=True)
             if fx is not None:
                 fx.nprobe = nprobe
                 fns["faiss"] = lambda parts=parts: [fx.search(part, 10) for part in parts]
@@ -118,9 +118,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     print(head)
     print(rule)
     for r in rows:
+        dprobe = "- | -"
+        if "host_dprobe" in r:
+            dprobe = f"{r['host_dprobe']:.0f} | {r['host'] / r['host_dprobe']:.2f}x"
         line = (
-            f"| {r['nprobe']} | {r['batch']} | {r['host']:.0f} | {r['host_dprobe']:.0f} | "
-            f"{r['host'] / r['host_dprobe']:.2f}x | {r['device']:.0f} | "
+            f"| {r['nprobe']} | {r['batch']} | {r['host']:.0f} | {dprobe} | {r['device']:.0f} | "
             f"{r['host'] / r['device']:.2f}x | {r['same']} |"
         )
         if fx is not None:
