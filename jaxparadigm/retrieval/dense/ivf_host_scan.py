@@ -121,30 +121,36 @@ def host_candidates(
     flat = probed.ravel()
     order = np.argsort(flat, kind="stable")  # the pairs, list by list
     lists, who = flat[order], order // nprobe
-    bounds = np.flatnonzero(np.diff(lists, prepend=-1, append=-1)).tolist() if len(flat) else [0]
+    bounds = (
+        np.flatnonzero(np.diff(lists, prepend=-1, append=-1)) if len(flat) else np.zeros(1, int)
+    )
+    first = lists[bounds[:-1]]  # each probed list once
+    starts, ends, who = offsets[first].tolist(), offsets[first + 1].tolist(), who.tolist()
     scores: list[list[np.ndarray]] = [[] for _ in range(n_q)]
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
-        j = lists[lo]
-        a, b = int(offsets[j]), int(offsets[j + 1])
+    for lo, hi, a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), starts, ends, strict=True):
         if a == b:
             continue
-        block = np.asarray(rows[a:b], np.float32)
-        group = who[lo:hi].tolist()
+        block, group = rows[a:b], who[lo:hi]  # the rows in place (float32, as laid out)
         if len(group) >= GEMM_QUERIES:  # BLAS, on its threads
-            got = list(np.ascontiguousarray((block @ queries[group].T).T))  # a query's contiguous
+            got = np.ascontiguousarray((block @ queries[group].T).T)  # a query's contiguous
+            for i, s in zip(group, got, strict=True):
+                scores[i].append(s)
         else:  # a dot per row, single-threaded: the list stays in cache for the next query
-            got = [np.vecdot(block, queries[i]) for i in group]
-        for i, s in zip(group, got, strict=True):
-            scores[i].append(s)
+            for i in group:
+                scores[i].append(np.vecdot(block, queries[i]))
     cands = []
     for i in range(n_q):
-        pos = list_positions(offsets, np.sort(probed[i]))  # the order the scores came in
-        if len(pos) <= k:
-            cands.append(pos)
+        mine = np.sort(probed[i])  # the order the scores came in
+        lens = offsets[mine + 1] - offsets[mine]
+        ends = np.cumsum(lens)
+        if not len(ends) or ends[-1] <= k:
+            cands.append(list_positions(offsets, mine))
             continue
         s = np.concatenate(scores[i])
         t = np.partition(s, len(s) - k)[len(s) - k]  # the k-th largest
-        cands.append(pos[s >= t - np.float32(tol[i])])
+        hit = np.flatnonzero(s >= t - np.float32(tol[i]))  # into s, then into the rows:
+        at = np.searchsorted(ends, hit, side="right")  # the list each hit lies in
+        cands.append(offsets[mine[at]] + hit - (ends[at] - lens[at]))
     return cands
 
 
