@@ -11,6 +11,7 @@ from jaxparadigm.retrieval.dense.ivf_plan import (
     bucket,
     count_tiles,
     plan_tiles,
+    ranks,
     scans_for,
     tile_queries,
     tiles_per_step,
@@ -116,3 +117,12 @@ def test_scans_split_only_work_worth_a_thread():
     assert scans_for(0, 1, 2) == 1 and scans_for(2 * m - 1, 1, 2) == 1
     assert scans_for(2 * m, 1, 2) == 2 and scans_for(100 * m, 1, 2) == 2
     assert scans_for(4 * m, 2, 4) == 2 and scans_for(4 * m, 2, 1) == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 6), max_size=8))
+def test_ranks_number_each_item_within_its_group(counts):
+    """``ranks([2, 0, 3]) = [0, 1, 0, 1, 2]``: by hand, group by group."""
+    want = [r for c in counts for r in range(c)]
+    np.testing.assert_array_equal(ranks(np.array(counts, np.int64)), want)
+    assert ranks(np.array(counts, np.int64)).dtype == np.int64
