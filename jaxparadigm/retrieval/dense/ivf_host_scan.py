@@ -10,8 +10,9 @@ For a query ``q`` and its probed lists ``P``, with the rows of list ``j`` at pos
    a list that ``G >= GEMM_QUERIES`` of the batch's queries probe by one BLAS product
    ``X[a:b] @ Q_G^T`` (on BLAS's threads); the other lists by a matrix-vector product per query,
    ``np.vecdot`` (a single-threaded dot per row: on 2 cores it read cold lists of 195 and 1,560
-   rows at 21 and 28 GB/s where BLAS's matrix-vector product on both cores read at 10 and 22,
-   and 2 Python threads over the lists gained 0-5% at 1M rows and lost 18% at 200k);
+   rows at 21 and 28 GB/s where BLAS's matrix-vector product on both cores read at 10 and 22;
+   the lists split over 2 Python threads gained 17% at batch 1 on 1M rows, lost 31% on 200,000
+   (the GIL handed over per list) and 2-9% at batches of 16-64: ``benchmarks/RESULTS.md``);
 2. ``t`` = the ``k``-th largest of the ``s_r``; the candidates are every row with
    ``s_r >= t - tol``, ``tol`` the float32 dot's error bound ``3e-5 ||q|| max ||x||`` (the device
    scan's rule for a near tie, :mod:`~jaxparadigm.retrieval.dense.ivf_search`): a row of the true
@@ -142,15 +143,15 @@ def host_candidates(
     for i in range(n_q):
         mine = np.sort(probed[i])  # the order the scores came in
         lens = offsets[mine + 1] - offsets[mine]
-        ends = np.cumsum(lens)
-        if not len(ends) or ends[-1] <= k:
+        past = np.cumsum(lens)  # where each list's scores end in the query's scores
+        if not len(past) or past[-1] <= k:
             cands.append(list_positions(offsets, mine))
             continue
         s = np.concatenate(scores[i])
         t = np.partition(s, len(s) - k)[len(s) - k]  # the k-th largest
         hit = np.flatnonzero(s >= t - np.float32(tol[i]))  # into s, then into the rows:
-        at = np.searchsorted(ends, hit, side="right")  # the list each hit lies in
-        cands.append(offsets[mine[at]] + hit - (ends[at] - lens[at]))
+        at = np.searchsorted(past, hit, side="right")  # the list each hit lies in
+        cands.append(offsets[mine[at]] + hit - (past[at] - lens[at]))
     return cands
 
 
