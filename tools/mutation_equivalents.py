@@ -651,6 +651,11 @@ EQUIVALENT.update(
             "a segment of exactly max_chars enters the cut with lo = start (end - max_chars is "
             "start) and hi = end: the same span",
         ),
+        "jaxparadigm.retrieval.dense.vector_search.xǁVectorSearcherǁ_place__mutmut_74": (
+            "jnp.zeros((), ), NamedSharding(self.mesh, PartitionSpec())",
+            "the placeholder scale of rows without scales (float32, bfloat16) is never read: the "
+            "search multiplies by a scale only for int8 rows, which bring their own scales",
+        ),
         "jaxparadigm.retrieval.dense.vector_search.x_compact_rows__mutmut_38": (
             "codes = np.clip(np.rint(x / scale[:, None]), None, 127).astype(np.int8)",
             "|x| <= peak and scale = peak / 127, so x / scale rounds to at least -127: the lower "
