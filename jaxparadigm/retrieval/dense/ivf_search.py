@@ -142,8 +142,8 @@ def _chunk_rows(count: int, lists: int) -> int:
 def _probe(mesh: Mesh):
     """Jitted ``(queries, centroids, half, nprobe) -> lists [q, nprobe]``, ``half = ||C_j||^2 /
     2`` given (the host's, computed once: in the program it was a second read of the centroids,
-    ~70 us a call), the arrays replicated over ``mesh``: a host array goes in as it is (jit's
-    own transfer, ~15 us, where a ``jax.device_put`` of it first costs ~150 us a call)."""
+    ~70 us a call timed alone), the arrays replicated over ``mesh``: a host array goes in as it
+    is (jit's own transfer, ~15 us, where a ``jax.device_put`` of it first costs ~150 us a call)."""
     rep = NamedSharding(mesh, PartitionSpec())
 
     @functools.partial(jax.jit, static_argnames="nprobe", in_shardings=(rep, rep, rep))
