@@ -122,9 +122,7 @@ def host_candidates(
     flat = probed.ravel()
     order = np.argsort(flat, kind="stable")  # the pairs, list by list
     lists, who = flat[order], order // nprobe
-    bounds = (
-        np.flatnonzero(np.diff(lists, prepend=-1, append=-1)) if len(flat) else np.zeros(1, int)
-    )
+    bounds = np.flatnonzero(np.diff(lists, prepend=-1, append=-1))  # none for no pairs
     first = lists[bounds[:-1]]  # each probed list once
     starts, ends, who = offsets[first].tolist(), offsets[first + 1].tolist(), who.tolist()
     scores: list[list[np.ndarray]] = [[] for _ in range(n_q)]
