@@ -22,18 +22,17 @@ For a query ``q`` and its probed lists ``P``, with the rows of list ``j`` at pos
    row id, as it does with the device scan's candidates, so both scans give the same ids and
    scores.
 
-The probe of such a batch runs here too (:func:`host_probe`): ``P`` = the ``nprobe`` largest
-``Q_i . C_j - ||C_j||^2 / 2`` in float32, as the device's program computes them. The two
-computations may round differently, so the host's choice is used only where it cannot differ
-from the device's: each score's float32 error, whatever the order of the sums, is at most
+The probe of a small batch runs here too (:func:`host_probe`): ``P`` = the ``nprobe`` largest
 
-    e = (d + 2) u (||q|| c + c^2 / 2),    u = 2^-24,  c = max ||C_j||,  d the dimension
+    s_ij = fl(Q_i . C_j) - ||C_j||^2 / 2,
 
-(the dot's and the half norm's worst-case bound, one rounding for the difference), so host and
-device scores differ by at most ``2e`` and both choose the same lists when the host's gap
-between the ``nprobe``-th and the next score is more than ``4e``; otherwise (a near tie at the
-boundary, equal centroids) the caller asks the device. Within ``P`` the order (nearest first,
-ties to the lower list) changes no result: the scan's candidates are a set.
+ties to the lower list, each dot one ``np.vecdot`` of query ``i`` and centroid ``j`` (one
+single-threaded ``sdot`` a pair, whose order of sums depends on nothing but the two vectors), so
+a query gets the same lists in any batch, alone or not. The device's program (a matrix product
+whose sums XLA orders by the batch's shape: a lone query's scores differ from the same query's in
+a batch of 64 in the last bit, measured) probes the larger batches; ``IVFSearcher`` uses one
+probe per batch for either scan, so both scans give the same ids and scores. Within ``P`` the
+order (nearest first, ties to the lower list) changes no result: the scan's candidates are a set.
 
 A search then pays for no program dispatch and no scan fixed cost (tiles, slots, a merge
 across devices); ``IVFSearcher`` takes this path up to ``host_queries`` queries (the measured
@@ -62,8 +61,8 @@ __all__ = [
 #: (benchmarks/RESULTS.md), bounded for the batch's scores it holds (``ivf_search``'s module
 #: docstring).
 HOST_QUERIES = 256
-#: ... and batches of at most this many are probed on the host too (a larger batch is more
-#: likely to hold a near tie, for which the host's probe must ask the device's again).
+#: ... and batches of at most this many are probed on the host too (:func:`host_probe`, a dot a
+#: (query, list) pair); a larger batch by the device's program (one matrix product).
 HOST_PROBE_QUERIES = 4
 #: A list that at least this many of a batch's queries probe is scored by one BLAS product; one
 #: probed by fewer, by ``np.vecdot`` per query (measured on 2 cores, lists of 195 and 1,560 rows:
@@ -73,26 +72,13 @@ GEMM_QUERIES = 8
 
 def host_probe(
     queries: np.ndarray, centroids: np.ndarray, half: np.ndarray, nprobe: int
-) -> np.ndarray | None:
+) -> np.ndarray:
     """The ``nprobe`` lists of each query, nearest first, ties to the lower list: int
-    ``[q, nprobe]``; ``None`` when some query's ``nprobe``-th score is within ``4e`` of the next
-    list's (module docstring: then only the device's probe gives the device's lists).
+    ``[q, nprobe]`` (module docstring: one dot a (query, list) pair, whatever the batch).
     ``half = ||C_j||^2 / 2`` (float32 ``[L]``)."""
     queries = np.asarray(queries, np.float32)
-    s = (centroids @ queries.T).T - half[None, :]
-    lists, dim = centroids.shape
-    if nprobe < lists:
-        part = np.argpartition(-s, nprobe, axis=1)  # column nprobe: the (nprobe + 1)-th largest
-        top = np.sort(part[:, :nprobe], axis=1)
-        kth = np.take_along_axis(s, top, 1).min(1)
-        c = np.sqrt(2 * float(half.max(initial=0.0)))
-        e = (dim + 2) * 2.0**-24 * (np.linalg.norm(queries, axis=1) * c + c * c / 2)
-        if np.any(kth - s[np.arange(len(s)), part[:, nprobe]] <= 4 * e):
-            return None
-    else:
-        top = np.broadcast_to(np.arange(lists), s.shape)
-    order = np.argsort(-np.take_along_axis(s, top, 1), axis=1, kind="stable")
-    return np.take_along_axis(top, order, 1)
+    s = np.vecdot(centroids[None], queries[:, None]) - half[None, :]  # [q, L]
+    return np.argsort(-s, axis=1, kind="stable")[:, :nprobe]  # stable: ties to the lower list
 
 
 def list_positions(offsets: np.ndarray, lists: np.ndarray) -> np.ndarray:

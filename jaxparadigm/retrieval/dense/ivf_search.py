@@ -42,8 +42,10 @@ probed lists are scored on the host instead. The scan is float32 whatever the ``
 ``host_queries`` queries (its :data:`~.ivf_host_scan.HOST_QUERIES` by default) is not planned
 into tiles: the host scans it list-major, each probed list read once and scored for all its
 queries by one BLAS product, and rescores the same near-tie candidates in float64: the same ids
-and scores. At most :data:`~.ivf_host_scan.HOST_PROBE_QUERIES` are probed on the host too (the
-device decides a near tie at the ``nprobe``-th list). The host scan was as fast as the tiles or
+and scores. A batch of at most :data:`~.ivf_host_scan.HOST_PROBE_QUERIES` queries is probed on
+the host too, one dot a (query, list) pair, so each of its queries gets the lists it gets alone
+(:func:`~.ivf_host_scan.host_probe`); a larger one by the device's program. Either scan of a
+batch uses that batch's probe. The host scan was as fast as the tiles or
 faster at every batch measured on 2 CPU cores (1 to 1,024 queries, one or two devices,
 ``benchmarks/RESULTS.md``); it holds a batch's float32 scores (``4 q`` bytes per row a query
 scans: 64 MB for 256 queries over 1/16 of 1M rows), hence the bound.
@@ -309,12 +311,13 @@ class IVFSearcher:
         self._row_norm = _max_norm(rows)
 
     def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
-        """The ``nprobe`` lists each query scans, nearest first: int ``[q, nprobe]``."""
-        return np.asarray(
-            _probe(self.mesh)(
-                np.asarray(queries, np.float32), self.centroids, self._device_half, nprobe
-            )
-        )
+        """The ``nprobe`` lists each query scans, nearest first, ties to the lower list: int
+        ``[q, nprobe]``; the host's probe for a batch of at most ``HOST_PROBE_QUERIES``, else
+        the device's (module docstring)."""
+        queries = np.asarray(queries, np.float32)
+        if len(queries) <= HOST_PROBE_QUERIES:
+            return host_probe(queries, self._host_centroids, self._half, nprobe)
+        return np.asarray(_probe(self.mesh)(queries, self.centroids, self._device_half, nprobe))
 
     def tie_bound(self, queries: np.ndarray) -> np.ndarray:
         """Each query's near-tie bound ``3e-5 ||q|| max ||x||`` (module docstring): float32 [q]."""
@@ -350,15 +353,10 @@ class IVFSearcher:
         queries = np.ascontiguousarray(queries, np.float32)
         chex.assert_shape(queries, (None, self.dim))
         tol = self.tie_bound(queries)
-        if len(queries) <= self.host_queries:  # the host scans (and probes a small batch)
-            probed = None
-            if len(queries) <= HOST_PROBE_QUERIES:
-                probed = host_probe(queries, self._host_centroids, self._half, nprobe)
-            if probed is None:  # a near tie at the nprobe-th list: the device's choice
-                probed = self.probe(queries, nprobe)
+        probed = self.probe(queries, nprobe)
+        if len(queries) <= self.host_queries:  # the host scans
             cands = host_candidates(queries, self._rows, self.offsets, probed, k, tol)
             return rescored(queries, self._rows, self._ids, k, cands)
-        probed = self.probe(queries, nprobe)
         group = self.tile_queries(probed)
         n_tiles = count_tiles(probed, group, self.chunks_per_list)
         scans = scans_for(n_tiles, len(self.devices), self.scans)
