@@ -86,6 +86,7 @@ from jaxparadigm.retrieval.service.request_batcher import (
     BatchResult,
     RequestBatcher,
     check_batching,
+    embed,
     padded_sizes,
     serve_alone,
 )
@@ -213,7 +214,9 @@ class SearchService:
             raise RuntimeError("SearchService: already started")
         # compile the search for the default k now: a request's client would wait for it
         for rows in padded_sizes(self.max_batch):
-            self.encoder.encode(["warm-up query"] * rows, normalize=True)  # a batch's shape
+            texts = ["warm-up query"] * rows  # a batch's shape, encoded as a batch is
+            tokens = self.encoder.token_ids(texts) if hasattr(self.encoder, "token_ids") else None
+            embed(self.encoder, texts, tokens or [None] * rows)
             warm = np.zeros((rows, self.encoder.dim), np.float32)
             for k in sorted({DEFAULT_K, self.served.dense_k(self.options)}):
                 self.index.search_vectors(warm, k)

@@ -20,6 +20,7 @@ from jaxparadigm.retrieval.service.request_batcher import (
     DEFAULT_MAX_WAIT_MS,
     RequestBatcher,
     ServiceUnavailable,
+    embed,
     padded_size,
     padded_sizes,
 )
@@ -356,10 +357,12 @@ class TokenEncoder(FakeEncoder):
     def __init__(self):
         super().__init__()
         self.token_calls: list[list[list[int]]] = []
+        self.packs: list[bool | None] = []  # each call's pack argument (None: not given)
 
-    def encode_token_ids(self, ids, normalize=True):
+    def encode_token_ids(self, ids, normalize=True, pack=None):
         assert normalize is True
         self.token_calls.append([list(i) for i in ids])
+        self.packs.append(pack)
         return np.array([[float(i[0]), 1.0, 0.0, 0.0] for i in ids], np.float32)
 
 
@@ -381,6 +384,7 @@ def test_a_batch_of_pre_tokenized_requests_encodes_their_ids_not_their_texts():
     batcher.close()
     assert encoder.calls == [] and len(encoder.token_calls) == 1
     assert sorted(encoder.token_calls[0]) == [[n, 7] for n in range(1, 5)]
+    assert encoder.packs == [True]  # several queries: packed rows
     _assert_own_rows([(f"q{i + 1}", 2, None) for i in range(4)], out)
 
 
@@ -391,4 +395,19 @@ def test_a_batch_with_a_request_without_tokens_encodes_the_texts():
     second = batcher.submit("q5", 1)  # no tokens: its text is encoded
     batcher.close()
     assert encoder.token_calls == [[[3]]] and encoder.calls == [["q5"]]
+    assert encoder.packs == [None]  # one query: the encoder's own rows
     assert first.ids.tolist() == [300] and second.ids.tolist() == [500]
+
+
+def test_embed_packs_a_batch_of_minilm_queries_and_keeps_each_querys_row(encoder):
+    """MiniLM: a batch's rows (packed, several queries a row) are each query's lone embedding to
+    float32 rounding, in the batch's order; a lone query's row is its own encode bit for bit."""
+    texts = ["open a file", "how do I catch several exceptions in one except clause", "yield"]
+    alone = np.stack([encoder.encode([t])[0] for t in texts])
+    tokens = encoder.token_ids(texts)
+    rows = embed(encoder, texts, tokens)
+    assert rows.shape == (3, encoder.dim) and rows.dtype == np.float32
+    np.testing.assert_allclose(rows, alone, atol=2e-6)
+    assert np.all(np.argmax(rows @ alone.T, 1) == [0, 1, 2])
+    np.testing.assert_array_equal(embed(encoder, texts[1:2], tokens[1:2]), alone[1:2])
+    np.testing.assert_array_equal(embed(encoder, texts, [None] * 3), encoder.encode(texts))
