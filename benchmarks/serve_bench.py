@@ -232,12 +232,27 @@ def start_ours(index_dir: Path, encoder, args):
 
 def warm_ours(service) -> None:
     """Compile what the load will use: the encoder at each row bucket (1-32 rows, the questions'
-    lengths) and the k=10 search at each power-of-two batch (the service compiles k=5)."""
+    lengths), each batch encoded as the service encodes one (``request_batcher.embed``: packed
+    rows for several queries, whose shapes depend on which queries share a batch: consecutive
+    questions and seeded random draws of them), and the k=10 search at each power-of-two batch
+    (the service compiles k=5)."""
+    try:
+        from jaxparadigm.retrieval.service.request_batcher import embed
+    except ImportError:  # a checkout before packed batches: the texts, as its batcher did
+        embed = None
+    encoder, rng = service.encoder, np.random.default_rng(0)
     rows = 1
     while rows <= 32:
-        for a in range(0, len(QUESTIONS), rows):
-            service.encoder.encode(QUESTIONS[a : a + rows], normalize=True)
-        service.index.search_vectors(np.zeros((rows, service.encoder.dim), np.float32), 10)
+        draws = [QUESTIONS[a : a + rows] for a in range(0, len(QUESTIONS), rows)]
+        if rows > 1:  # every batch size up to this one: packed shapes follow the tokens
+            sizes = range(rows // 2 + 1, min(rows, getattr(service, "max_batch", 16)) + 1)
+            draws += [list(rng.choice(QUESTIONS, n)) for _ in range(24) for n in sizes]
+        for texts in draws:
+            if embed is None:
+                encoder.encode(texts, normalize=True)
+            else:
+                embed(encoder, texts, encoder.token_ids(texts))
+        service.index.search_vectors(np.zeros((rows, encoder.dim), np.float32), 10)
         rows *= 2
 
 
