@@ -62,7 +62,9 @@ __all__ = [
 #: docstring).
 HOST_QUERIES = 256
 #: ... and batches of at most this many are probed on the host too (:func:`host_probe`, a dot a
-#: (query, list) pair); a larger batch by the device's program (one matrix product).
+#: (query, list) pair); a larger batch by the device's program (one matrix product). Measured
+#: (1,024 lists of 384 dims, 2-core AMD EPYC, medians): host 31 / 61 / 123 / 351 us at 1 / 2 /
+#: 4 / 8 queries, the device's program 70 / 101 / 88 / 110 us.
 HOST_PROBE_QUERIES = 4
 #: A list that at least this many of a batch's queries probe is scored by one BLAS product; one
 #: probed by fewer, by ``np.vecdot`` per query (measured on 2 cores, lists of 195 and 1,560 rows:
