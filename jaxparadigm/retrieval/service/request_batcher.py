@@ -11,10 +11,10 @@ own thread: then the worker runs only the model, and a batch of several queries 
 queries a row: ``pack=True``, :mod:`~jaxparadigm.retrieval.encoder.sequence_packing`; each query's
 embedding is the one it gets alone up to float32 rounding, as in a padded batch, whose rows also
 differ from a lone query's in the last bits. Measured, ``bench serve`` on the pydoc index, 2-core
-AMD EPYC: 16 clients 297 -> 356 q/s, one client unchanged; see :func:`embed`); the rows are then
-searched per group of equal
-``(k, nprobe, approx)``, one ``search(Q, k)`` call per group (plus ``nprobe=P`` and ``approx=True``
-when the group has them), in order of first arrival. Different ``k`` are never merged (the exact
+AMD EPYC, 3 runs each: 16 clients 275-292 -> 328-342 q/s, one client unchanged; :func:`embed`);
+the rows are then searched per group of equal ``(k, nprobe, approx)``, one ``search(Q, k)`` call
+per group (plus ``nprobe=P`` and ``approx=True`` when the group has them), in order of first
+arrival. Different ``k`` are never merged (the exact
 engine's top-k prefix is not guaranteed bitwise equal to a smaller k's top-k). A group of ``n`` rows
 is padded with zero rows to::
 
