@@ -168,6 +168,19 @@ def plan_tiles(
     )
 
 
+def chunk_starts(per_list, device_of, n_dev: int) -> tuple[np.ndarray, int]:
+    """``(first_chunk [L], W)`` of the chunk layout (:func:`lay_out_chunks`), from the chunk
+    counts alone: where each list starts on its device (its device's lists in list order) and the
+    chunks a device holds, ``W`` = the largest device's count plus one (all padding)."""
+    first_chunk = np.zeros(len(per_list), np.int64)
+    held = []
+    for d in range(n_dev):
+        mine = np.flatnonzero(device_of == d)
+        first_chunk[mine] = np.cumsum(per_list[mine]) - per_list[mine]
+        held.append(int(per_list[mine].sum()))
+    return first_chunk, max(held) + 1
+
+
 def lay_out_chunks(rows, ids, offsets, per_list, device_of, n_dev: int, c: int):
     """The chunks tiles address: ``rows`` (ids ``ids``) laid out list by list in chunks of ``c``
     rows, list ``j`` (``per_list[j]`` chunks) on device ``device_of[j]`` of ``n_dev``:
@@ -175,16 +188,13 @@ def lay_out_chunks(rows, ids, offsets, per_list, device_of, n_dev: int, c: int):
     list order, each from a chunk boundary (``first_chunk``: where a list starts on its device),
     the rest ``-1``-id padding; ``W`` is the largest device's chunk count plus one (all padding)."""
     sizes = np.diff(offsets)
-    first_chunk = np.zeros(len(per_list), np.int64)
-    held = [int(per_list[device_of == d].sum()) for d in range(n_dev)]
-    width = max(held) + 1
+    first_chunk, width = chunk_starts(per_list, device_of, n_dev)
     data = np.zeros((n_dev, width, c, rows.shape[1]), np.float32)
     chunk_ids = np.full((n_dev, width, c), -1, np.int32)
     for d in range(n_dev):
         mine = np.flatnonzero(device_of == d)
         if not mine.size:
             continue
-        first_chunk[mine] = np.concatenate([[0], np.cumsum(per_list[mine])[:-1]])
         lo, hi = offsets[mine[0]], offsets[mine[-1] + 1]
         list_of = np.repeat(mine, sizes[mine])
         at = first_chunk[list_of] * c + np.arange(lo, hi) - offsets[list_of]  # row slot

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Sequence
 
 import chex
@@ -75,6 +76,7 @@ from jaxparadigm.retrieval.dense.ivf_host_scan import (
 )
 from jaxparadigm.retrieval.dense.ivf_plan import (
     TilePlan,
+    chunk_starts,
     count_tiles,
     lay_out_chunks,
     plan_tiles,
@@ -290,14 +292,11 @@ class IVFSearcher:
         # list j goes to device floor(D * rows before j / n): runs of about n / D rows
         self.device_of = np.minimum(n_dev * self.offsets[:-1] // max(self.rows, 1), n_dev - 1)
         self.chunks_per_list = per_list
-        data, chunk_ids, self.first_chunk = lay_out_chunks(
-            rows, ids, self.offsets, per_list, self.device_of, n_dev, c
-        )
-        width = data.shape[1]
+        self.first_chunk, width = chunk_starts(per_list, self.device_of, n_dev)
         self.empty_chunk = width - 1  # each device's last chunk is all padding
         self._sharded = NamedSharding(self.mesh, PartitionSpec("lists"))
-        self.chunks = jax.device_put(data.reshape(n_dev * width, c, dim), self._sharded)
-        self.chunk_ids = jax.device_put(chunk_ids.reshape(n_dev * width, c), self._sharded)
+        self._placed: tuple[jax.Array, jax.Array] | None = None  # placed_chunks()
+        self._place_lock = threading.Lock()
         self._replicated = NamedSharding(self.mesh, PartitionSpec())
         host_c = np.ascontiguousarray(centroids, np.float32)
         self.centroids = jax.device_put(host_c, self._replicated)
@@ -309,6 +308,20 @@ class IVFSearcher:
         self._pos = np.empty(self.rows, np.int64)  # the position of each row id
         self._pos[self._ids] = np.arange(self.rows)
         self._row_norm = _max_norm(rows)
+
+    def placed_chunks(self) -> tuple[jax.Array, jax.Array]:
+        """``(chunks [D * W, C, d], chunk_ids [D * W, C])`` on the devices ("Layout"), placed by
+        the first device scan: a searcher of host scans only never holds this copy of the rows
+        (placed in the background, it slowed the first host scans 2-3x while it ran)."""
+        with self._place_lock:
+            if self._placed is None:
+                c, lists = self.chunk_rows, (self.offsets, self.chunks_per_list, self.device_of)
+                data, ids, _ = lay_out_chunks(self._rows, self._ids, *lists, len(self.devices), c)
+                self._placed = (
+                    jax.device_put(data.reshape(-1, c, self.dim), self._sharded),
+                    jax.device_put(ids.reshape(-1, c), self._sharded),
+                )
+            return self._placed
 
     def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
         """The ``nprobe`` lists each query scans, nearest first, ties to the lower list: int
@@ -369,7 +382,7 @@ class IVFSearcher:
         run = _scan(self.mesh, k_dev, kk, min(k, kk), group, scans)
         # host arrays go in as they are: jit places them by its in_shardings
         args = (queries, tol, tiles.tile_query, tiles.tile_chunk, tiles.slots)
-        _, ids, at_least = jax.device_get(run(self.chunks, self.chunk_ids, *args))
+        _, ids, at_least = jax.device_get(run(*self.placed_chunks(), *args))
         cands = []
         for i in range(len(queries)):
             if at_least[i] > kk:  # more near ties at the k-th place than were kept: every row

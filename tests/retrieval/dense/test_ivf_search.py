@@ -312,7 +312,7 @@ def test_list_major_in_two_scans_equals_row_major_and_exact_on_shared_lists():
 
 def test_a_small_batch_takes_the_host_scan_and_a_larger_one_the_device_scan(monkeypatch):
     """Up to HOST_QUERIES queries: host_candidates (one call a batch); one more: the tiles (the
-    device scan)."""
+    device scan), whose chunks are placed on the devices then, not before."""
     import jaxparadigm.retrieval.dense.ivf_search as ivf
 
     rng = np.random.default_rng(5)
@@ -325,10 +325,17 @@ def test_a_small_batch_takes_the_host_scan_and_a_larger_one_the_device_scan(monk
     real = ivf.host_candidates
     monkeypatch.setattr(ivf, "host_candidates", lambda *a: calls.append(1) or real(*a))
     q = x[rng.integers(0, len(x), HOST_QUERIES + 1)]
-    s.search(q[:HOST_QUERIES], 3, 2)
+    small = s.search(q[:HOST_QUERIES], 3, 2)
     assert len(calls) == 1
+    assert s._placed is None  # host scans only: the rows' device copy was never made
     s.search(q, 3, 2)
     assert len(calls) == 1
+    placed = s._placed
+    assert placed is not None and s.placed_chunks() is placed  # made once, by the device scan
+    s.host_queries = 0  # the same batch on the device: the same ids and scores
+    again = s.search(q[:HOST_QUERIES], 3, 2)
+    np.testing.assert_array_equal(again.ids, small.ids)
+    np.testing.assert_array_equal(again.scores, small.scores)
     with pytest.raises(InputError, match="host_queries"):
         IVFSearcher(centroids, offsets, ids, rows, host_queries=-1)
 
@@ -341,7 +348,7 @@ def test_chunk_layout_holds_each_row_once_and_pads_with_minus_one():
     centroids = kmeans(x, 4, seed=0, iters=2).centroids
     offsets, ids, rows = lay_out(x, centroids)
     s = IVFSearcher(centroids, offsets, ids, rows, devices=jax.devices()[:2], chunk_rows=3)
-    got = np.asarray(s.chunk_ids)
+    got = np.asarray(s.placed_chunks()[1])
     live = got[got != -1]
     assert sorted(live.tolist()) == sorted(ids.tolist())  # each row once, the rest exactly -1
     per_list = -(-np.diff(offsets) // 3)
