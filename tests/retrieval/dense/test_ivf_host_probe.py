@@ -99,6 +99,21 @@ def test_an_exact_tie_at_the_nprobe_th_list_goes_to_the_lower_list(nq):
     np.testing.assert_array_equal(searcher(c).probe(big, 2), [[0, 1]] * len(big))
 
 
+def test_many_equal_lists_at_the_boundary_go_in_list_order():
+    """40 equal centroids (lists 10-49) straddle the boundary of nprobe 11 among 64 lists: the
+    10 lowest of them, in list order, after the nearest list (a sort that is not stable would
+    take any 10 of them)."""
+    rng = np.random.default_rng(4)
+    c = rng.standard_normal((64, 16)).astype(np.float32)
+    q = rng.standard_normal((2, 16)).astype(np.float32)
+    q[1] = q[0]
+    c[:] = -5 * q[0]  # far
+    c[0] = q[0]  # nearest
+    c[10:50] = 0.5 * q[0]  # 40 equal lists, second nearest
+    got = host_probe(q, c, half(c), 11)
+    np.testing.assert_array_equal(got, [[0, *range(10, 20)]] * 2)
+
+
 def test_a_batch_is_probed_once_on_the_host_up_to_host_probe_queries(monkeypatch):
     rng = np.random.default_rng(1)
     c = rng.standard_normal((8, 16)).astype(np.float32)

@@ -411,3 +411,14 @@ def test_embed_packs_a_batch_of_minilm_queries_and_keeps_each_querys_row(encoder
     assert np.all(np.argmax(rows @ alone.T, 1) == [0, 1, 2])
     np.testing.assert_array_equal(embed(encoder, texts[1:2], tokens[1:2]), alone[1:2])
     np.testing.assert_array_equal(embed(encoder, texts, [None] * 3), encoder.encode(texts))
+
+
+def test_embed_packs_from_two_queries_with_tokens_and_encodes_texts_otherwise():
+    encoder = TokenEncoder()
+    rows = embed(encoder, ["a", "b"], [[4, 7], [5]])
+    assert encoder.packs == [True] and encoder.token_calls == [[[4, 7], [5]]]
+    np.testing.assert_array_equal(rows[:, 0], [4.0, 5.0])  # each query its own row, in order
+    embed(encoder, ["c"], [[6]])
+    assert encoder.packs == [True, None]
+    embed(encoder, ["q8", "q9"], [[6], None])  # a query without tokens: the texts
+    assert encoder.packs == [True, None] and encoder.calls == [["q8", "q9"]]
