@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import chex
@@ -264,9 +265,9 @@ class _Placement(NamedTuple):
 class VectorSearcher:
     """Streaming exact (or compact-dtype) top-k over a :class:`RowSource` on ``devices`` (C1.1).
 
-    ``resident=True`` places the whole corpus once (memory: the corpus in ``dtype``);
-    ``resident=False`` re-reads it as placements of ``len(devices) * rows_per_device`` rows per
-    search (memory: one placement). ``search(queries, k)`` returns a :class:`TopK`.
+    ``resident=True`` places the whole corpus once, at the first search (memory: the corpus in
+    ``dtype``); ``resident=False`` re-reads it as placements of ``len(devices) * rows_per_device``
+    rows per search (memory: one placement). ``search(queries, k)`` returns a :class:`TopK`.
     """
 
     def __init__(
@@ -293,14 +294,14 @@ class VectorSearcher:
             rows_per_device = per_device if resident else 16 * block_rows
         self.rows_per_device = _round_up(max(rows_per_device, 1), self.block_rows)
         self.resident = resident
-        self._placements = list(self._place_all()) if resident else None
+        self._placements: list[_Placement] | None = None  # resident: made by the first search
+        self._lock = threading.Lock()
 
     @property
     def bytes_per_row(self) -> int:
         """Bytes one corpus row occupies in the search dtype (int8 includes its float32 scale)."""
-        return {"float32": 4, "bfloat16": 2, "int8": 1}[self.dtype] * self.source.dim + (
-            4 if self.dtype == "int8" else 0
-        )
+        codes = {"float32": 4, "bfloat16": 2, "int8": 1}[self.dtype] * self.source.dim
+        return codes + (4 if self.dtype == "int8" else 0)
 
     def _place(self, start: int) -> _Placement:
         rows, d = self.rows_per_device, self.source.dim
@@ -344,10 +345,8 @@ class VectorSearcher:
         recall_target: float = 0.95,
         rescore_factor: int = 4,
     ) -> TopK:
-        """Top ``k`` rows for each query row (float32 ``[q, dim]``): :class:`TopK` best first.
-
-        With a compact dtype, ``k * rescore_factor`` candidates are rescored in float32.
-        """
+        """Top ``k`` rows for each query row (float32 ``[q, dim]``): :class:`TopK` best first;
+        with a compact dtype, ``k * rescore_factor`` candidates are rescored in float32."""
         queries = np.asarray(queries, np.float32)
         chex.assert_rank(queries, 2)
         if queries.shape[1] != self.source.dim:
@@ -364,7 +363,12 @@ class VectorSearcher:
         replicated = NamedSharding(self.mesh, PartitionSpec())
         q = jax.device_put(queries, replicated)
         best: tuple[jax.Array, jax.Array] | None = None
-        placements = self._placements if self._placements is not None else self._place_all()
+        placements: Iterable[_Placement] = self._place_all()  # a generator: none placed yet
+        if self.resident:
+            with self._lock:  # the whole corpus, placed by the first search
+                if self._placements is None:
+                    self._placements = list(placements)
+                placements = self._placements
         for p in placements:
             v, i = fn(p.data, p.scale, q, np.int32(p.start), np.int32(p.valid))
             if best is not None:

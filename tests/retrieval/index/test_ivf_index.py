@@ -70,8 +70,15 @@ def test_every_list_probed_equals_the_exact_search_and_fewer_keep_recall(built):
     s = IndexSearcher(idx)
     assert s.lists == 8
     q = _queries(enc)
-    exact = s.search_vectors(q, 10)
     every = s.search_vectors(q, 10, nprobe=8)
+    # IVF searches alone (batches of the host scan) copy no rows to the devices: neither the
+    # exact search's placements nor the lists' device chunks
+    assert s.vectors._placements is None and s._ivf is not None and s._ivf._placed is None
+    exact = s.search_vectors(q, 10)
+    placed = s.vectors._placements
+    assert placed is not None  # placed by the first exact search, then kept
+    s.search_vectors(q, 10)
+    assert s.vectors._placements is placed
     np.testing.assert_array_equal(every.ids, exact.ids)
     np.testing.assert_allclose(every.scores, exact.scores, atol=2e-6)
     assert _recall(s.search_vectors(q, 10, nprobe=3).ids, exact.ids) >= 0.9
