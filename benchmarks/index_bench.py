@@ -120,8 +120,10 @@ def exact_section(args, x, queries, lines, faiss) -> np.ndarray:
     tmp = Path(tempfile.mkdtemp(prefix="index_bench_"))
     build_s = timed(lambda: write_vector_index(tmp / "idx", x, args.shard_rows))
     holder = {}
-    load_s = timed(
-        lambda: holder.setdefault("s", IndexSearcher(tmp / "idx", block_rows=args.block))
+    load_s = timed(  # the rows are placed by the first search
+        lambda: holder.setdefault(
+            "s", IndexSearcher(tmp / "idx", block_rows=args.block)
+        ).vectors.search(q1[:1], 10)
     )
     ours = holder["s"]
     disk = sum(p.stat().st_size for p in (tmp / "idx").glob("*.npy")) / len(x)
@@ -149,7 +151,7 @@ def exact_section(args, x, queries, lines, faiss) -> np.ndarray:
             args.batch / med64["ours"],
             f"{1 / statistics.median(single['ours']):.1f}",
             1.0,
-            f"{build_s:.1f} (write + sha256) + {load_s:.1f} (verify + place)",
+            f"{build_s:.1f} (write + sha256) + {load_s:.1f} (verify + place + a first search)",
             f"{disk:.0f} on disk, 1536 in memory",
         )
     )
