@@ -214,9 +214,8 @@ class SearchService:
             raise RuntimeError("SearchService: already started")
         # compile the search for the default k now: a request's client would wait for it
         for rows in padded_sizes(self.max_batch):
-            texts = ["warm-up query"] * rows  # a batch's shape, encoded as a batch is
-            tokens = self.encoder.token_ids(texts) if hasattr(self.encoder, "token_ids") else None
-            embed(self.encoder, texts, tokens or [None] * rows)
+            texts = ["warm-up query"] * rows  # a batch's shape, tokenized and encoded as requests
+            embed(self.encoder, texts, [self._token_ids(text)[1] for text in texts])
             warm = np.zeros((rows, self.encoder.dim), np.float32)
             for k in sorted({DEFAULT_K, self.served.dense_k(self.options)}):
                 self.index.search_vectors(warm, k)

@@ -14,9 +14,8 @@ differ from a lone query's in the last bits. Measured, ``bench serve`` on the py
 AMD EPYC, 3 runs each: 16 clients 275-292 -> 328-342 q/s, one client unchanged; :func:`embed`);
 the rows are then searched per group of equal ``(k, nprobe, approx)``, one ``search(Q, k)`` call
 per group (plus ``nprobe=P`` and ``approx=True`` when the group has them), in order of first
-arrival. Different ``k`` are never merged (the exact
-engine's top-k prefix is not guaranteed bitwise equal to a smaller k's top-k). A group of ``n`` rows
-is padded with zero rows to::
+arrival. Different ``k`` are never merged (the exact engine's top-k prefix is not guaranteed
+bitwise equal to a smaller k's top-k). A group of ``n`` rows is padded with zero rows to::
 
     padded_size(n) = min(2 ** ceil(log2 n), max_batch),
 
