@@ -41,7 +41,7 @@ HOST = "127.0.0.1"
 REQUIRED_SPANS = {"parse", "tokenize", "encode", "search"}
 TABLE_HEAD = (
     "| index | rows | server | clients | requests | q/s | p50 ms | p99 ms | errors | trace "
-    "complete | mean batch |"
+    "complete | mean batch | CPU ms/request server + client |"
 )
 #: 64 questions a user might ask of the Python docs (each ends with its only "?")
 QUESTIONS = [
@@ -145,13 +145,14 @@ def drive_apart(port: int, clients: int, seconds: float, tag: str) -> tuple[list
     cmd = [sys.executable, __file__, "--drive", str(port), str(clients), str(seconds), tag]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=seconds + 300)
     got = json.loads(out.stdout)
-    return [tuple(r) for r in got["records"]], got["wall"]
+    return [tuple(r) for r in got["records"]], got["wall"], got["cpu_s"]
 
 
-def drive(port: int, clients: int, seconds: float, tag: str) -> tuple[list, float]:
-    """``clients`` threads posting until ``seconds`` have passed: [(rid, status, s)], wall s."""
+def drive(port: int, clients: int, seconds: float, tag: str) -> tuple[list, float, float]:
+    """``clients`` threads posting until ``seconds`` have passed: [(rid, status, s)], wall s,
+    and the CPU seconds (user + system) this process spent meanwhile."""
     records: list[list] = [[] for _ in range(clients)]
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), process_cpu_s()
 
     def client(j: int) -> None:
         i = 0
@@ -165,7 +166,13 @@ def drive(port: int, clients: int, seconds: float, tag: str) -> tuple[list, floa
         t.start()
     for t in threads:
         t.join()
-    return [r for rs in records for r in rs], time.perf_counter() - t0
+    return [r for rs in records for r in rs], time.perf_counter() - t0, process_cpu_s() - cpu0
+
+
+def process_cpu_s() -> float:
+    """User + system CPU seconds of this process so far (every thread)."""
+    t = os.times()
+    return t.user + t.system
 
 
 def trace_completeness(service, rids: list[str], wait_s: float = 5.0) -> tuple[float, float]:
@@ -197,12 +204,22 @@ def trace_completeness(service, rids: list[str], wait_s: float = 5.0) -> tuple[f
     return ok / max(len(rids), 1), float(np.mean(sizes)) if sizes else 0.0
 
 
-def figures(records: list, wall: float) -> dict:
+def figures(records: list, wall: float, server_cpu_s: float, client_cpu_s: float) -> dict:
+    """q/s, p50/p99 ms, errors, and the CPU ms per answered request of the server process (the
+    service and, for ours, nothing else running) and of the client process."""
     lat = np.array([s for _, status, s in records if status == 200] or [np.nan]) * 1e3
     p50, p99 = np.percentile(lat, [50, 99]).tolist()
     errors = sum(status != 200 for _, status, _ in records)
-    qps = (len(records) - errors) / wall
-    return {"requests": len(records), "qps": qps, "p50_ms": p50, "p99_ms": p99, "errors": errors}
+    answered = max(len(records) - errors, 1)
+    return {
+        "requests": len(records),
+        "qps": (len(records) - errors) / wall,
+        "p50_ms": p50,
+        "p99_ms": p99,
+        "errors": errors,
+        "server_cpu_ms": 1e3 * server_cpu_s / answered,
+        "client_cpu_ms": 1e3 * client_cpu_s / answered,
+    }
 
 
 def start_ours(index_dir: Path, encoder, args):
@@ -317,9 +334,11 @@ def measure(name: str, index_dir: Path, encoder, args, refs, rows: list) -> None
         for c in args.clients:
             for label, port in servers.items():
                 print(f"  {name}: {label}, {c} client(s), {args.seconds:g} s ...", flush=True)
-                records, wall = drive_apart(port, c, args.seconds, label)
+                cpu0 = process_cpu_s()
+                records, wall, client_cpu = drive_apart(port, c, args.seconds, label)
+                server_cpu = process_cpu_s() - cpu0
                 row = {"index": name, "rows": len(service.index), "server": label, "clients": c}
-                row |= figures(records, wall)
+                row |= figures(records, wall, server_cpu, client_cpu)
                 if label == "ours":
                     done = trace_completeness(service, [r[0] for r in records])
                     row["complete"], row["mean_batch"] = done
@@ -333,13 +352,14 @@ def measure(name: str, index_dir: Path, encoder, args, refs, rows: list) -> None
 
 def table(rows: list) -> tuple[list[str], dict]:
     """The markdown table, and q/s at 16 clients (else the most) / q/s at 1 per index and server."""
-    lines = [TABLE_HEAD, "|---" * 11 + "|"]
+    lines = [TABLE_HEAD, "|---" * 12 + "|"]
     qps = {}
     for r in rows:
         done = f"{r['complete']:.3f} | {r['mean_batch']:.1f}" if "complete" in r else "- | -"
         lines.append(
             f"| {r['index']} | {r['rows']:,} | {r['server']} | {r['clients']} | {r['requests']} | "
-            f"{r['qps']:.1f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['errors']} | {done} |"
+            f"{r['qps']:.1f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['errors']} | {done} | "
+            f"{r['server_cpu_ms']:.2f} + {r['client_cpu_ms']:.2f} |"
         )
         qps[r["index"], r["server"], r["clients"]] = r["qps"]
     ratios = {}
@@ -436,7 +456,7 @@ def main(argv: list[str] | None = None) -> dict:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--drive"]:  # a client process of drive_apart
         _, _, port, c, seconds, tag = sys.argv
-        records, wall = drive(int(port), int(c), float(seconds), tag)
-        print(json.dumps({"records": records, "wall": wall}))
+        records, wall, cpu_s = drive(int(port), int(c), float(seconds), tag)
+        print(json.dumps({"records": records, "wall": wall, "cpu_s": cpu_s}))
     else:
         main()
