@@ -2,15 +2,16 @@
 beside a plain sentence-transformers + FAISS flat server (issue 37, C5.2).
 
     jaxparadigm bench serve [--full] [--clients 1,4,16] [--seconds S] [--batch-size B]
-                            [--batch-wait-ms T] [--no-reference] [--out FILE.json]
+                            [--batch-wait-ms T] [--no-reference] [--keep-alive] [--out FILE.json]
 
 Indexes (built once, cached under ``--cache-dir``): the pydoc topics in ``--window``-token MiniLM
 passages; with ``--full`` also 1,000,000 generated unit rows (placeholder passages). The service
 runs in this process (``index_service(...).start()``); ``C`` client threads post ``{"query": q,
 "k": 10}`` for ``--seconds`` per ``C`` (q: 64 questions about Python, in turn), one connection per
-request (the service answers ``Connection: close``), from a client process of their own (sharing
-this machine's cores with the servers, not their GIL). Per ``C``: q/s (200 answers / wall time),
-p50/p99 latency, errors, trace completeness (the share of requests with exactly one SERVER span
+request (or, with ``--keep-alive``, each client on one connection it asks the server to keep
+alive), from a client process of their own (sharing this machine's cores with the servers, not
+their GIL). Per ``C``: q/s (200 answers / wall time), p50/p99 latency, errors, the CPU ms per
+answered request of the server process and of the client process, trace completeness (the share of requests with exactly one SERVER span
 whose ``request.id`` is the ``X-Request-Id`` sent and whose trace holds ended parse, tokenize,
 encode and search spans, queue too when there). The reference, a stdlib ``ThreadingHTTPServer``
 running ``SentenceTransformer.encode`` and ``faiss.IndexFlatIP.search`` over the same rows, takes
@@ -122,44 +123,61 @@ def generated_index(cache: Path, n: int, encoder) -> Path:
     return out
 
 
-def post(port: int, query: str, rid: str) -> tuple[int, float]:
-    """One ``POST /search`` on a new connection: (status, 0 when no answer; seconds)."""
+def post(
+    port: int, query: str, rid: str, conn: http.client.HTTPConnection | None = None
+) -> tuple[int, float]:
+    """One ``POST /search``: (status, 0 when no answer; seconds). On a new connection, closed
+    after the answer; or on ``conn``, asking the server to keep it alive (``--keep-alive``; it
+    reconnects by itself when the server closed it)."""
     body = json.dumps({"query": query, "k": 10}).encode()
     headers = {"Content-Type": "application/json", "X-Request-Id": rid}
+    if conn is not None:
+        headers["Connection"] = "keep-alive"
     t0, status = time.perf_counter(), 0
-    conn = http.client.HTTPConnection(HOST, port, timeout=120)
+    this = conn or http.client.HTTPConnection(HOST, port, timeout=120)
     try:
-        conn.request("POST", "/search", body, headers)
-        resp = conn.getresponse()
+        this.request("POST", "/search", body, headers)
+        resp = this.getresponse()
         resp.read()
         status = resp.status
     except OSError:
-        pass
-    conn.close()
+        this.close()  # a kept connection the server closed: the next request reconnects
+    if conn is None:
+        this.close()
     return status, time.perf_counter() - t0
 
 
-def drive_apart(port: int, clients: int, seconds: float, tag: str) -> tuple[list, float]:
+def drive_apart(
+    port: int, clients: int, seconds: float, tag: str, keep_alive: bool = False
+) -> tuple[list, float, float]:
     """:func:`drive` in a client process of its own (python's GIL and the servers' threads
-    apart): ``python serve_bench.py --drive PORT C S TAG``."""
+    apart): ``python serve_bench.py --drive PORT C S TAG KEEP_ALIVE``."""
     cmd = [sys.executable, __file__, "--drive", str(port), str(clients), str(seconds), tag]
+    cmd.append(str(int(keep_alive)))
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=seconds + 300)
     got = json.loads(out.stdout)
     return [tuple(r) for r in got["records"]], got["wall"], got["cpu_s"]
 
 
-def drive(port: int, clients: int, seconds: float, tag: str) -> tuple[list, float, float]:
+def drive(
+    port: int, clients: int, seconds: float, tag: str, keep_alive: bool = False
+) -> tuple[list, float, float]:
     """``clients`` threads posting until ``seconds`` have passed: [(rid, status, s)], wall s,
-    and the CPU seconds (user + system) this process spent meanwhile."""
+    and the CPU seconds (user + system) this process spent meanwhile. ``keep_alive``: each
+    thread posts on one connection of its own, kept open (:func:`post`)."""
     records: list[list] = [[] for _ in range(clients)]
     t0, cpu0 = time.perf_counter(), process_cpu_s()
 
     def client(j: int) -> None:
         i = 0
+        conn = http.client.HTTPConnection(HOST, port, timeout=120) if keep_alive else None
         while time.perf_counter() < t0 + seconds:
             rid = f"{tag}-c{clients}-{j}-{i}"
-            records[j].append((rid, *post(port, QUESTIONS[(j * 17 + i) % len(QUESTIONS)], rid)))
+            query = QUESTIONS[(j * 17 + i) % len(QUESTIONS)]
+            records[j].append((rid, *post(port, query, rid, conn)))
             i += 1
+        if conn is not None:
+            conn.close()
 
     threads = [threading.Thread(target=client, args=(j,)) for j in range(clients)]
     for t in threads:
@@ -311,12 +329,12 @@ def start_reference(service, st_model, faiss):
     return server
 
 
-def warm(port: int, clients: list[int]) -> None:
+def warm(port: int, clients: list[int], keep_alive: bool = False) -> None:
     """Every question once, then 0.5 s at each client count."""
     for q in QUESTIONS:
         post(port, q, "warm")
     for c in clients:
-        drive_apart(port, c, 0.5, "warm")
+        drive_apart(port, c, 0.5, "warm", keep_alive)
 
 
 def measure(name: str, index_dir: Path, encoder, args, refs, rows: list) -> None:
@@ -329,13 +347,15 @@ def measure(name: str, index_dir: Path, encoder, args, refs, rows: list) -> None
     try:
         warm_ours(service)
         for port in servers.values():
-            warm(port, args.clients)
+            warm(port, args.clients, args.keep_alive)
         service.exporter.clear()
         for c in args.clients:
             for label, port in servers.items():
                 print(f"  {name}: {label}, {c} client(s), {args.seconds:g} s ...", flush=True)
                 cpu0 = process_cpu_s()
-                records, wall, client_cpu = drive_apart(port, c, args.seconds, label)
+                records, wall, client_cpu = drive_apart(
+                    port, c, args.seconds, label, args.keep_alive
+                )
                 server_cpu = process_cpu_s() - cpu0
                 row = {"index": name, "rows": len(service.index), "server": label, "clients": c}
                 row |= figures(records, wall, server_cpu, client_cpu)
@@ -379,6 +399,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, help="max_batch of the service (when it has it)")
     parser.add_argument("--batch-wait-ms", type=float, help="max_wait_ms of the service")
     parser.add_argument("--no-reference", action="store_true", help="leave the reference out")
+    parser.add_argument(
+        "--keep-alive", action="store_true", help="each client keeps one connection open"
+    )
     parser.add_argument("--topics", type=int, default=0, help="pydoc topics indexed (0: all)")
     parser.add_argument("--window", type=int, default=128, help="pydoc passage tokens")
     parser.add_argument("--n", type=int, default=1_000_000, help="--full: generated rows")
@@ -441,7 +464,12 @@ def main(argv: list[str] | None = None) -> dict:
     head = (
         f"`jaxparadigm bench serve {' '.join(argv if argv is not None else sys.argv[1:])}`. "
         f"{cpu_info()}. jax {jax.__version__}; {ref_text}. Batching of ours: {args.batching}. "
-        "One connection per request; the clients are threads of one other process. 1-minute "
+        + (
+            "Each client on one kept-alive connection"
+            if args.keep_alive
+            else "One connection per request"
+        )
+        + "; the clients are threads of one other process. 1-minute "
         f"load average {load0:.2f} at the start, {os.getloadavg()[0]:.2f} at the end; whole run "
         f"{time.perf_counter() - t0:.0f} s."
     )
@@ -455,8 +483,8 @@ def main(argv: list[str] | None = None) -> dict:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--drive"]:  # a client process of drive_apart
-        _, _, port, c, seconds, tag = sys.argv
-        records, wall, cpu_s = drive(int(port), int(c), float(seconds), tag)
+        _, _, port, c, seconds, tag, keep_alive = sys.argv
+        records, wall, cpu_s = drive(int(port), int(c), float(seconds), tag, keep_alive == "1")
         print(json.dumps({"records": records, "wall": wall, "cpu_s": cpu_s}))
     else:
         main()

@@ -1,7 +1,7 @@
 """Where a served request's CPU goes, and what that allows at 16 clients (issue 49, C5.2).
 
     python benchmarks/serve_budget.py [--clients 1,16] [--seconds S] [--rounds R] [--calls N]
-                                      [--cache-dir DIR] [--out FILE]
+                                      [--keep-alive] [--cache-dir DIR] [--out FILE]
 
 The pydoc index of ``serve_bench.py`` (built once, cached), served as ``bench serve`` serves it
 (dense, exact, no excerpts), one process for the service and one for the clients. Measured, one
@@ -115,11 +115,13 @@ def serve_costs(folder: Path, encoder, args, clients: list[int]) -> dict[int, di
     try:
         if not isinstance(encoder, LookupEncoder):
             sb.warm_ours(service)
-        sb.warm(port, clients)
+        sb.warm(port, clients, args.keep_alive)
         for c in clients:
             service.exporter.clear()
             cpu0 = sb.process_cpu_s()
-            records, wall, client_cpu = sb.drive_apart(port, c, args.seconds, "budget")
+            records, wall, client_cpu = sb.drive_apart(
+                port, c, args.seconds, "budget", args.keep_alive
+            )
             row = sb.figures(records, wall, sb.process_cpu_s() - cpu0, client_cpu)
             time.sleep(0.2)  # the last server spans end just after their answers
             spans = [s for s in service.exported_spans() if s.kind != SpanKind.SERVER]
@@ -189,6 +191,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--calls", type=int, default=30, help="encode calls a round and batch")
     parser.add_argument("--cache-dir", default=Path(tempfile.gettempdir(), "jaxparadigm-serve"))
     parser.add_argument("--topics", type=int, default=0, help="pydoc topics indexed (0: all)")
+    parser.add_argument(
+        "--keep-alive", action="store_true", help="each client keeps one connection open"
+    )
     parser.add_argument("--out", help="write the figures to this JSON file")
     args = parser.parse_args(argv)
     clients = [int(c) for c in str(args.clients).split(",")]
@@ -209,7 +214,13 @@ def main(argv: list[str] | None = None) -> dict:
     lines = report(enc, enc1, costs_lookup, costs_real, cores, max(clients))
     head = (
         f"`python benchmarks/serve_budget.py {' '.join(argv if argv is not None else sys.argv[1:])}`"
-        f". {cpu_info()}; {cores} usable cores. 1-minute load average {load0:.2f} at the start, "
+        f". {cpu_info()}; {cores} usable cores; "
+        + (
+            "each client on one kept-alive connection"
+            if args.keep_alive
+            else "a connection a request"
+        )
+        + f". 1-minute load average {load0:.2f} at the start, "
         f"{os.getloadavg()[0]:.2f} at the end; whole run {time.perf_counter() - t0:.0f} s."
     )
     print("\n".join(["## serve's CPU budget (issue 49)", "", head, "", *lines]))

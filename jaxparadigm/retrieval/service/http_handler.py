@@ -27,8 +27,16 @@ service that cannot serve (its request batcher closed,
 A client that resets its connection (or closes it before reading the answer) ends that request
 quietly: a :class:`ConnectionError` is no server error, and prints no traceback.
 
-After the answer the connection is closed gracefully (the server stops sending, then discards what
-the client still sends for at most ``LINGER_S``), so a refused upload still reads its 413.
+Connections. An answer is one write (headers and body leave together). A request that asks for it
+(``Connection: keep-alive``, as browsers and ``requests`` send it) and is answered 200 keeps its
+connection open for the next one (the answer says ``Connection: keep-alive``, ``Keep-Alive:
+timeout=T``; the status line stays ``HTTP/1.0``, whose keep-alive extension this is): each later
+request must arrive within ``read_timeout_s`` of the previous answer, and a connection on which no
+byte of one arrives by then is closed without an answer. Every other answer, and any answer that
+is not 200, says ``Connection: close``; the connection is then closed gracefully (the server stops
+sending, then discards what the client still sends for at most ``LINGER_S``), so a refused upload
+still reads its 413. Measured (``bench serve --keep-alive`` against one connection per request,
+pydoc index, 2-core AMD EPYC): see benchmarks/RESULTS.md, issue 49.
 """
 
 from __future__ import annotations
@@ -100,11 +108,12 @@ def bind_listener(host: str, port: int) -> socket.socket:
 
 
 class _DeadlineSocketReader(io.RawIOBase):
-    """A socket's read side whose every read waits at most until ``deadline`` (monotonic)."""
+    """A socket's read side whose every read waits at most until ``deadline`` (monotonic);
+    ``received``: the bytes read since it was last set to 0."""
 
     def __init__(self, sock: socket.socket, deadline: float):
         super().__init__()
-        self.sock, self.deadline = sock, deadline
+        self.sock, self.deadline, self.received = sock, deadline, 0
 
     def readable(self) -> bool:
         return True
@@ -114,7 +123,9 @@ class _DeadlineSocketReader(io.RawIOBase):
         if left <= 0:
             raise TimeoutError("request deadline passed")
         self.sock.settimeout(left)
-        return self.sock.recv_into(buffer)
+        got = self.sock.recv_into(buffer)
+        self.received += got
+        return got
 
 
 class _Refused(Exception):
@@ -125,8 +136,16 @@ class _Refused(Exception):
         self.status = status
 
 
+def _keeps_alive(headers) -> bool:
+    """Whether the request's ``Connection`` options hold ``keep-alive`` and not ``close``."""
+    options = {o.strip().lower() for h in headers.get_all("Connection") or [] for o in h.split(",")}
+    return "keep-alive" in options and "close" not in options
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    wbufsize = -1  # buffered: an answer's headers and body leave in one send (_send flushes)
+    disable_nagle_algorithm = True  # no answer waits for the ACK of the one before
 
     def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
         del format, args  # the spans are the log
@@ -134,16 +153,26 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self):
         super().setup()
         deadline = time.monotonic() + self.server.service.read_timeout_s
-        self.rfile = io.BufferedReader(_DeadlineSocketReader(self.connection, deadline))
+        self.reader = _DeadlineSocketReader(self.connection, deadline)
+        self.rfile = io.BufferedReader(self.reader)
+        self.answered = 0  # requests answered on this connection
 
     def handle_one_request(self):
-        """The stdlib's, except that a timed-out read is answered (408) instead of dropped,
-        ``GET /`` is the page and every other method but POST gets 405 (stdlib: 501)."""
+        """The stdlib's, except that a timed-out read is answered (408) instead of dropped (a
+        kept-alive connection with no byte of a next request is closed quietly), ``GET /`` is the
+        page and every other method but POST gets 405 (stdlib: 501)."""
         # None until parsed, as in the stdlib's own parse_request (typeshed types it str).
         self.command = None  # type: ignore[assignment]
         self.request_version, self.requestline = "HTTP/1.0", ""
+        if self.answered:  # kept alive: the next request has read_timeout_s from now
+            self.reader.deadline = time.monotonic() + self.server.service.read_timeout_s
+            self.reader.received = 0
+            self.server.set_idle(self.connection, True)
         try:
-            self.raw_requestline = self.rfile.readline(65537)
+            try:
+                self.raw_requestline = self.rfile.readline(65537)
+            finally:
+                self.server.set_idle(self.connection, False)
             if len(self.raw_requestline) > 65536:
                 self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
                 return
@@ -152,6 +181,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if not self.parse_request():
                 return
+            version_1x = self.request_version.startswith("HTTP/1.")
+            self.close_connection = not (version_1x and _keeps_alive(self.headers))
             if self.command in ("GET", "HEAD") and self.path.split("?")[0] == "/":
                 self._page()
             elif self.command != "POST":
@@ -160,7 +191,11 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self.do_POST()
             self.wfile.flush()
+            self.answered += 1
         except TimeoutError:
+            if self.answered and not self.reader.received:  # an idle kept-alive connection
+                self.close_connection = True
+                return
             self.send_error(HTTPStatus.REQUEST_TIMEOUT, "request line or headers timed out")
 
     def send_error(self, code, message=None, explain=None):
@@ -212,6 +247,7 @@ class _Handler(BaseHTTPRequestHandler):
                 status, payload = 500, {"error": f"internal error ({type(exc).__name__})"}
             span.set_attribute("http.status_code", status)
             if status != 200:
+                self.close_connection = True
                 span.set_status(Status(StatusCode.ERROR, payload["error"]))
             try:
                 self._reply(status, payload)
@@ -259,9 +295,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data) if length is None else length))
-        self.send_header("Connection", "close")
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        else:
+            self.send_header("Connection", "keep-alive")
+            self.send_header("Keep-Alive", f"timeout={int(self.server.service.read_timeout_s)}")
         self.end_headers()
         self.wfile.write(data)
+        self.wfile.flush()  # one send; a client gone shows here, inside the caller's span
 
 
 class _Server(ThreadingHTTPServer):
@@ -271,7 +312,8 @@ class _Server(ThreadingHTTPServer):
     service: _Service
 
     def __init__(self, listener: socket.socket, service: _Service):
-        self.open_requests: set[socket.socket] = set()
+        self.open_requests: set[socket.socket] = set()  # every open connection
+        self.idle: set[socket.socket] = set()  # those kept alive, waiting for a next request
         self.requests_lock = threading.Lock()
         self.service = service
         super().__init__(listener.getsockname(), _Handler, bind_and_activate=False)
@@ -306,7 +348,18 @@ class _Server(ThreadingHTTPServer):
             pass
         with self.requests_lock:
             self.open_requests.discard(request)
+            self.idle.discard(request)
         self.close_request(request)
+
+    def set_idle(self, request: socket.socket, idle: bool) -> None:
+        """Mark a connection as waiting for its next request (or not)."""
+        with self.requests_lock:
+            (self.idle.add if idle else self.idle.discard)(request)
+
+    def busy(self) -> bool:
+        """Whether a connection is reading or answering a request (not idle between two)."""
+        with self.requests_lock:
+            return bool(self.open_requests - self.idle)
 
     def wake_readers(self) -> None:
         """Shut the read side of every open connection: a blocked read returns EOF at once."""

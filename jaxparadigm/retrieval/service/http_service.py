@@ -19,12 +19,13 @@ the request's thread (the ranking of ``search --index``,
 most), every offset a character offset in the passage's file (``marks``: the query words in it).
 
 The server is a stdlib ``ThreadingHTTPServer`` on a free port (``start()`` / ``stop()``, or
-``with``), one thread per request. Parsing, an injected delay and tokenizing stay on the
-request's thread (a delay holds up no one); the encode and the search of concurrent requests are
-batched by one :class:`~jaxparadigm.retrieval.service.request_batcher.RequestBatcher` (the rule:
-:mod:`~jaxparadigm.retrieval.service.request_batcher`). The socket, the reading of requests and
-the 4xx answers are :mod:`~jaxparadigm.retrieval.service.http_handler`'s; ``GET /`` is the page
-of :mod:`~jaxparadigm.retrieval.service.search_page`.
+``with``), one thread per connection (kept alive when a request asks for it:
+:mod:`~jaxparadigm.retrieval.service.http_handler`). Parsing, an injected delay and tokenizing
+stay on the request's thread (a delay holds up no one); the encode and the search of concurrent
+requests are batched by one :class:`~jaxparadigm.retrieval.service.request_batcher.RequestBatcher`
+(the rule: :mod:`~jaxparadigm.retrieval.service.request_batcher`). The socket, the reading of
+requests and the 4xx answers are :mod:`~jaxparadigm.retrieval.service.http_handler`'s; ``GET /``
+is the page of :mod:`~jaxparadigm.retrieval.service.search_page`.
 
 Every request is traced with the OpenTelemetry SDK into an in-memory exporter::
 
@@ -237,16 +238,17 @@ class SearchService:
         return self
 
     def stop(self, grace_s: float = 1.0) -> None:
-        """Stop accepting; give in-flight requests ``grace_s``; then wake every read still waiting
-        on a client (EOF) and end injected delays; join every request thread (their spans end),
-        close the socket and the batcher. Bounded: about ``grace_s + LINGER_S`` plus the compute of
+        """Stop accepting; give in-flight requests ``grace_s`` (a kept-alive connection waiting for
+        its next request is not waited for); then wake every read still waiting on a client (EOF)
+        and end injected delays; join every request thread (their spans end), close the socket
+        and the batcher. Bounded: about ``grace_s + LINGER_S`` plus the compute of
         the batches still queued."""
         if self._server is None:
             return
         server = self._server
         server.shutdown()
         deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and server.open_requests:
+        while time.monotonic() < deadline and server.busy():
             time.sleep(0.01)
         self._stopping.set()
         server.wake_readers()
