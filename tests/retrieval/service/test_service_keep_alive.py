@@ -21,13 +21,18 @@ TIMEOUT_S = 0.5
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory, minilm_tokenizer):
-    svc = hash_service(tmp_path_factory.mktemp("svc"), minilm_tokenizer, read_timeout_s=TIMEOUT_S)
-    yield svc
-    svc.stop()
+    """A service whose requests, and kept connections left idle, time out after TIMEOUT_S."""
+    root = tmp_path_factory.mktemp("kept")
+    svc = hash_service(root, minilm_tokenizer, read_timeout_s=TIMEOUT_S)
+    try:
+        yield svc
+    finally:
+        svc.stop()
 
 
 def _port(svc) -> int:
-    return int(svc.url.split(":")[2].split("/")[0])
+    """The port of ``svc.url`` (``http://127.0.0.1:PORT/search``)."""
+    return int(svc.url.rsplit(":", 1)[1].split("/")[0])
 
 
 def _request(body: dict | bytes, connection: str | None, version: str = "HTTP/1.1") -> bytes:
