@@ -632,6 +632,11 @@ EQUIVALENT.update(
             "header names are case-insensitive (RFC 9110 5.1), and send_header compares the "
             "name lower-cased to set close_connection: the same answer and the same close",
         ),
+        "jaxparadigm.retrieval.service.http_handler.xǁ_Handlerǁdo_POST__mutmut_26": (
+            'span.set_attribute("request.id", self.headers.get("X-REQUEST-ID", ""))',
+            "the request's headers are an email.message.Message, whose get() compares names "
+            "case-insensitively (as HTTP's are, RFC 9110 5.1): the same id",
+        ),
         "jaxparadigm.retrieval.service.http_handler.xǁ_Serverǁshutdown_request__mutmut_7": (
             "while time.monotonic() <= deadline and request.recv(65536):",
             "monotonic() equals the deadline at one instant at most: one more 0.1 s read "

@@ -230,6 +230,7 @@ ROUND_4: dict[str, Target] = {
             "test_service_limits",
             "test_service_protocol",
             "test_service_boundaries",
+            "test_service_keep_alive",
         ),
     ),
     "config.yaml_loader": Target(
