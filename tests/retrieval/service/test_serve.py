@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import queue
@@ -135,12 +136,25 @@ def test_serve_command_stops_cleanly_on_ctrl_c(tiny_index, sigint):
             url = m[1] if m else None
         assert url, proc.stderr.read()
         assert _post(url, {"query": "open a file", "k": 1})["hits"][0][0] == 0
+        # two more on one kept-alive connection, left open (idle) through Ctrl-C
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        kept = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        socks = []
+        for _ in range(2):
+            body = json.dumps({"query": "open a file", "k": 1}).encode()
+            kept.request("POST", "/search", body, {"Connection": "keep-alive"})
+            answer = kept.getresponse()
+            assert answer.status == 200 and json.loads(answer.read())["hits"][0][0] == 0
+            assert answer.getheader("Connection") == "keep-alive"
+            socks.append(kept.sock)
+        assert socks[0] is not None and socks[0] is socks[1]
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
+        kept.close()
     finally:
         proc.kill()
     assert proc.returncode == 0, err
-    assert "stopped after 1 request(s)" in out and "Traceback" not in err
+    assert "stopped after 3 request(s)" in out and "Traceback" not in err
 
 
 @pytest.mark.parametrize("options", [{}, {"dtype": "int8", "resident": False, "block_rows": 8}])
