@@ -11,9 +11,9 @@ runs in this process (``index_service(...).start()``); ``C`` client threads post
 request (or, with ``--keep-alive``, each client on one connection it asks the server to keep
 alive), from a client process of their own (sharing this machine's cores with the servers, not
 their GIL). Per ``C``: q/s (200 answers / wall time), p50/p99 latency, errors, the CPU ms per
-answered request of the server process and of the client process, trace completeness (the share of requests with exactly one SERVER span
-whose ``request.id`` is the ``X-Request-Id`` sent and whose trace holds ended parse, tokenize,
-encode and search spans, queue too when there). The reference, a stdlib ``ThreadingHTTPServer``
+answered request of the server process and of the client process, trace completeness (the share
+of requests with exactly one SERVER span whose ``request.id`` is the ``X-Request-Id`` sent and
+whose trace holds ended parse, tokenize, encode and search spans, queue too when there). The reference, a stdlib ``ThreadingHTTPServer``
 running ``SentenceTransformer.encode`` and ``faiss.IndexFlatIP.search`` over the same rows, takes
 turns with ours per ``C``. CPU model, flags and load averages are printed with the figures.
 """

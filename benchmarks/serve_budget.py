@@ -9,8 +9,8 @@ part at a time on the same machine:
 
 1. **encode alone**: the service's own batch encode (``request_batcher.embed``: packed rows for
    several queries) of ``B`` random questions, ``B`` in 1, 2, 4, 8, 16; wall and process CPU ms a
-   call (median of ``--rounds`` rounds of ``--calls`` calls) on every core, and again in a child process
-   bound to one core (``os.sched_setaffinity`` before JAX starts);
+   call (median of ``--rounds`` rounds of ``--calls`` calls) on every core, and again in a child
+   process bound to one core (``os.sched_setaffinity`` before JAX starts);
 2. **the service without the model**: the same service with a lookup encoder (MiniLM's tokenizer
    and checks; each query's row computed once by MiniLM beforehand, then looked up): q/s and CPU ms
    a request of the server and of the client process per client count: the cost of HTTP, JSON,
@@ -123,7 +123,8 @@ def serve_costs(folder: Path, encoder, args, clients: list[int]) -> dict[int, di
                 port, c, args.seconds, "budget", args.keep_alive
             )
             row = sb.figures(records, wall, sb.process_cpu_s() - cpu0, client_cpu)
-            time.sleep(0.2)  # the last server spans end just after their answers
+            # every encode span ended before its answer was sent; a batch's requests record
+            # the same span times, so one entry per batch (mean batch: answers / batches)
             spans = [s for s in service.exported_spans() if s.kind != SpanKind.SERVER]
             encodes = {s.start_time: s.end_time - s.start_time for s in spans if s.name == "encode"}
             row["batches"] = len(encodes)
@@ -172,10 +173,10 @@ def report(enc: dict, enc1: dict, lookup: dict, real: dict, cores: int, top: int
     ]
     for label, batch in ((f"the mean batch {b}", b), (f"batch {BATCHES[-1]}", BATCHES[-1])):
         for where, costs in (("every core", enc), ("one core", enc1)):
-            need = costs[batch]["cpu_ms"] / batch + svc
-            bound = cores * 1e3 / need
+            per_query = costs[batch]["cpu_ms"] / batch
+            bound = cores * 1e3 / (per_query + svc)
             lines.append(
-                f"Bound at {label}, encode CPU on {where}: {cores} cores / ({costs[batch]['cpu_ms'] / batch:.2f} "
+                f"Bound at {label}, encode CPU on {where}: {cores} cores / ({per_query:.2f} "
                 f"+ {svc:.2f} ms) = {bound:.0f} q/s = {bound / one['qps']:.2f}x one client's "
                 f"{one['qps']:.1f} q/s (measured at {top} clients: {loaded['qps']:.1f} q/s, "
                 f"{loaded['qps'] / one['qps']:.2f}x)."

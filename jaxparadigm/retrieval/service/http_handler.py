@@ -236,9 +236,8 @@ class _Handler(BaseHTTPRequestHandler):
             span.set_attribute("request.id", self.headers.get("X-Request-Id", ""))
             try:
                 status, payload = svc.handle(self.path, self._body(svc))
-            except _Refused as exc:
+            except _Refused as exc:  # a 4xx: closed below, as every answer but 200
                 status, payload = exc.status, {"error": str(exc)}
-                self.close_connection = True
             except (ServiceUnavailable, GroupFailed) as exc:  # not served: the client may retry
                 span.record_exception(exc)
                 status, payload = 503, {"error": str(exc)}
