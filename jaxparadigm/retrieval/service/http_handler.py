@@ -109,7 +109,7 @@ def bind_listener(host: str, port: int) -> socket.socket:
 
 class _DeadlineSocketReader(io.RawIOBase):
     """A socket's read side whose every read waits at most until ``deadline`` (monotonic);
-    ``received``: the bytes read since it was last set to 0."""
+    ``received``: the bytes read since it was last set."""
 
     def __init__(self, sock: socket.socket, deadline: float):
         super().__init__()
@@ -154,7 +154,7 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         deadline = time.monotonic() + self.server.service.read_timeout_s
         self.reader = _DeadlineSocketReader(self.connection, deadline)
-        self.rfile = io.BufferedReader(self.reader)
+        self.rfile = self.read_buffer = io.BufferedReader(self.reader)
         self.answered = 0  # requests answered on this connection
 
     def handle_one_request(self):
@@ -165,8 +165,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.command = None  # type: ignore[assignment]
         self.request_version, self.requestline = "HTTP/1.0", ""
         if self.answered:  # kept alive: the next request has read_timeout_s from now
+            self.reader.received = self._buffered()
             self.reader.deadline = time.monotonic() + self.server.service.read_timeout_s
-            self.reader.received = 0
             self.server.set_idle(self.connection, True)
         try:
             try:
@@ -197,6 +197,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             self.send_error(HTTPStatus.REQUEST_TIMEOUT, "request line or headers timed out")
+
+    def _buffered(self) -> int:
+        """Bytes of the next request read already (with the one before, pipelined), without
+        waiting: the peek's socket read, needed only when none are, times out at once."""
+        self.reader.deadline = time.monotonic()
+        try:
+            return len(self.read_buffer.peek(1))
+        except TimeoutError:
+            return 0
 
     def send_error(self, code, message=None, explain=None):
         """A JSON error answer ``{"error": ...}``; the connection is closed after it. The stdlib's

@@ -147,6 +147,19 @@ def test_a_half_sent_next_request_on_a_kept_connection_gets_408(service):
     assert seconds < TIMEOUT_S + 2
 
 
+def test_a_half_sent_request_pipelined_behind_a_kept_one_gets_408(service):
+    """Its bytes came with the first request's (already in the server's read buffer when the
+    first answer left): they are bytes of a next request, so a 408, not a quiet close."""
+    with socket.create_connection(("127.0.0.1", _port(service)), timeout=10) as sock:
+        buffered = bytearray()
+        first = _request({"query": "open a file", "k": 1}, "keep-alive")
+        sock.sendall(first + b"POST /search HTTP/1.1\r\nHo")  # one send, the second cut short
+        assert _read_answer(sock, buffered)[0] == 200
+        status, headers, body = _read_answer(sock, buffered)
+    assert status == 408 and headers["connection"] == "close"
+    assert "timed out" in json.loads(body)["error"]
+
+
 def test_an_error_answer_closes_a_kept_alive_connection(service):
     with socket.create_connection(("127.0.0.1", _port(service)), timeout=10) as sock:
         buffered = bytearray()
